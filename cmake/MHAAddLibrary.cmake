@@ -1,0 +1,29 @@
+#===- MHAAddLibrary.cmake - helpers for MHA libraries ---------------------===#
+#
+# Every MHA library is a static, position-independent archive that links the
+# shared libMLIR.so (never the static libMLIR*.a archives: mixing the two in one
+# binary duplicates MLIR's global registries). Position independence lets the
+# same archives go into mha-opt and into the plugin loaded by stock mlir-opt.
+#
+#===----------------------------------------------------------------------===#
+
+set_property(GLOBAL PROPERTY MHA_EXPORTED_LIBS "")
+
+# mha_add_library(name SRCS... [DEPENDS tgt...] [LINK_LIBS lib...])
+function(mha_add_library name)
+  cmake_parse_arguments(ARG "" "" "DEPENDS;LINK_LIBS" ${ARGN})
+  add_library(${name} STATIC ${ARG_UNPARSED_ARGUMENTS})
+  set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
+  target_include_directories(${name} PUBLIC
+    $<BUILD_INTERFACE:${MHA_SOURCE_DIR}/include>
+    $<BUILD_INTERFACE:${MHA_BINARY_DIR}/include>
+    $<INSTALL_INTERFACE:include>)
+  target_link_libraries(${name} PUBLIC ${ARG_LINK_LIBS} MLIR LLVM)
+  if(ARG_DEPENDS)
+    add_dependencies(${name} ${ARG_DEPENDS})
+  endif()
+  llvm_update_compile_flags(${name})
+  install(TARGETS ${name} EXPORT MHATargets
+    ARCHIVE DESTINATION lib COMPONENT ${name})
+  set_property(GLOBAL APPEND PROPERTY MHA_EXPORTED_LIBS ${name})
+endfunction()

@@ -1,0 +1,15 @@
+//===- MHADialect.h - MHA dialect -------------------------------*- C++ -*-===//
+//
+// Declares the `mha` dialect class.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHA_DIALECT_MHA_IR_MHADIALECT_H
+#define MHA_DIALECT_MHA_IR_MHADIALECT_H
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dialect.h"
+
+#include "mha/Dialect/MHA/IR/MHADialect.h.inc"
+
+#endif // MHA_DIALECT_MHA_IR_MHADIALECT_H

@@ -1,0 +1,175 @@
+//===- MHAOps.td - MHA dialect ops -------------------------*- tablegen -*-===//
+//
+// The ops of the `mha` dialect. Their semantics are the contract of
+// docs/Semantics.md; every verifier rule below enforces a line of it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHA_DIALECT_MHA_IR_MHAOPS_TD
+#define MHA_DIALECT_MHA_IR_MHAOPS_TD
+
+include "mha/Dialect/MHA/IR/MHABase.td"
+include "mlir/Interfaces/DestinationStyleOpInterface.td"
+include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+//===----------------------------------------------------------------------===//
+// MultiHeadAttentionOp
+//===----------------------------------------------------------------------===//
+
+def MHA_MultiHeadAttentionOp : MHA_Op<"multi_head_attention", [
+    Pure, AttrSizedOperandSegments,
+    DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
+                              ["reifyResultShapes"]>]> {
+  let summary = "The whole multi-head attention layer";
+  let description = [{
+    Computes `MultiHead(Q, K, V) = Concat(head_1..head_H) · W_o (+ b_o)` with
+    `head_i = softmax(mask(Q_i K_iᵀ · scale)) · V_i`, where
+    `Q = query · W_q (+ b_q)`, `K = key · W_k (+ b_k)` and
+    `V = value · W_v (+ b_v)` are split into heads.
+
+    | operand | shape |
+    |---|---|
+    | query | `[B, Sq, Eq]` |
+    | key, value | `[B, Sk, Ek]`, `[B, Sk, Ev]` |
+    | w_q, w_k, w_v | `[Eq, H·dk]`, `[Ek, Hkv·dk]`, `[Ev, Hkv·dv]` (`[in, out]` layout) |
+    | w_o | `[H·dv, Eo]` |
+    | b_q, b_k, b_v, b_o | `[H·dk]`, `[Hkv·dk]`, `[Hkv·dv]`, `[Eo]` (all four or none) |
+    | mask | `[Sq, Sk]`, `[B, Sq, Sk]` or `[B|1, H|1, Sq|1, Sk|1]` |
+    | result | `[B, Sq, Eo]` |
+
+    `B`, `Sq` and `Sk` may be dynamic; embedding and head dims are static.
+    `num_kv_heads` (`Hkv`, default `num_heads`) must divide `num_heads`: query
+    head `h` reads key/value head `h / (H / Hkv)` (grouped-query and multi-query
+    attention). `scale` defaults to `1/sqrt(dk)`. An `i1` mask is true where a
+    query may attend; a float mask is added to the scaled scores. `causal` lets
+    query `i` see key `j` iff `j <= i + (Sk - Sq)` (bottom-right aligned). A
+    query that can see no key produces a zero head output.
+
+    Example (self-attention, 8 query heads sharing 2 key/value heads, with
+    biases and a boolean mask):
+
+    ```mlir
+    %y = mha.multi_head_attention %x, %x, %x, %wq, %wk, %wv, %wo
+           bias(%bq, %bk, %bv, %bo) mask(%m)
+           {num_heads = 8 : i64, num_kv_heads = 2 : i64, causal}
+           : (tensor<2x128x512xf32>, tensor<2x128x512xf32>, tensor<2x128x512xf32>,
+              tensor<512x512xf32>, tensor<512x128xf32>, tensor<512x128xf32>,
+              tensor<512x512xf32>, tensor<512xf32>, tensor<128xf32>,
+              tensor<128xf32>, tensor<512xf32>, tensor<128x128xi1>)
+           -> tensor<2x128x512xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    MHA_FloatTensor:$query,
+    MHA_FloatTensor:$key,
+    MHA_FloatTensor:$value,
+    MHA_FloatTensor:$w_q,
+    MHA_FloatTensor:$w_k,
+    MHA_FloatTensor:$w_v,
+    MHA_FloatTensor:$w_o,
+    Optional<MHA_FloatTensor>:$b_q,
+    Optional<MHA_FloatTensor>:$b_k,
+    Optional<MHA_FloatTensor>:$b_v,
+    Optional<MHA_FloatTensor>:$b_o,
+    Optional<MHA_MaskTensor>:$mask,
+    I64Attr:$num_heads,
+    OptionalAttr<I64Attr>:$num_kv_heads,
+    OptionalAttr<F32Attr>:$scale,
+    UnitAttr:$causal
+  );
+  let results = (outs MHA_FloatTensor:$result);
+
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $w_q `,` $w_k `,` $w_v `,` $w_o
+    (`bias` `(` $b_q^ `,` $b_k `,` $b_v `,` $b_o `)`)?
+    (`mask` `(` $mask^ `)`)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+
+  let extraClassDeclaration = [{
+    /// Number of key/value heads (`num_kv_heads`, or `num_heads` if absent).
+    int64_t getNumKvHeadsOrDefault();
+    /// Per-head query/key width: columns of `w_q` divided by `num_heads`.
+    int64_t getHeadDimQK();
+    /// Per-head value width: columns of `w_v` divided by `num_kv_heads`.
+    int64_t getHeadDimV();
+    /// `scale`, or `1/sqrt(dk)` if absent.
+    double getScaleOrDefault();
+    /// True when the four bias operands are present.
+    bool hasBias() { return getBQ() != nullptr; }
+  }];
+
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+def MHA_AttentionOp : MHA_Op<"attention", [
+    Pure, DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
+                              ["reifyResultShapes"]>]> {
+  let summary = "Scaled dot-product attention on head-split tensors";
+  let description = [{
+    The core of multi-head attention, for every batch `b`, query head `h` and
+    query `i`:
+    `out[b, h, i, :] = softmax_j(mask(q[b, h, i, :] · k[b, g, j, :] · scale)) · v[b, g, :, :]`
+    with `g = h / (H / Hkv)` the key/value head that query head `h` reads.
+
+    | operand | shape |
+    |---|---|
+    | query | `[B, H, Sq, dk]` |
+    | key | `[B, Hkv, Sk, dk]` |
+    | value | `[B, Hkv, Sk, dv]` |
+    | mask (optional) | `[Sq, Sk]`, `[B, Sq, Sk]` or `[B|1, H|1, Sq|1, Sk|1]` |
+    | init, result | `[B, H, Sq, dv]` |
+
+    `B`, `Sq` and `Sk` may be dynamic; `H`, `Hkv`, `dk` and `dv` are static and
+    `Hkv` divides `H`. The op is in destination-passing style: `init` only
+    provides the shape of the result (its values are overwritten), which lets
+    tiling produce slices of it. `scale`, `causal` and the mask follow the same
+    rules as `mha.multi_head_attention`.
+
+    Example:
+
+    ```mlir
+    %o = mha.attention ins(%q, %k, %v : tensor<2x8x?x64xf32>,
+                           tensor<2x2x?x64xf32>, tensor<2x2x?x32xf32>)
+           mask(%m : tensor<?x?xi1>)
+           outs(%init : tensor<2x8x?x32xf32>) {causal} -> tensor<2x8x?x32xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    MHA_FloatTensor:$query,
+    MHA_FloatTensor:$key,
+    MHA_FloatTensor:$value,
+    Optional<MHA_MaskTensor>:$mask,
+    MHA_FloatTensor:$init,
+    OptionalAttr<F32Attr>:$scale,
+    UnitAttr:$causal
+  );
+  let results = (outs MHA_FloatTensor:$result);
+
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,` type($value) `)`
+    (`mask` `(` $mask^ `:` type($mask) `)`)?
+    `outs` `(` $init `:` type($init) `)`
+    attr-dict `->` type($result)
+  }];
+
+  let extraClassDeclaration = [{
+    /// `scale`, or `1/sqrt(dk)` if absent.
+    double getScaleOrDefault();
+
+    // DestinationStyleOpInterface: `init` is the only destination.
+    MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+  }];
+
+  let hasVerifier = 1;
+}
+
+#endif // MHA_DIALECT_MHA_IR_MHAOPS_TD

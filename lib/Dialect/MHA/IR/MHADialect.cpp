@@ -1,0 +1,20 @@
+//===- MHADialect.cpp - MHA dialect -----------------------------*- C++ -*-===//
+//
+// Registers the ops of the `mha` dialect.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mha/Dialect/MHA/IR/MHADialect.h"
+#include "mha/Dialect/MHA/IR/MHAOps.h"
+
+using namespace mlir;
+using namespace mlir::mha;
+
+#include "mha/Dialect/MHA/IR/MHADialect.cpp.inc"
+
+void MHADialect::initialize() {
+  addOperations<
+#define GET_OP_LIST
+#include "mha/Dialect/MHA/IR/MHAOps.cpp.inc"
+      >();
+}

@@ -1,0 +1,28 @@
+//===- InitAll.cpp - MHA registration entry points --------------*- C++ -*-===//
+
+#include "mha/InitAll.h"
+
+#include "mha/Dialect/MHA/IR/MHADialect.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+
+using namespace mlir;
+
+void mha::registerMHADialects(DialectRegistry &registry) {
+  registry.insert<mha::MHADialect>();
+}
+
+void mha::registerMHAPasses() {}
+
+void mha::registerAllDialectsAndPasses(DialectRegistry &registry) {
+  registerAllDialects(registry);
+  registerAllExtensions(registry);
+  registerAllToLLVMIRTranslations(registry);
+  registerAllGPUToLLVMIRTranslations(registry);
+  registerAllPasses();
+  registerMHADialects(registry);
+  registerMHAPasses();
+}
