@@ -16,18 +16,19 @@ config.excludes = ["CMakeLists.txt", "README.md", "lit.cfg.py", "lit.site.cfg.py
                    "consumer", "Inputs"]
 
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
-config.substitutions.append(("%mha_src_root", config.mha_src_root))
-config.substitutions.append(("%mha_obj_root", config.mha_obj_root))
-config.substitutions.append(("%mha_lib_dir", config.mha_lib_dir))
-config.substitutions.append(("%mlir_cmake_dir", config.mlir_cmake_dir))
-config.substitutions.append(("%cmake", config.cmake_command))
-config.substitutions.append(("%cxx", config.cxx_compiler))
-config.substitutions.append(("%c_compiler", config.c_compiler))
-config.substitutions.append(("%cmake_generator", config.cmake_generator))
-config.substitutions.append(("%cmake_make_program", config.cmake_make_program))
-config.substitutions.append(("%use_linker", config.use_linker))
-config.substitutions.append(
-    ("%mha_plugin", os.path.join(config.mha_lib_dir, "MHAPlugin.so")))
+# Brace-delimited names: none is a prefix of another.
+for name, value in [
+    ("mha_src_root", config.mha_src_root),
+    ("mha_obj_root", config.mha_obj_root),
+    ("mha_lib_dir", config.mha_lib_dir),
+    ("mha_plugin", os.path.join(config.mha_lib_dir, "MHAPlugin.so")),
+    ("mlir_cmake_dir", config.mlir_cmake_dir),
+    ("cmake", config.cmake_command),
+    ("cmake_generator", config.cmake_generator),
+    ("cxx", config.cxx_compiler),
+    ("cc", config.c_compiler),
+]:
+    config.substitutions.append(("%{" + name + "}", value))
 
 llvm_config.with_system_environment(["HOME", "INCLUDE", "LIB", "TMP", "TEMP"])
 llvm_config.use_default_substitutions()

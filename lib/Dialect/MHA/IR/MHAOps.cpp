@@ -13,6 +13,7 @@
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/FormatVariadic.h"
 
 #include <cmath>
 
@@ -153,7 +154,8 @@ public:
     if (std::isfinite(value) && value > 0.0)
       return success();
     return op->emitOpError()
-           << "'scale' must be a positive finite number, found " << value;
+           << "'scale' must be a positive finite number, found "
+           << llvm::formatv("{0}", value).str();
   }
 
 private:

@@ -7,7 +7,6 @@
 #ifndef MHA_DIALECT_MHA_IR_MHADIALECT_H
 #define MHA_DIALECT_MHA_IR_MHADIALECT_H
 
-#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Dialect.h"
 
 #include "mha/Dialect/MHA/IR/MHADialect.h.inc"

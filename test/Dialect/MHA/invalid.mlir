@@ -1,0 +1,627 @@
+// RUN: mha-opt %s --split-input-file --verify-diagnostics
+
+// One case per verifier message of the `mha` ops.
+
+func.func @num_heads_zero(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'num_heads' must be positive, found 0}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 0 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @num_kv_heads_negative(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'num_kv_heads' must be positive, found -2}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64, num_kv_heads = -2 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @num_kv_heads_not_dividing(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x48xf32>, %wv: tensor<64x48xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'num_kv_heads' must divide 'num_heads': 3 does not divide 4}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64, num_kv_heads = 3 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x48xf32>, tensor<64x48xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @scale_negative(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'scale' must be a positive finite number, found -1}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64, scale = -1.0 : f32}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @scale_zero(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'scale' must be a positive finite number, found 0}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64, scale = 0.0 : f32}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @scale_inf(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'scale' must be a positive finite number, found INF}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64, scale = 0x7F800000 : f32}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @query_rank(%q: tensor<16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'query' must have rank 3 ([B, Sq, Eq]), found rank 2}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @key_rank(%q: tensor<2x16x64xf32>, %k: tensor<2x1x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'key' must have rank 3 ([B, Sk, Ek]), found rank 4}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x1x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @value_rank(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'value' must have rank 3 ([B, Sk, Ev]), found rank 2}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @w_q_rank(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'w_q' must have rank 2 ([Eq, H*dk]), found rank 1}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @w_k_rank(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<1x64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'w_k' must have rank 2 ([Ek, Hkv*dk]), found rank 3}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<1x64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @w_v_rank(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'w_v' must have rank 2 ([Ev, Hkv*dv]), found rank 1}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @w_o_rank(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<1x64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'w_o' must have rank 2 ([H*dv, Eo]), found rank 3}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<1x64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @result_rank(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<16x64xf32> {
+  // expected-error @+1 {{'result' must have rank 3 ([B, Sq, Eo]), found rank 2}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<16x64xf32>
+  return %y : tensor<16x64xf32>
+}
+
+// -----
+
+func.func @element_type_mismatch(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf16>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'w_k' element type must match 'query' element type: expected 'f32', found 'f16'}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf16>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @result_element_type(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xbf16> {
+  // expected-error @+1 {{'result' element type must match 'query' element type: expected 'f32', found 'bf16'}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xbf16>
+  return %y : tensor<2x16x64xbf16>
+}
+
+// -----
+
+func.func @unsupported_element_type(%q: tensor<2x16x64xf64>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{operand #0 must be ranked tensor of 16-bit float or bfloat16 type or 32-bit float values, but got 'tensor<2x16x64xf64>'}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf64>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @dynamic_embedding(%q: tensor<2x16x?xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'query' dimension 2 (Eq) must be static, found '?'}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x?xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @dynamic_key_embedding(%q: tensor<2x16x64xf32>, %k: tensor<2x16x?xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'key' dimension 2 (Ek) must be static, found '?'}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x?xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @dynamic_value_embedding(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x?xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'value' dimension 2 (Ev) must be static, found '?'}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x?xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @dynamic_weight(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x?xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'w_k' dimension 1 (Hkv*dk) must be static, found '?'}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x?xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @dynamic_w_o(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<?x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'w_o' dimension 0 (H*dv) must be static, found '?'}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<?x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @batch_mismatch(%q: tensor<2x16x64xf32>, %k: tensor<3x16x64xf32>, %v: tensor<3x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'key' dimension 0 (B) must match 'query' dimension 0: expected 2, found 3}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<3x16x64xf32>, tensor<3x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+// A dynamic query batch does not hide a mismatch between key and value.
+func.func @batch_mismatch_dynamic_query(%q: tensor<?x16x64xf32>, %k: tensor<3x16x64xf32>, %v: tensor<4x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<?x16x64xf32> {
+  // expected-error @+1 {{'value' dimension 0 (B) must match 'key' dimension 0: expected 3, found 4}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<?x16x64xf32>, tensor<3x16x64xf32>, tensor<4x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<?x16x64xf32>
+  return %y : tensor<?x16x64xf32>
+}
+
+// -----
+
+func.func @result_batch(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<1x16x64xf32> {
+  // expected-error @+1 {{'result' dimension 0 (B) must match 'query' dimension 0: expected 2, found 1}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<1x16x64xf32>
+  return %y : tensor<1x16x64xf32>
+}
+
+// -----
+
+func.func @query_length(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x8x64xf32> {
+  // expected-error @+1 {{'result' dimension 1 (Sq) must match 'query' dimension 1: expected 16, found 8}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x8x64xf32>
+  return %y : tensor<2x8x64xf32>
+}
+
+// -----
+
+func.func @key_length(%q: tensor<2x16x64xf32>, %k: tensor<2x10x64xf32>, %v: tensor<2x12x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'value' dimension 1 (Sk) must match 'key' dimension 1: expected 10, found 12}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x10x64xf32>, tensor<2x12x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @w_q_heads(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x66xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'w_q' dimension 1 (H*dk) must be a positive multiple of 'num_heads' (4), found 66}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x66xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @w_v_heads(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x32xf32>, %wv: tensor<64x33xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'w_v' dimension 1 (Hkv*dv) must be a positive multiple of 'num_kv_heads' (2), found 33}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x32xf32>, tensor<64x33xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @w_q_rows(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<32x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'w_q' dimension 0 (Eq) must match 'query' dimension 2: expected 64, found 32}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<32x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @w_k_rows(%q: tensor<2x16x64xf32>, %k: tensor<2x16x48xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'w_k' dimension 0 (Ek) must match 'key' dimension 2: expected 48, found 64}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x48xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @w_k_heads(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x32xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'w_k' dimension 1 (Hkv*dk) must match num_kv_heads * dk = 2 * 16: expected 32, found 64}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64, num_kv_heads = 2 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x32xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @w_v_rows(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<48x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'w_v' dimension 0 (Ev) must match 'value' dimension 2: expected 64, found 48}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<48x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @w_o_rows(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x32xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'w_o' dimension 0 (H*dv) must match num_heads * dv = 4 * 8: expected 32, found 64}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x32xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @result_width(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x32xf32> {
+  // expected-error @+1 {{'result' dimension 2 (Eo) must match 'w_o' dimension 1: expected 64, found 32}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x32xf32>
+  return %y : tensor<2x16x32xf32>
+}
+
+// -----
+
+func.func @bias_rank(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>, %bq: tensor<1x64xf32>, %bk: tensor<64xf32>, %bv: tensor<64xf32>, %bo: tensor<64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'b_q' must have rank 1 ([H*dk]), found rank 2}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo bias(%bq, %bk, %bv, %bo) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<1x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @bias_width(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>, %bq: tensor<64xf32>, %bk: tensor<64xf32>, %bv: tensor<32xf32>, %bo: tensor<64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'b_v' dimension 0 (Hkv*dv) must match the projection width: expected 64, found 32}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo bias(%bq, %bk, %bv, %bo) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<32xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @bias_out_width(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>, %bq: tensor<64xf32>, %bk: tensor<64xf32>, %bv: tensor<64xf32>, %bo: tensor<16xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'b_o' dimension 0 (Eo) must match the projection width: expected 64, found 16}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo bias(%bq, %bk, %bv, %bo) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<16xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @bias_element_type(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>, %bq: tensor<64xf32>, %bk: tensor<64xf16>, %bv: tensor<64xf32>, %bo: tensor<64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'b_k' element type must match 'query' element type: expected 'f32', found 'f16'}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo bias(%bq, %bk, %bv, %bo) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf16>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @bias_dynamic(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>, %bq: tensor<64xf32>, %bk: tensor<64xf32>, %bv: tensor<64xf32>, %bo: tensor<?xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'b_o' dimension 0 (Eo) must be static, found '?'}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo bias(%bq, %bk, %bv, %bo) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<64xf32>, tensor<?xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+// Biases come all four or none. The custom form cannot say otherwise, so this
+// case is in the generic form.
+func.func @bias_partial(%x: tensor<2x16x64xf32>, %w: tensor<64x64xf32>, %b: tensor<64xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{bias operands 'b_q', 'b_k', 'b_v' and 'b_o' must be given all four or none, found 2}}
+  %y = "mha.multi_head_attention"(%x, %x, %x, %w, %w, %w, %w, %b, %b) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 0>}>
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @mask_element_type(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>, %m: tensor<16x16xf16>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'mask' element type must be i1 or the element type of 'query' ('f32'), found 'f16'}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo mask(%m) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<16x16xf16>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @mask_integer(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>, %m: tensor<16x16xi8>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{operand #7 must be ranked tensor of 1-bit signless integer or 16-bit float or bfloat16 type or 32-bit float values, but got 'tensor<16x16xi8>'}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo mask(%m) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<16x16xi8>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @mask_rank(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>, %m: tensor<16xi1>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'mask' must have rank 2 ([Sq, Sk]), 3 ([B, Sq, Sk]) or 4 ([B|1, H|1, Sq|1, Sk|1]), found rank 1}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo mask(%m) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<16xi1>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+// Ranks 2 and 3 are exact; only rank 4 broadcasts.
+func.func @mask_rank2_no_broadcast(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>, %m: tensor<1x16xi1>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'mask' dimension 0 (Sq) must match the query length: expected 16, found 1}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo mask(%m) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<1x16xi1>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @mask_rank3_batch(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>, %m: tensor<3x16x16xi1>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'mask' dimension 0 (B) must match the batch size: expected 2, found 3}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo mask(%m) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<3x16x16xi1>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @mask_rank4_heads(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>, %m: tensor<1x2x16x16xi1>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'mask' dimension 1 (H) must be 1 or match the number of heads: expected 4, found 2}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo mask(%m) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<1x2x16x16xi1>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @mask_rank4_keys(%q: tensor<2x16x64xf32>, %k: tensor<2x10x64xf32>, %v: tensor<2x10x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>, %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>, %m: tensor<2x4x16x16xf32>) -> tensor<2x16x64xf32> {
+  // expected-error @+1 {{'mask' dimension 3 (Sk) must be 1 or match the key length: expected 10, found 16}}
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo mask(%m) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x10x64xf32>, tensor<2x10x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<2x4x16x16xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// -----
+
+func.func @att_scale(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'scale' must be a positive finite number, found -0.5}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) {scale = -0.5 : f32} -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_query_rank(%q: tensor<2x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'query' must have rank 4 ([B, H, Sq, dk]), found rank 3}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_key_rank(%q: tensor<2x8x16x64xf32>, %k: tensor<2x16x64xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'key' must have rank 4 ([B, Hkv, Sk, dk]), found rank 3}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x16x64xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_value_rank(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32x1xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'value' must have rank 4 ([B, Hkv, Sk, dv]), found rank 5}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32x1xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_init_rank(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<2x16x32xf32>) -> tensor<2x16x32xf32> {
+  // expected-error @+1 {{'init' must have rank 4 ([B, H, Sq, dv]), found rank 3}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<2x16x32xf32>) -> tensor<2x16x32xf32>
+  return %o : tensor<2x16x32xf32>
+}
+
+// -----
+
+func.func @att_result_type(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x?x32xf32> {
+  // expected-error @+1 {{result type must match 'init' type: expected 'tensor<2x8x16x32xf32>', found 'tensor<2x8x?x32xf32>'}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) -> tensor<2x8x?x32xf32>
+  return %o : tensor<2x8x?x32xf32>
+}
+
+// -----
+
+func.func @att_element_type(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32xbf16>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'value' element type must match 'query' element type: expected 'f32', found 'bf16'}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32xbf16>)
+         outs(%init : tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_dynamic_heads(%q: tensor<2x?x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<2x?x16x32xf32>) -> tensor<2x?x16x32xf32> {
+  // expected-error @+1 {{'query' dimension 1 (H) must be static, found '?'}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x?x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<2x?x16x32xf32>) -> tensor<2x?x16x32xf32>
+  return %o : tensor<2x?x16x32xf32>
+}
+
+// -----
+
+func.func @att_dynamic_head_dim(%q: tensor<2x8x16x?xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'query' dimension 3 (dk) must be static, found '?'}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x?xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_dynamic_kv_heads(%q: tensor<2x8x16x64xf32>, %k: tensor<2x?x16x64xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'key' dimension 1 (Hkv) must be static, found '?'}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x?x16x64xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_dynamic_value_dim(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x?xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'value' dimension 3 (dv) must be static, found '?'}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x?xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_batch(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<4x8x16x32xf32>) -> tensor<4x8x16x32xf32> {
+  // expected-error @+1 {{'init' dimension 0 (B) must match 'query' dimension 0: expected 2, found 4}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<4x8x16x32xf32>) -> tensor<4x8x16x32xf32>
+  return %o : tensor<4x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_key_dim(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x32xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'key' dimension 3 (dk) must match 'query' dimension 3: expected 64, found 32}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x32xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_value_heads(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x4x16x32xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'value' dimension 1 (Hkv) must match 'key' dimension 1: expected 2, found 4}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x4x16x32xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_init_heads(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<2x4x16x32xf32>) -> tensor<2x4x16x32xf32> {
+  // expected-error @+1 {{'init' dimension 1 (H) must match 'query' dimension 1: expected 8, found 4}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<2x4x16x32xf32>) -> tensor<2x4x16x32xf32>
+  return %o : tensor<2x4x16x32xf32>
+}
+
+// -----
+
+func.func @att_init_value_dim(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<2x8x16x64xf32>) -> tensor<2x8x16x64xf32> {
+  // expected-error @+1 {{'init' dimension 3 (dv) must match 'value' dimension 3: expected 32, found 64}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<2x8x16x64xf32>) -> tensor<2x8x16x64xf32>
+  return %o : tensor<2x8x16x64xf32>
+}
+
+// -----
+
+func.func @att_query_length(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<2x8x12x32xf32>) -> tensor<2x8x12x32xf32> {
+  // expected-error @+1 {{'init' dimension 2 (Sq) must match 'query' dimension 2: expected 16, found 12}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<2x8x12x32xf32>) -> tensor<2x8x12x32xf32>
+  return %o : tensor<2x8x12x32xf32>
+}
+
+// -----
+
+func.func @att_key_length(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x20x32xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'value' dimension 2 (Sk) must match 'key' dimension 2: expected 16, found 20}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x20x32xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_kv_heads_divide(%q: tensor<2x8x16x64xf32>, %k: tensor<2x3x16x64xf32>, %v: tensor<2x3x16x32xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'key' dimension 1 (Hkv) must be positive and divide 'query' dimension 1 (H = 8), found 3}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x3x16x64xf32>, tensor<2x3x16x32xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_mask_heads(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32xf32>, %m: tensor<2x2x16x16xi1>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'mask' dimension 1 (H) must be 1 or match the number of heads: expected 8, found 2}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32xf32>) mask(%m : tensor<2x2x16x16xi1>)
+         outs(%init : tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_mask_length(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32xf32>, %m: tensor<16x17xi1>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'mask' dimension 1 (Sk) must match the key length: expected 16, found 17}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32xf32>) mask(%m : tensor<16x17xi1>)
+         outs(%init : tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+

@@ -1,0 +1,130 @@
+// RUN: mha-opt %s | mha-opt | FileCheck %s
+// RUN: mha-opt %s --mlir-print-op-generic | mha-opt | FileCheck %s
+// RUN: mha-opt %s --mlir-print-op-generic | FileCheck %s --check-prefix=GENERIC
+
+// Round trip of every form of the `mha` ops, through the custom and the
+// generic assembly.
+
+// CHECK-LABEL: func.func @self_attention
+// CHECK-SAME: (%[[X:.+]]: tensor<2x16x64xf32>, %[[WQ:.+]]: tensor<64x64xf32>, %[[WK:.+]]: tensor<64x64xf32>, %[[WV:.+]]: tensor<64x64xf32>, %[[WO:.+]]: tensor<64x64xf32>)
+// CHECK: mha.multi_head_attention %[[X]], %[[X]], %[[X]], %[[WQ]], %[[WK]], %[[WV]], %[[WO]] {num_heads = 4 : i64} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+// GENERIC-LABEL: sym_name = "self_attention"
+// GENERIC: "mha.multi_head_attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0>}>
+func.func @self_attention(%x: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>,
+                          %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
+  %y = mha.multi_head_attention %x, %x, %x, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>,
+          tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
+  return %y : tensor<2x16x64xf32>
+}
+
+// Cross attention (Sk != Sq, Ek != Ev != Eq), biases, dk != dv != Eo.
+// CHECK-LABEL: func.func @cross_attention_bias
+// CHECK: mha.multi_head_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias(%[[BQ:.+]], %[[BK:.+]], %[[BV:.+]], %[[BO:.+]]) {num_heads = 2 : i64}
+// CHECK-SAME: -> tensor<3x5x24xf32>
+// GENERIC-LABEL: sym_name = "cross_attention_bias"
+// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0>
+func.func @cross_attention_bias(%q: tensor<3x5x32xf32>, %k: tensor<3x7x20xf32>, %v: tensor<3x7x12xf32>,
+                                %wq: tensor<32x16xf32>, %wk: tensor<20x16xf32>, %wv: tensor<12x10xf32>,
+                                %wo: tensor<10x24xf32>, %bq: tensor<16xf32>, %bk: tensor<16xf32>,
+                                %bv: tensor<10xf32>, %bo: tensor<24xf32>) -> tensor<3x5x24xf32> {
+  %y = mha.multi_head_attention %q, %k, %v, %wq, %wk, %wv, %wo bias(%bq, %bk, %bv, %bo)
+       {num_heads = 2 : i64}
+       : (tensor<3x5x32xf32>, tensor<3x7x20xf32>, tensor<3x7x12xf32>, tensor<32x16xf32>,
+          tensor<20x16xf32>, tensor<12x10xf32>, tensor<10x24xf32>, tensor<16xf32>,
+          tensor<16xf32>, tensor<10xf32>, tensor<24xf32>) -> tensor<3x5x24xf32>
+  return %y : tensor<3x5x24xf32>
+}
+
+// Each mask rank and kind: rank 2 bool, rank 3 float, rank 4 broadcasting.
+// CHECK-LABEL: func.func @masks
+// CHECK: mha.multi_head_attention {{.*}} mask(%{{.*}}) {num_heads = 4 : i64} : ({{.*}}, tensor<16x16xi1>) -> tensor<2x16x64xf32>
+// CHECK: mha.multi_head_attention {{.*}} mask(%{{.*}}) {num_heads = 4 : i64} : ({{.*}}, tensor<2x16x16xf32>) -> tensor<2x16x64xf32>
+// CHECK: mha.multi_head_attention {{.*}} mask(%{{.*}}) {num_heads = 4 : i64} : ({{.*}}, tensor<2x1x1x16xi1>) -> tensor<2x16x64xf32>
+// CHECK: mha.multi_head_attention {{.*}} mask(%{{.*}}) {num_heads = 4 : i64} : ({{.*}}, tensor<1x4x16x16xf32>) -> tensor<2x16x64xf32>
+// GENERIC-LABEL: sym_name = "masks"
+// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1>
+func.func @masks(%x: tensor<2x16x64xf32>, %w: tensor<64x64xf32>, %m2: tensor<16x16xi1>,
+                 %m3: tensor<2x16x16xf32>, %m4: tensor<2x1x1x16xi1>, %m4f: tensor<1x4x16x16xf32>)
+    -> (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>) {
+  %a = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w mask(%m2) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>,
+          tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<16x16xi1>) -> tensor<2x16x64xf32>
+  %b = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w mask(%m3) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>,
+          tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<2x16x16xf32>) -> tensor<2x16x64xf32>
+  %c = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w mask(%m4) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>,
+          tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<2x1x1x16xi1>) -> tensor<2x16x64xf32>
+  %d = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w mask(%m4f) {num_heads = 4 : i64}
+       : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>,
+          tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<1x4x16x16xf32>) -> tensor<2x16x64xf32>
+  return %a, %b, %c, %d : tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>
+}
+
+// Grouped-query (8 query heads over 2 kv heads) and multi-query attention,
+// causal, custom scale, bias and mask together.
+// CHECK-LABEL: func.func @gqa_mqa
+// CHECK: mha.multi_head_attention {{.*}} bias({{.*}}) mask(%{{.*}}) {causal, num_heads = 8 : i64, num_kv_heads = 2 : i64, scale = 1.250000e-01 : f32}
+// CHECK: mha.multi_head_attention {{.*}} {causal, num_heads = 8 : i64, num_kv_heads = 1 : i64}
+// GENERIC-LABEL: sym_name = "gqa_mqa"
+// GENERIC: <{causal, num_heads = 8 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1>, scale = 1.250000e-01 : f32}>
+func.func @gqa_mqa(%x: tensor<1x32x128xf32>, %wq: tensor<128x128xf32>, %wk: tensor<128x32xf32>,
+                   %wv: tensor<128x32xf32>, %wo: tensor<128x128xf32>, %bq: tensor<128xf32>,
+                   %bk: tensor<32xf32>, %bv: tensor<32xf32>, %bo: tensor<128xf32>,
+                   %m: tensor<32x32xi1>, %wk1: tensor<128x16xf32>)
+    -> (tensor<1x32x128xf32>, tensor<1x32x128xf32>) {
+  %a = mha.multi_head_attention %x, %x, %x, %wq, %wk, %wv, %wo bias(%bq, %bk, %bv, %bo) mask(%m)
+       {num_heads = 8 : i64, num_kv_heads = 2 : i64, scale = 0.125 : f32, causal}
+       : (tensor<1x32x128xf32>, tensor<1x32x128xf32>, tensor<1x32x128xf32>, tensor<128x128xf32>,
+          tensor<128x32xf32>, tensor<128x32xf32>, tensor<128x128xf32>, tensor<128xf32>,
+          tensor<32xf32>, tensor<32xf32>, tensor<128xf32>, tensor<32x32xi1>) -> tensor<1x32x128xf32>
+  %b = mha.multi_head_attention %x, %x, %x, %wq, %wk1, %wk1, %wo
+       {num_heads = 8 : i64, num_kv_heads = 1 : i64, causal}
+       : (tensor<1x32x128xf32>, tensor<1x32x128xf32>, tensor<1x32x128xf32>, tensor<128x128xf32>,
+          tensor<128x16xf32>, tensor<128x16xf32>, tensor<128x128xf32>) -> tensor<1x32x128xf32>
+  return %a, %b : tensor<1x32x128xf32>, tensor<1x32x128xf32>
+}
+
+// Dynamic batch and sequence lengths, with a dynamic mask and f16 / bf16.
+// CHECK-LABEL: func.func @dynamic
+// CHECK: mha.multi_head_attention {{.*}} mask(%{{.*}}) {causal, num_heads = 2 : i64} : (tensor<?x?x32xf16>, tensor<?x?x32xf16>, tensor<?x?x32xf16>, {{.*}}, tensor<?x?xf16>) -> tensor<?x?x32xf16>
+// CHECK: mha.multi_head_attention {{.*}} : (tensor<?x9x32xbf16>, tensor<?x?x32xbf16>, {{.*}}) -> tensor<?x9x32xbf16>
+func.func @dynamic(%q: tensor<?x?x32xf16>, %w: tensor<32x32xf16>, %m: tensor<?x?xf16>,
+                   %qb: tensor<?x9x32xbf16>, %kb: tensor<?x?x32xbf16>, %wb: tensor<32x32xbf16>)
+    -> (tensor<?x?x32xf16>, tensor<?x9x32xbf16>) {
+  %a = mha.multi_head_attention %q, %q, %q, %w, %w, %w, %w mask(%m) {num_heads = 2 : i64, causal}
+       : (tensor<?x?x32xf16>, tensor<?x?x32xf16>, tensor<?x?x32xf16>, tensor<32x32xf16>,
+          tensor<32x32xf16>, tensor<32x32xf16>, tensor<32x32xf16>, tensor<?x?xf16>) -> tensor<?x?x32xf16>
+  %b = mha.multi_head_attention %qb, %kb, %kb, %wb, %wb, %wb, %wb {num_heads = 2 : i64}
+       : (tensor<?x9x32xbf16>, tensor<?x?x32xbf16>, tensor<?x?x32xbf16>, tensor<32x32xbf16>,
+          tensor<32x32xbf16>, tensor<32x32xbf16>, tensor<32x32xbf16>) -> tensor<?x9x32xbf16>
+  return %a, %b : tensor<?x?x32xf16>, tensor<?x9x32xbf16>
+}
+
+// The core op: GQA, dynamic lengths, each mask rank, dk != dv.
+// CHECK-LABEL: func.func @attention
+// CHECK-SAME: (%[[Q:.+]]: tensor<2x8x?x64xf32>, %[[K:.+]]: tensor<2x2x?x64xf32>, %[[V:.+]]: tensor<2x2x?x32xf32>, %[[M2:.+]]: tensor<?x?xi1>, %[[M4:.+]]: tensor<1x8x1x?xf32>, %[[M3:.+]]: tensor<2x?x?xi1>, %[[INIT:.+]]: tensor<2x8x?x32xf32>)
+// CHECK: mha.attention ins(%[[Q]], %[[K]], %[[V]] : tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>, tensor<2x2x?x32xf32>) outs(%[[INIT]] : tensor<2x8x?x32xf32>) -> tensor<2x8x?x32xf32>
+// CHECK: mha.attention ins(%[[Q]], %[[K]], %[[V]] : {{.*}}) mask(%[[M2]] : tensor<?x?xi1>) outs(%[[INIT]] : tensor<2x8x?x32xf32>) {causal} -> tensor<2x8x?x32xf32>
+// CHECK: mha.attention ins(%[[Q]], %[[K]], %[[V]] : {{.*}}) mask(%[[M4]] : tensor<1x8x1x?xf32>) outs(%[[INIT]] : tensor<2x8x?x32xf32>) {scale = 5.000000e-01 : f32} -> tensor<2x8x?x32xf32>
+// CHECK: mha.attention ins(%[[Q]], %[[K]], %[[V]] : {{.*}}) mask(%[[M3]] : tensor<2x?x?xi1>) outs(%[[INIT]] : tensor<2x8x?x32xf32>) {causal, scale = 2.000000e+00 : f32} -> tensor<2x8x?x32xf32>
+// GENERIC-LABEL: sym_name = "attention"
+// GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>, tensor<2x2x?x32xf32>, tensor<2x8x?x32xf32>) -> tensor<2x8x?x32xf32>
+// GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal}>
+func.func @attention(%q: tensor<2x8x?x64xf32>, %k: tensor<2x2x?x64xf32>, %v: tensor<2x2x?x32xf32>,
+                     %m2: tensor<?x?xi1>, %m4: tensor<1x8x1x?xf32>, %m3: tensor<2x?x?xi1>,
+                     %init: tensor<2x8x?x32xf32>)
+    -> (tensor<2x8x?x32xf32>, tensor<2x8x?x32xf32>, tensor<2x8x?x32xf32>, tensor<2x8x?x32xf32>) {
+  %a = mha.attention ins(%q, %k, %v : tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>, tensor<2x2x?x32xf32>)
+         outs(%init : tensor<2x8x?x32xf32>) -> tensor<2x8x?x32xf32>
+  %b = mha.attention ins(%q, %k, %v : tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>, tensor<2x2x?x32xf32>)
+         mask(%m2 : tensor<?x?xi1>) outs(%init : tensor<2x8x?x32xf32>) {causal} -> tensor<2x8x?x32xf32>
+  %c = mha.attention ins(%q, %k, %v : tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>, tensor<2x2x?x32xf32>)
+         mask(%m4 : tensor<1x8x1x?xf32>) outs(%init : tensor<2x8x?x32xf32>) {scale = 0.5 : f32}
+         -> tensor<2x8x?x32xf32>
+  %d = mha.attention ins(%q, %k, %v : tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>, tensor<2x2x?x32xf32>)
+         mask(%m3 : tensor<2x?x?xi1>) outs(%init : tensor<2x8x?x32xf32>) {causal, scale = 2.0 : f32}
+         -> tensor<2x8x?x32xf32>
+  return %a, %b, %c, %d : tensor<2x8x?x32xf32>, tensor<2x8x?x32xf32>, tensor<2x8x?x32xf32>, tensor<2x8x?x32xf32>
+}
