@@ -21,7 +21,7 @@ void registerMHADialects(DialectRegistry &registry);
 
 /// Registers the `mha` passes and pipelines with the global pass registry
 /// (what `--mha-...` flags and `--pass-pipeline` strings resolve against).
-void registerMHAPasses();
+void registerAllMHAPasses();
 
 /// Everything an opt-like driver needs: every upstream dialect, extension,
 /// pass and LLVM IR translation (GPU ones included, which

@@ -3,6 +3,7 @@
 #include "mha/InitAll.h"
 
 #include "mha/Dialect/MHA/IR/MHADialect.h"
+#include "mha/Dialect/MHA/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -15,7 +16,7 @@ void mha::registerMHADialects(DialectRegistry &registry) {
   registry.insert<mha::MHADialect>();
 }
 
-void mha::registerMHAPasses() {}
+void mha::registerAllMHAPasses() { registerMHAPasses(); }
 
 void mha::registerAllDialectsAndPasses(DialectRegistry &registry) {
   registerAllDialects(registry);
@@ -24,5 +25,5 @@ void mha::registerAllDialectsAndPasses(DialectRegistry &registry) {
   registerAllGPUToLLVMIRTranslations(registry);
   registerAllPasses();
   registerMHADialects(registry);
-  registerMHAPasses();
+  registerAllMHAPasses();
 }

@@ -21,12 +21,12 @@ mlirGetDialectPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "MHA", LLVM_VERSION_STRING,
           [](DialectRegistry *registry) {
             mha::registerMHADialects(*registry);
-            mha::registerMHAPasses();
+            mha::registerAllMHAPasses();
           }};
 }
 
 /// Pass plugin: the `mha` passes and pipelines.
 extern "C" LLVM_ATTRIBUTE_WEAK PassPluginLibraryInfo mlirGetPassPluginInfo() {
   return {MLIR_PLUGIN_API_VERSION, "MHAPasses", LLVM_VERSION_STRING,
-          []() { mha::registerMHAPasses(); }};
+          []() { mha::registerAllMHAPasses(); }};
 }
