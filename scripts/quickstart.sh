@@ -9,12 +9,21 @@ set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 EXAMPLE=$MHA_ROOT/examples/bert-base.mlir
-step "Running mha-opt on examples/bert-base.mlir (B=1, S=128, E=768, H=12)"
-"$BUILD_DIR/bin/mha-opt" "$EXAMPLE"
+MHA_OPT=$BUILD_DIR/bin/mha-opt
+
+step "Parsing and verifying examples/bert-base.mlir (B=1, S=128, E=768, H=12)"
+"$MHA_OPT" "$EXAMPLE" | grep -o 'mha.multi_head_attention.*{num_heads[^}]*}'
+
+step "Decomposing it: mha-opt --mha-decompose examples/bert-base.mlir"
+decomposed=$("$MHA_OPT" --mha-decompose "$EXAMPLE")
+printf '%s\n' "$decomposed" | grep -E 'mha\.attention' | sed 's/^ *//'
 cat <<MSG
 
-The layer above parsed and verified: one mha.multi_head_attention with
-12 heads of width 64 (768 / 12) and the four projection biases.
-Next:  $BUILD_DIR/bin/mha-opt --help | grep mha   (the passes)
-       docs/Semantics.md                          (what the op computes)
+The layer became $(printf '%s\n' "$decomposed" | grep -c 'linalg.generic') linalg.generic ops (3 input projections
+writing [B, heads, S, d] directly, 1 output projection, and the bias
+broadcasts that start their accumulators) around one mha.attention.
+
+Next:  $MHA_OPT --help | grep -A1 ' --mha-'     the passes
+       docs/Semantics.md                                 what the op computes
+       ./scripts/check.sh                                the test suite
 MSG
