@@ -1,12 +1,19 @@
 #!/usr/bin/env bash
 #===- scripts/check.sh - set up, build, run the whole test suite -----------===#
 #
-# Installs what is missing, builds, and runs every lit test (check-mha). The
-# last lines are lit's summary.
+# Installs what is missing, builds, and runs every lit test (check-mha). Ends
+# with lit's summary and a one-line "N passed, N failed".
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 step "Running the test suite"
-exec ninja -C "$BUILD_DIR" check-mha
+log=$BUILD_DIR/check-mha.log
+status=0
+ninja -C "$BUILD_DIR" check-mha 2>&1 | tee "$log" || status=$?
+passed=$(sed -nE 's/^ *Passed *: *([0-9]+).*/\1/p' "$log" | tail -n 1)
+failed=$(sed -nE 's/^ *Failed *: *([0-9]+).*/\1/p' "$log" | tail -n 1)
+unsupported=$(sed -nE 's/^ *Unsupported *: *([0-9]+).*/\1/p' "$log" | tail -n 1)
+echo "lit: ${passed:-0} passed, ${failed:-0} failed, ${unsupported:-0} skipped"
+exit "$status"
