@@ -9,6 +9,9 @@ namespace mlir {
 namespace arith {
 class ArithDialect;
 } // namespace arith
+namespace math {
+class MathDialect;
+} // namespace math
 namespace linalg {
 class LinalgDialect;
 } // namespace linalg

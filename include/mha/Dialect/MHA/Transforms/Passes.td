@@ -42,4 +42,33 @@ def MHADecomposePass : Pass<"mha-decompose"> {
   ];
 }
 
+def MHAAttentionToLinalgPass : Pass<"mha-attention-to-linalg"> {
+  let summary = "Lower mha.attention to linalg with materialized scores "
+                "(the reference lowering)";
+  let description = [{
+    Rewrites every `mha.attention` into `linalg.generic` ops on tensors:
+
+    1. `s = q · kᵀ` into an f32 `[B, H, Sq, Sk]` tensor; query head `h` reads
+       key/value head `h floordiv (H / Hkv)` through the indexing map;
+    2. the logits: `s · scale`, plus the float mask, or `-inf` where the bool
+       mask is false or the key is after the query's causal limit
+       (`j > i + Sk - Sq`); masks broadcast through their indexing maps;
+    3. a stable softmax: the row maximum `m`, `p = exp(s - m)` (0 on rows whose
+       maximum is `-inf`), the row sum `l`;
+    4. `acc = p · v` and `out = acc / l` (0 where `l = 0`: a query that sees no
+       key gives zeros, not NaN), converted to the element type and written into
+       the op's destination.
+
+    This is the simple form that every faster lowering is checked against: it
+    holds the whole score matrix. Dynamic `B`, `Sq` and `Sk` are supported; a
+    rank-4 mask broadcasts along its static size-1 dims.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // MHA_DIALECT_MHA_TRANSFORMS_PASSES_TD

@@ -11,7 +11,9 @@
 #include "mlir/Support/LLVM.h"
 
 namespace mlir {
+class OpBuilder;
 class RewriterBase;
+class Value;
 class RewritePatternSet;
 
 namespace mha {
@@ -26,6 +28,16 @@ FailureOr<AttentionOp> decomposeMultiHeadAttention(RewriterBase &rewriter,
 
 /// Adds the pattern that applies decomposeMultiHeadAttention.
 void populateDecomposeMultiHeadAttentionPatterns(RewritePatternSet &patterns);
+
+/// Builds the reference linalg form of `op` before it: the scores
+/// [B, H, Sq, Sk] materialized in f32, scaled and masked (float masks added,
+/// bool masks and the causal predicate as -inf), a stable softmax that gives
+/// zeros on rows with no visible key, and the product with V, written into
+/// the op's `init`. Returns the value that replaces the op's result.
+FailureOr<Value> lowerAttentionToLinalg(OpBuilder &builder, AttentionOp op);
+
+/// Adds the pattern that replaces mha.attention by lowerAttentionToLinalg.
+void populateAttentionToLinalgPatterns(RewritePatternSet &patterns);
 
 } // namespace mha
 } // namespace mlir

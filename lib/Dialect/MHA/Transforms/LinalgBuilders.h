@@ -1,0 +1,32 @@
+//===- LinalgBuilders.h - linalg building blocks of the lowerings -*- C++ -*-===//
+//
+// Internal to lib/Dialect/MHA/Transforms: small builders that the lowerings
+// of the `mha` ops to linalg share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHA_LIB_DIALECT_MHA_TRANSFORMS_LINALGBUILDERS_H
+#define MHA_LIB_DIALECT_MHA_TRANSFORMS_LINALGBUILDERS_H
+
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Value.h"
+
+namespace mlir::mha {
+
+/// Converts a float scalar between widths (a no-op when the types agree).
+Value convertFloat(OpBuilder &b, Location loc, Value v, Type to);
+
+/// Builds `acc[out] += lhs[lhsMap] * rhs[rhsMap]` (maps in that order), the
+/// last `numReductions` loops being reductions, accumulating in the element
+/// type of `acc` whatever the element type of the inputs.
+Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
+                       Value acc, ArrayRef<AffineMap> maps,
+                       unsigned numReductions);
+
+/// Converts a tensor elementwise to `elementType` (a no-op when it has it).
+Value convertTensor(OpBuilder &b, Location loc, Value acc, Type elementType);
+
+} // namespace mlir::mha
+
+#endif // MHA_LIB_DIALECT_MHA_TRANSFORMS_LINALGBUILDERS_H
