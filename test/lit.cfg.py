@@ -27,6 +27,8 @@ for name, value in [
     ("cmake_generator", config.cmake_generator),
     ("cxx", config.cxx_compiler),
     ("cc", config.c_compiler),
+    ("mlir_runner_utils", os.path.join(config.llvm_lib_dir, "libmlir_runner_utils.so")),
+    ("mlir_c_runner_utils", os.path.join(config.llvm_lib_dir, "libmlir_c_runner_utils.so")),
 ]:
     config.substitutions.append(("%{" + name + "}", value))
 
@@ -40,5 +42,6 @@ tool_dirs = [config.mha_tools_dir, config.llvm_tools_dir]
 tools = [
     "mha-opt",
     ToolSubst("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")),
+    ToolSubst("%mlir_runner", os.path.join(config.llvm_tools_dir, "mlir-runner")),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)

@@ -4,6 +4,7 @@
 
 #include "mha/Dialect/MHA/IR/MHADialect.h"
 #include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Pipelines/Pipelines.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
@@ -16,7 +17,10 @@ void mha::registerMHADialects(DialectRegistry &registry) {
   registry.insert<mha::MHADialect>();
 }
 
-void mha::registerAllMHAPasses() { registerMHAPasses(); }
+void mha::registerAllMHAPasses() {
+  registerMHAPasses();
+  registerMHAPipelines();
+}
 
 void mha::registerAllDialectsAndPasses(DialectRegistry &registry) {
   registerAllDialects(registry);

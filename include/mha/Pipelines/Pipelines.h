@@ -1,0 +1,42 @@
+//===- Pipelines.h - MHA end-to-end pipelines -------------------*- C++ -*-===//
+//
+// The registered pipelines that take `mha` ops all the way down, as option
+// structs and build functions so that compiler stacks can add them to their own
+// pass managers.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHA_PIPELINES_PIPELINES_H
+#define MHA_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassOptions.h"
+
+namespace mlir {
+class OpPassManager;
+
+namespace mha {
+
+/// Options of `mha-lower-to-loops`.
+struct LowerToLoopsOptions : public PassPipelineOptions<LowerToLoopsOptions> {
+  PassOptions::Option<bool> emitCInterface{
+      *this, "emit-c-interface",
+      llvm::cl::desc("Give every function a `_mlir_ciface_` wrapper taking "
+                     "memref descriptors by pointer, for callers in C"),
+      llvm::cl::init(false)};
+};
+
+/// The reference path, from `mha` ops on tensors to the LLVM dialect:
+/// mha-decompose, mha-attention-to-linalg, one-shot bufferization (function
+/// boundaries included, identity layouts), buffer deallocation, linalg to
+/// scf loops, and the conversions to LLVM. Runs on a builtin.module.
+void buildLowerToLoopsPipeline(OpPassManager &pm,
+                               const LowerToLoopsOptions &options);
+
+/// Registers `mha-lower-to-loops` (and later pipelines) with the global
+/// pipeline registry.
+void registerMHAPipelines();
+
+} // namespace mha
+} // namespace mlir
+
+#endif // MHA_PIPELINES_PIPELINES_H

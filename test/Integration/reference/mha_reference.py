@@ -1,0 +1,94 @@
+"""Independent numpy reference for the `mha` ops (docs/Semantics.md).
+
+Written from the specification only, in float64, with none of the project's
+lowering code: the integration tests hold every lowering to these numbers.
+
+    multi_head_attention(query, key, value, w_q, w_k, w_v, w_o,
+                         biases=None, mask=None, num_heads=H,
+                         num_kv_heads=None, scale=None, causal=False)
+    attention(q, k, v, mask=None, scale=None, causal=False)
+"""
+
+import numpy as np
+
+
+def _broadcast_mask(mask, b, h, sq, sk):
+    """Returns the mask as [B, H, Sq, Sk] (rank 2: [Sq, Sk], rank 3: [B, Sq, Sk],
+    rank 4: [B|1, H|1, Sq|1, Sk|1])."""
+    mask = np.asarray(mask)
+    if mask.ndim == 2:
+        mask = mask[None, None, :, :]
+    elif mask.ndim == 3:
+        mask = mask[:, None, :, :]
+    elif mask.ndim != 4:
+        raise ValueError("mask must have rank 2, 3 or 4")
+    return np.broadcast_to(mask, (b, h, sq, sk))
+
+
+def attention(q, k, v, mask=None, scale=None, causal=False):
+    """Scaled dot-product attention on head-split arrays.
+
+    q [B, H, Sq, dk], k [B, Hkv, Sk, dk], v [B, Hkv, Sk, dv] -> [B, H, Sq, dv].
+    Query head h reads kv head h // (H // Hkv). A bool mask is True where
+    attention is allowed; a float mask is added to the scaled scores. Causal is
+    bottom-right aligned. A row with no visible key gives zeros.
+    """
+    q = np.asarray(q, np.float64)
+    k = np.asarray(k, np.float64)
+    v = np.asarray(v, np.float64)
+    b, h, sq, dk = q.shape
+    hkv, sk = k.shape[1], k.shape[2]
+    assert h % hkv == 0
+    group = h // hkv
+    if scale is None:
+        scale = 1.0 / np.sqrt(dk)
+    # Expand kv heads by indexing (a copy here is fine: this is a reference).
+    kv_index = np.arange(h) // group
+    kh = k[:, kv_index]
+    vh = v[:, kv_index]
+    scores = np.einsum("bhid,bhjd->bhij", q, kh) * scale
+    visible = np.ones((b, h, sq, sk), dtype=bool)
+    if mask is not None:
+        m = _broadcast_mask(mask, b, h, sq, sk)
+        if m.dtype == np.bool_:
+            visible &= m
+        else:
+            scores = scores + m.astype(np.float64)
+    if causal:
+        i = np.arange(sq)[:, None]
+        j = np.arange(sk)[None, :]
+        visible &= (j <= i + (sk - sq))[None, None]
+    scores = np.where(visible, scores, -np.inf)
+    row_max = scores.max(axis=-1, keepdims=True)
+    empty = ~np.isfinite(row_max) & (row_max < 0)
+    safe_max = np.where(empty, 0.0, row_max)
+    p = np.where(empty, 0.0, np.exp(scores - safe_max))
+    denom = p.sum(axis=-1, keepdims=True)
+    p = np.divide(p, denom, out=np.zeros_like(p), where=denom > 0)
+    return np.einsum("bhij,bhjd->bhid", p, vh)
+
+
+def multi_head_attention(query, key, value, w_q, w_k, w_v, w_o, biases=None,
+                         mask=None, num_heads=1, num_kv_heads=None, scale=None,
+                         causal=False):
+    """The whole layer: [B, Sq, Eq] x ... -> [B, Sq, Eo] (weights [in, out])."""
+    f = lambda a: np.asarray(a, np.float64)
+    query, key, value = f(query), f(key), f(value)
+    w_q, w_k, w_v, w_o = f(w_q), f(w_k), f(w_v), f(w_o)
+    h = num_heads
+    hkv = num_kv_heads or num_heads
+    dk = w_q.shape[1] // h
+    dv = w_v.shape[1] // hkv
+    qp, kp, vp = query @ w_q, key @ w_k, value @ w_v
+    if biases is not None:
+        b_q, b_k, b_v, b_o = (f(x) for x in biases)
+        qp, kp, vp = qp + b_q, kp + b_k, vp + b_v
+    b, sq, sk = query.shape[0], query.shape[1], key.shape[1]
+    split = lambda x, heads, d: x.reshape(b, -1, heads, d).transpose(0, 2, 1, 3)
+    heads = attention(split(qp, h, dk), split(kp, hkv, dk), split(vp, hkv, dv),
+                      mask=mask, scale=scale, causal=causal)
+    merged = heads.transpose(0, 2, 1, 3).reshape(b, sq, h * dv)
+    out = merged @ w_o
+    if biases is not None:
+        out = out + b_o
+    return out
