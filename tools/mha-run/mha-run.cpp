@@ -1,0 +1,581 @@
+//===- mha-run.cpp - JIT-compile and run an mha function --------*- C++ -*-===//
+//
+// Lowers a file through one of the MHA pipelines, JIT-compiles it with the
+// MLIR ExecutionEngine and calls one function on .npy inputs (or
+// deterministic random data): writes or summarizes the results, compares them
+// with expected outputs, and times repeated calls.
+//
+// Exit codes: 0 success, 1 results differ from the expected outputs, 2 bad
+// usage or input (one message naming the argument), 3 compilation failed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Npy.h"
+
+#include "mha/Dialect/MHA/IR/MHAOps.h"
+#include "mha/InitAll.h"
+#include "mha/Pipelines/Pipelines.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/ExecutionEngine/ExecutionEngine.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdlib>
+#include <random>
+
+using namespace mlir;
+using namespace mha_run;
+namespace cl = llvm::cl;
+
+namespace {
+
+enum ExitCode { kOk = 0, kMismatch = 1, kBadInput = 2, kCompileError = 3 };
+
+cl::OptionCategory category("mha-run options");
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir file>"),
+                               cl::Required, cl::cat(category));
+cl::opt<std::string> pipelineName(
+    "pipeline",
+    cl::desc("loops | cpu | gpu | a textual pass pipeline "
+             "(builtin.module(...)) ending in the LLVM dialect"),
+    cl::init("loops"), cl::cat(category));
+cl::opt<std::string> entryName("entry", cl::desc("Function to call"),
+                               cl::init("main"), cl::cat(category));
+cl::list<std::string> inputs("input",
+                             cl::desc("@file.npy for each argument, in order"),
+                             cl::cat(category));
+cl::opt<std::string> randomInputs(
+    "random-inputs", cl::ValueOptional,
+    cl::desc("Deterministic random arguments instead of files (=SEED, "
+             "default 0); needs static argument shapes"),
+    cl::cat(category));
+cl::list<std::string> outputs("output",
+                              cl::desc("@file.npy for each result, in order"),
+                              cl::cat(category));
+cl::list<std::string>
+    expectedOutputs("expected-output",
+                    cl::desc("@file.npy to compare each result with"),
+                    cl::cat(category));
+cl::opt<double> atol("atol", cl::desc("Absolute tolerance"), cl::init(1e-4),
+                     cl::cat(category));
+cl::opt<double> rtol("rtol", cl::desc("Relative tolerance"), cl::init(1e-4),
+                     cl::cat(category));
+cl::opt<unsigned> benchmark("benchmark",
+                            cl::desc("Time N calls after a warm-up call"),
+                            cl::init(0), cl::cat(category));
+
+/// Reports a usage or input error and returns kBadInput.
+int badInput(const Twine &message) {
+  llvm::errs() << "mha-run: error: " << message << "\n";
+  return kBadInput;
+}
+
+/// `@path` -> `path`.
+StringRef stripAt(StringRef arg) {
+  arg.consume_front("@");
+  return arg;
+}
+
+/// The .npy type code of a tensor element type, or "" if unsupported.
+StringRef dtypeFor(Type type) {
+  if (type.isF32())
+    return "f4";
+  if (type.isF16())
+    return "f2";
+  if (type.isInteger(1))
+    return "b1";
+  return "";
+}
+
+std::string shapeToString(ArrayRef<int64_t> shape) {
+  std::string s = "[";
+  for (auto [i, d] : llvm::enumerate(shape))
+    s += (i ? ", " : "") +
+         (ShapedType::isDynamic(d) ? std::string("?") : std::to_string(d));
+  return s + "]";
+}
+
+/// A ranked memref descriptor as the lowered function takes it, one word per
+/// field: allocated, aligned, offset, sizes, strides.
+struct Descriptor {
+  SmallVector<int64_t> words;
+};
+
+Descriptor describe(NpyArray &array) {
+  Descriptor d;
+  auto ptr = reinterpret_cast<int64_t>(array.data.data());
+  d.words = {ptr, ptr, 0};
+  d.words.append(array.shape.begin(), array.shape.end());
+  int64_t stride = 1;
+  SmallVector<int64_t> strides(array.shape.size());
+  for (int i = static_cast<int>(array.shape.size()) - 1; i >= 0; --i) {
+    strides[i] = stride;
+    stride *= array.shape[i];
+  }
+  d.words.append(strides.begin(), strides.end());
+  return d;
+}
+
+/// Counts the FLOPs of the mha ops in `func` (see docs/Tools.md), resolving
+/// dynamic sizes from the argument shapes. Returns 0 when a size is unknown.
+double countFlops(func::FuncOp func, ArrayRef<NpyArray> args) {
+  auto dim = [&](Value v, unsigned i) -> int64_t {
+    auto type = cast<ShapedType>(v.getType());
+    if (!type.isDynamicDim(i))
+      return type.getDimSize(i);
+    if (auto arg = dyn_cast<BlockArgument>(v))
+      if (arg.getOwner()->getParentOp() == func)
+        return args[arg.getArgNumber()].shape[i];
+    return -1;
+  };
+  double flops = 0;
+  bool unknown = false;
+  func.walk([&](Operation *op) {
+    double b, h, hkv, sq, sk, dk, dv, projections = 0;
+    bool causal;
+    if (auto mhaOp = dyn_cast<mha::MultiHeadAttentionOp>(op)) {
+      b = dim(mhaOp.getQuery(), 0);
+      sq = dim(mhaOp.getQuery(), 1);
+      sk = dim(mhaOp.getKey(), 1);
+      h = mhaOp.getNumHeads();
+      hkv = mhaOp.getNumKvHeadsOrDefault();
+      dk = mhaOp.getHeadDimQK();
+      dv = mhaOp.getHeadDimV();
+      double eq = dim(mhaOp.getQuery(), 2), ek = dim(mhaOp.getKey(), 2),
+             ev = dim(mhaOp.getValue(), 2), eo = dim(mhaOp.getWO(), 1);
+      projections = 2 * b *
+                    (sq * eq * h * dk + sk * ek * hkv * dk + sk * ev * hkv * dv +
+                     sq * h * dv * eo);
+      causal = mhaOp.getCausal();
+    } else if (auto attOp = dyn_cast<mha::AttentionOp>(op)) {
+      b = dim(attOp.getQuery(), 0);
+      h = dim(attOp.getQuery(), 1);
+      sq = dim(attOp.getQuery(), 2);
+      sk = dim(attOp.getKey(), 2);
+      dk = dim(attOp.getQuery(), 3);
+      dv = dim(attOp.getValue(), 3);
+      causal = attOp.getCausal();
+    } else {
+      return;
+    }
+    if (b < 0 || sq < 0 || sk < 0)
+      unknown = true;
+    double attention = 2 * b * h * sq * sk * (dk + dv);
+    flops += projections + (causal ? attention / 2 : attention);
+  });
+  return unknown ? 0 : flops;
+}
+
+/// Fills `array` deterministically: floats uniform in [-1, 1), bools true
+/// with probability 0.8 (so that rows rarely lose every key).
+void fillRandom(NpyArray &array, std::mt19937_64 &rng) {
+  std::uniform_real_distribution<double> uniform(-1.0, 1.0);
+  std::bernoulli_distribution coin(0.8);
+  for (int64_t i = 0, e = array.numElements(); i < e; ++i)
+    array.set(i, array.dtype == "b1" ? coin(rng) : uniform(rng));
+}
+
+void printSummary(unsigned index, const NpyArray &array) {
+  double lo = INFINITY, hi = -INFINITY, sum = 0;
+  int64_t n = array.numElements(), nonFinite = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double v = array.get(i);
+    if (!std::isfinite(v)) {
+      ++nonFinite;
+      continue;
+    }
+    lo = std::min(lo, v);
+    hi = std::max(hi, v);
+    sum += v;
+  }
+  llvm::outs() << "result " << index << ": " << shapeToString(array.shape)
+               << " " << array.dtype << "  min " << lo << "  max " << hi
+               << "  mean " << (n ? sum / n : 0.0);
+  if (nonFinite)
+    llvm::outs() << "  non-finite " << nonFinite;
+  llvm::outs() << "\n  first values:";
+  for (int64_t i = 0; i < std::min<int64_t>(n, 6); ++i)
+    llvm::outs() << " " << array.get(i);
+  llvm::outs() << "\n";
+}
+
+/// Compares like numpy.allclose (NaN equals NaN); prints the worst errors.
+/// Returns true when every element is within tolerance.
+bool compare(unsigned index, const NpyArray &got, const NpyArray &want,
+             StringRef wantPath) {
+  double maxAbs = 0, maxRel = 0;
+  int64_t worst = -1, bad = 0;
+  for (int64_t i = 0, n = got.numElements(); i < n; ++i) {
+    double g = got.get(i), w = want.get(i);
+    if (std::isnan(g) && std::isnan(w))
+      continue;
+    double err = std::fabs(g - w);
+    if (std::isinf(g) && g == w)
+      err = 0;
+    if (std::isnan(err))
+      err = INFINITY;
+    double rel = w != 0 ? err / std::fabs(w) : (err == 0 ? 0 : INFINITY);
+    if (!(err <= atol + rtol * std::fabs(w)))
+      ++bad;
+    if (worst < 0 || err > maxAbs) {
+      maxAbs = err;
+      worst = i;
+    }
+    maxRel = std::max(maxRel, rel);
+  }
+  llvm::outs() << llvm::formatv(
+      "result {0} vs {1}: max abs error {2:e}, max rel error {3:e}", index,
+      wantPath, maxAbs, maxRel);
+  if (worst >= 0) {
+    SmallVector<int64_t> where(got.shape.size());
+    int64_t rest = worst;
+    for (int i = static_cast<int>(got.shape.size()) - 1; i >= 0; --i) {
+      where[i] = got.shape[i] ? rest % got.shape[i] : 0;
+      rest = got.shape[i] ? rest / got.shape[i] : 0;
+    }
+    llvm::outs() << " at " << shapeToString(where) << " (got "
+                 << got.get(worst) << ", expected " << want.get(worst) << ")";
+  }
+  llvm::outs() << (bad ? llvm::formatv(": MISMATCH, {0} element(s) outside "
+                                       "atol={1} rtol={2}\n",
+                                       bad, atol.getValue(), rtol.getValue())
+                             .str()
+                       : std::string(": OK\n"));
+  return bad == 0;
+}
+
+int run(MLIRContext &context) {
+  // Parse and find the entry function before lowering: its signature says
+  // what the arguments must look like.
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> file =
+      openInputFile(inputFile, &errorMessage);
+  if (!file)
+    return badInput("'" + inputFile + "': " + errorMessage);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return badInput("'" + inputFile + "' could not be parsed");
+  auto func = module->lookupSymbol<func::FuncOp>(entryName);
+  if (!func || func.isExternal())
+    return badInput("no function '@" + entryName + "' with a body in '" +
+                    inputFile + "' (--entry)");
+  FunctionType signature = func.getFunctionType();
+  for (auto [i, type] : llvm::enumerate(signature.getInputs())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || dtypeFor(tensor.getElementType()).empty())
+      return badInput(llvm::formatv("argument {0} of '@{1}' has type {2}; "
+                                    "mha-run passes ranked tensors of f32, "
+                                    "f16 or i1",
+                                    i, entryName, type)
+                          .str());
+  }
+  for (auto [i, type] : llvm::enumerate(signature.getResults())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || dtypeFor(tensor.getElementType()).empty())
+      return badInput(llvm::formatv("result {0} of '@{1}' has type {2}; "
+                                    "mha-run returns ranked tensors of f32, "
+                                    "f16 or i1",
+                                    i, entryName, type)
+                          .str());
+  }
+
+  // Arguments: from files, or random.
+  unsigned numArgs = signature.getNumInputs();
+  bool random = randomInputs.getNumOccurrences() > 0;
+  if (random && !inputs.empty())
+    return badInput("--random-inputs and --input are exclusive");
+  if (!random && inputs.size() != numArgs)
+    return badInput(llvm::formatv("'@{0}' takes {1} argument(s), {2} --input "
+                                  "given",
+                                  entryName, numArgs, inputs.size())
+                        .str());
+  SmallVector<NpyArray> args;
+  std::mt19937_64 rng;
+  if (random) {
+    uint64_t seed = 0;
+    if (!randomInputs.empty() && StringRef(randomInputs).getAsInteger(10, seed))
+      return badInput("--random-inputs=" + randomInputs +
+                      ": the seed must be an unsigned integer");
+    rng.seed(seed);
+  }
+  for (unsigned i = 0; i < numArgs; ++i) {
+    auto type = cast<RankedTensorType>(signature.getInput(i));
+    StringRef dtype = dtypeFor(type.getElementType());
+    NpyArray array;
+    if (random) {
+      if (!type.hasStaticShape())
+        return badInput(llvm::formatv("argument {0} has dynamic shape {1}: "
+                                      "--random-inputs needs static shapes; "
+                                      "pass --input files",
+                                      i, shapeToString(type.getShape()))
+                            .str());
+      array.dtype = dtype.str();
+      array.shape.assign(type.getShape().begin(), type.getShape().end());
+      array.data.resize(array.numElements() * NpyArray::elementSize(dtype));
+      fillRandom(array, rng);
+    } else {
+      StringRef path = stripAt(inputs[i]);
+      llvm::Expected<NpyArray> read = readNpy(path);
+      if (!read)
+        return badInput("--input " + Twine(i) + ": " +
+                        llvm::toString(read.takeError()));
+      array = std::move(*read);
+      if (array.dtype != dtype)
+        return badInput(llvm::formatv("--input {0} '{1}': dtype '{2}' does not "
+                                      "match argument type {3} (expected '{4}')",
+                                      i, path, array.dtype, type, dtype)
+                            .str());
+      if (static_cast<int64_t>(array.shape.size()) != type.getRank())
+        return badInput(llvm::formatv("--input {0} '{1}': rank {2} does not "
+                                      "match argument type {3}",
+                                      i, path, array.shape.size(), type)
+                            .str());
+      for (auto [d, size] : llvm::enumerate(type.getShape()))
+        if (!ShapedType::isDynamic(size) && array.shape[d] != size)
+          return badInput(llvm::formatv("--input {0} '{1}': shape {2} does not "
+                                        "match argument type {3} (dimension "
+                                        "{4}: expected {5}, found {6})",
+                                        i, path, shapeToString(array.shape),
+                                        type, d, size, array.shape[d])
+                              .str());
+    }
+    args.push_back(std::move(array));
+  }
+  if (!outputs.empty() && outputs.size() != signature.getNumResults())
+    return badInput(llvm::formatv("'@{0}' returns {1} result(s), {2} --output "
+                                  "given",
+                                  entryName, signature.getNumResults(),
+                                  outputs.size())
+                        .str());
+  if (!expectedOutputs.empty() &&
+      expectedOutputs.size() != signature.getNumResults())
+    return badInput(llvm::formatv("'@{0}' returns {1} result(s), {2} "
+                                  "--expected-output given",
+                                  entryName, signature.getNumResults(),
+                                  expectedOutputs.size())
+                        .str());
+  SmallVector<NpyArray> expected;
+  for (auto [i, arg] : llvm::enumerate(expectedOutputs)) {
+    llvm::Expected<NpyArray> read = readNpy(stripAt(arg));
+    if (!read)
+      return badInput("--expected-output " + Twine(i) + ": " +
+                      llvm::toString(read.takeError()));
+    expected.push_back(std::move(*read));
+  }
+  double flops = countFlops(func, args);
+
+  // Lower.
+  PassManager pm(&context);
+  if (pipelineName == "loops") {
+    mha::buildLowerToLoopsPipeline(pm, mha::LowerToLoopsOptions());
+  } else if (pipelineName == "cpu" || pipelineName == "gpu") {
+    return badInput("--pipeline=" + pipelineName + " is not available yet");
+  } else {
+    StringRef text = StringRef(pipelineName).trim();
+    if (!text.consume_front("builtin.module(") || !text.consume_back(")"))
+      return badInput("--pipeline: expected loops, cpu, gpu or "
+                      "'builtin.module(...)', found '" +
+                      pipelineName + "'");
+    std::string error;
+    llvm::raw_string_ostream os(error);
+    if (failed(parsePassPipeline(text, pm, os)))
+      return badInput("--pipeline: " + error);
+  }
+  if (failed(pm.run(*module))) {
+    llvm::errs() << "mha-run: error: lowering '" << inputFile
+                 << "' through --pipeline=" << pipelineName << " failed\n";
+    return kCompileError;
+  }
+
+  // JIT.
+  auto transformer = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
+                                               /*targetMachine=*/nullptr);
+  ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = transformer;
+  engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
+  auto engine = ExecutionEngine::create(*module, engineOptions);
+  if (!engine) {
+    llvm::errs() << "mha-run: error: JIT compilation failed: "
+                 << llvm::toString(engine.takeError()) << "\n";
+    return kCompileError;
+  }
+
+  // Pack: one pointer per descriptor word of each argument, then one pointer
+  // to the returned struct of result descriptors (3 + 2 * rank words each).
+  SmallVector<Descriptor> descriptors;
+  for (NpyArray &array : args)
+    descriptors.push_back(describe(array));
+  SmallVector<void *> packed;
+  for (Descriptor &d : descriptors)
+    for (int64_t &word : d.words)
+      packed.push_back(&word);
+  size_t resultWords = 0;
+  for (Type type : signature.getResults())
+    resultWords += 3 + 2 * cast<RankedTensorType>(type).getRank();
+  SmallVector<int64_t> resultStruct(resultWords);
+  if (resultWords)
+    packed.push_back(resultStruct.data());
+
+  auto call = [&]() -> llvm::Error {
+    return (*engine)->invokePacked(entryName, packed);
+  };
+  auto freeResults = [&]() {
+    size_t at = 0;
+    for (Type type : signature.getResults()) {
+      void *allocated = reinterpret_cast<void *>(resultStruct[at]);
+      bool isArgument = llvm::any_of(
+          args, [&](NpyArray &a) { return a.data.data() == allocated; });
+      if (!isArgument)
+        std::free(allocated);
+      at += 3 + 2 * cast<RankedTensorType>(type).getRank();
+    }
+  };
+  if (llvm::Error error = call()) {
+    llvm::errs() << "mha-run: error: calling '@" << entryName
+                 << "' failed: " << llvm::toString(std::move(error)) << "\n";
+    return kCompileError;
+  }
+
+  // Unpack the results (strided reads: they need not be contiguous).
+  SmallVector<NpyArray> results;
+  size_t at = 0;
+  for (Type type : signature.getResults()) {
+    auto tensor = cast<RankedTensorType>(type);
+    int64_t rank = tensor.getRank();
+    NpyArray array;
+    array.dtype = dtypeFor(tensor.getElementType()).str();
+    size_t elementSize = NpyArray::elementSize(array.dtype);
+    auto *aligned = reinterpret_cast<const char *>(resultStruct[at + 1]);
+    int64_t offset = resultStruct[at + 2];
+    ArrayRef<int64_t> sizes(&resultStruct[at + 3], rank);
+    ArrayRef<int64_t> strides(&resultStruct[at + 3 + rank], rank);
+    array.shape.assign(sizes.begin(), sizes.end());
+    int64_t n = array.numElements();
+    array.data.resize(n * elementSize);
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t rest = i, linear = offset;
+      for (int64_t d = rank - 1; d >= 0; --d) {
+        linear += (rest % sizes[d]) * strides[d];
+        rest /= sizes[d];
+      }
+      std::memcpy(array.data.data() + i * elementSize,
+                  aligned + linear * elementSize, elementSize);
+    }
+    results.push_back(std::move(array));
+    at += 3 + 2 * rank;
+  }
+  freeResults();
+
+  int status = kOk;
+  for (auto [i, result] : llvm::enumerate(results)) {
+    if (!outputs.empty()) {
+      if (llvm::Error error = writeNpy(stripAt(outputs[i]), result))
+        return badInput("--output " + Twine(i) + ": " +
+                        llvm::toString(std::move(error)));
+      llvm::outs() << "result " << i << ": " << shapeToString(result.shape)
+                   << " written to " << stripAt(outputs[i]) << "\n";
+    } else if (expected.empty()) {
+      printSummary(i, result);
+    }
+    if (!expected.empty()) {
+      const NpyArray &want = expected[i];
+      if (want.shape != result.shape)
+        return badInput(llvm::formatv("--expected-output {0} '{1}': shape {2} "
+                                      "does not match result shape {3}",
+                                      i, stripAt(expectedOutputs[i]),
+                                      shapeToString(want.shape),
+                                      shapeToString(result.shape))
+                            .str());
+      if (!compare(i, result, want, stripAt(expectedOutputs[i])))
+        status = kMismatch;
+    }
+  }
+
+  if (benchmark > 0) {
+    if (llvm::Error error = call()) // Warm-up.
+      return badInput(llvm::toString(std::move(error)));
+    freeResults();
+    std::vector<double> ms;
+    for (unsigned i = 0; i < benchmark; ++i) {
+      auto start = std::chrono::steady_clock::now();
+      if (llvm::Error error = call())
+        return badInput(llvm::toString(std::move(error)));
+      auto stop = std::chrono::steady_clock::now();
+      freeResults();
+      ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    double median = ms.size() % 2 ? ms[ms.size() / 2]
+                                  : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+    llvm::outs() << llvm::formatv("benchmark: {0} calls, median {1:f3} ms, min "
+                                  "{2:f3} ms, max {3:f3} ms",
+                                  ms.size(), median, ms.front(), ms.back());
+    if (flops > 0)
+      llvm::outs() << llvm::formatv(", {0:f2} GFLOP/s ({1:e} FLOP per call)",
+                                    flops / (median * 1e6), flops);
+    llvm::outs() << "\n";
+  }
+  return status;
+}
+
+/// `--threads=N` is taken out of argv before LLVM's option parser sees it:
+/// libLLVM registers a `threads` option of its own.
+std::optional<std::string> takeThreadsOption(int &argc, char **argv) {
+  std::optional<std::string> value;
+  int out = 1;
+  for (int i = 1; i < argc; ++i) {
+    StringRef arg(argv[i]);
+    if (arg.consume_front("--threads=") || arg.consume_front("-threads="))
+      value = arg.str();
+    else
+      argv[out++] = argv[i];
+  }
+  argc = out;
+  return value;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  std::optional<std::string> threads = takeThreadsOption(argc, argv);
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  DialectRegistry registry;
+  mha::registerAllDialectsAndPasses(registry);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "mha-run: JIT-compile an MLIR file through an MHA pipeline and call a "
+      "function on .npy inputs\n");
+  if (threads) {
+    unsigned n;
+    if (StringRef(*threads).getAsInteger(10, n) || n == 0)
+      return badInput("--threads=" + *threads +
+                      ": expected a positive integer");
+    // Worker threads of multithreaded pipelines; the loops pipeline is serial.
+    setenv("OMP_NUM_THREADS", threads->c_str(), 1);
+  }
+  MLIRContext context(registry);
+  return run(context);
+}
