@@ -45,3 +45,23 @@ tools = [
     ToolSubst("%mlir_runner", os.path.join(config.llvm_tools_dir, "mlir-runner")),
 ]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+# Numerical tests need numpy (Debian's python3-numpy) under the python lit
+# runs tests with; the torch cross-check needs python3-torch.
+import subprocess
+python = config.host_python or "/usr/bin/python3"
+def python_has(module):
+    return subprocess.call([python, "-c", "import " + module],
+                           stdout=subprocess.DEVNULL,
+                           stderr=subprocess.DEVNULL) == 0
+if python_has("numpy"):
+    config.available_features.add("numpy")
+if python_has("torch"):
+    config.available_features.add("torch")
+config.substitutions.append(("%python", python))
+config.substitutions.append(
+    ("%check_mha", "%s %s --mha-run %s" % (
+        python,
+        os.path.join(config.mha_src_root, "test", "Integration", "reference",
+                     "check_mha.py"),
+        os.path.join(config.mha_tools_dir, "mha-run"))))

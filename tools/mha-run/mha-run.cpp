@@ -255,7 +255,7 @@ bool compare(unsigned index, const NpyArray &got, const NpyArray &want,
                  << got.get(worst) << ", expected " << want.get(worst) << ")";
   }
   llvm::outs() << (bad ? llvm::formatv(": MISMATCH, {0} element(s) outside "
-                                       "atol={1} rtol={2}\n",
+                                       "atol={1:e} rtol={2:e}\n",
                                        bad, atol.getValue(), rtol.getValue())
                              .str()
                        : std::string(": OK\n"));

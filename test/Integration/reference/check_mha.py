@@ -1,0 +1,189 @@
+#!/usr/bin/env python3
+"""Runs one mha.multi_head_attention configuration through mha-run and checks
+it against the independent numpy reference (mha_reference.py).
+
+    check_mha.py --mha-run BIN --workdir DIR [--pipeline loops]
+                 [--atol A] [--rtol R] key=value ...
+
+Keys (defaults in CONFIG_DEFAULTS): b sq sk eq ek ev h hkv dk dv eo,
+bias=0|1, causal=0|1, scale=<float>, seed=<int>,
+mask=none|bool|float with mask_shape=<comma-separated dims> (rank 2, 3 or 4,
+default [Sq, Sk]), masked_row=<query index whose keys are all masked>,
+weight_gain=<factor on the weights, for large logits>,
+dynamic=<comma-separated subset of b,sq,sk declared as ? in the IR>,
+cross=0|1 (distinct key/value inputs; always on when sq != sk or ek/ev differ).
+
+Writes DIR/case.mlir, the inputs and the expected output, runs mha-run with
+--expected-output and exits with its status; prints mha-run's report.
+"""
+
+import argparse
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mha_reference  # noqa: E402
+
+CONFIG_DEFAULTS = dict(b=2, sq=5, sk=None, eq=16, ek=None, ev=None, h=2,
+                       hkv=None, dk=None, dv=None, eo=None, bias=0, causal=0,
+                       scale=None, seed=0, mask="none", mask_shape=None,
+                       masked_row=None, weight_gain=1.0, dynamic="", cross=0)
+
+
+def parse_config(pairs):
+    config = dict(CONFIG_DEFAULTS)
+    for pair in pairs:
+        key, _, value = pair.partition("=")
+        if key not in config:
+            sys.exit(f"check_mha.py: unknown key '{key}'")
+        config[key] = value
+    ints = ["b", "sq", "sk", "eq", "ek", "ev", "h", "hkv", "dk", "dv", "eo",
+            "bias", "causal", "seed", "cross"]
+    for key in ints:
+        if config[key] is not None:
+            config[key] = int(config[key])
+    c = config
+    c["sk"] = c["sk"] if c["sk"] is not None else c["sq"]
+    c["ek"] = c["ek"] if c["ek"] is not None else c["eq"]
+    c["ev"] = c["ev"] if c["ev"] is not None else c["ek"]
+    c["hkv"] = c["hkv"] if c["hkv"] is not None else c["h"]
+    c["dk"] = c["dk"] if c["dk"] is not None else c["eq"] // c["h"]
+    c["dv"] = c["dv"] if c["dv"] is not None else c["dk"]
+    c["eo"] = c["eo"] if c["eo"] is not None else c["eq"]
+    c["weight_gain"] = float(c["weight_gain"])
+    if c["scale"] is not None:
+        c["scale"] = float(c["scale"])
+    if c["masked_row"] is not None:
+        c["masked_row"] = int(c["masked_row"])
+    c["cross"] = int(c["cross"] or c["sq"] != c["sk"] or c["ek"] != c["eq"]
+                     or c["ev"] != c["eq"])
+    return c
+
+
+def tensor_type(shape, element, dynamic_dims=()):
+    dims = ["?" if i in dynamic_dims else str(d) for i, d in enumerate(shape)]
+    return "tensor<" + "x".join(dims + [element]) + ">"
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mha-run", required=True)
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--pipeline", default="loops")
+    parser.add_argument("--atol", default="1e-4")
+    parser.add_argument("--rtol", default="1e-4")
+    parser.add_argument("config", nargs="*")
+    args = parser.parse_args()
+    c = parse_config(args.config)
+    os.makedirs(args.workdir, exist_ok=True)
+    rng = np.random.default_rng(c["seed"])
+
+    b, sq, sk, h, hkv = c["b"], c["sq"], c["sk"], c["h"], c["hkv"]
+    dk, dv = c["dk"], c["dv"]
+    gain = c["weight_gain"]
+    uniform = lambda *shape: rng.uniform(-1, 1, shape).astype(np.float32)
+    # Weights scaled by 1/sqrt(fan-in) keep activations O(1).
+    weight = lambda n, m: (uniform(n, m) * gain / np.sqrt(n)).astype(np.float32)
+
+    arrays = {}  # name -> (array, IR type)
+    dyn = set(c["dynamic"].split(",")) - {""}
+    qdyn = {i for i, k in [(0, "b"), (1, "sq")] if k in dyn}
+    kdyn = {i for i, k in [(0, "b"), (1, "sk")] if k in dyn}
+    query = uniform(b, sq, c["eq"])
+    arrays["query"] = (query, tensor_type(query.shape, "f32", qdyn))
+    if c["cross"]:
+        key = uniform(b, sk, c["ek"])
+        value = uniform(b, sk, c["ev"])
+        arrays["key"] = (key, tensor_type(key.shape, "f32", kdyn))
+        arrays["value"] = (value, tensor_type(value.shape, "f32", kdyn))
+    else:
+        key = value = query
+    for name, shape in [("w_q", (c["eq"], h * dk)), ("w_k", (c["ek"], hkv * dk)),
+                        ("w_v", (c["ev"], hkv * dv)), ("w_o", (h * dv, c["eo"]))]:
+        arrays[name] = (weight(*shape), tensor_type(shape, "f32"))
+    biases = None
+    if c["bias"]:
+        for name, n in [("b_q", h * dk), ("b_k", hkv * dk), ("b_v", hkv * dv),
+                        ("b_o", c["eo"])]:
+            arrays[name] = (uniform(n) * 0.5, tensor_type((n,), "f32"))
+        biases = tuple(arrays[n][0] for n in ["b_q", "b_k", "b_v", "b_o"])
+    mask = None
+    if c["mask"] != "none":
+        shape = ([int(d) for d in c["mask_shape"].split(",")]
+                 if c["mask_shape"] else [sq, sk])
+        if c["mask"] == "bool":
+            mask = rng.uniform(0, 1, shape) < 0.7
+            element = "i1"
+        else:
+            mask = np.where(rng.uniform(0, 1, shape) < 0.7,
+                            rng.uniform(-2, 2, shape), -np.inf).astype(np.float32)
+            element = "f32"
+        if c["masked_row"] is not None:
+            mask[..., c["masked_row"], :] = False if c["mask"] == "bool" else -np.inf
+        # The mask's Sq/Sk/B dims are dynamic where the data's are (unless 1).
+        rank = len(shape)
+        symbols = {2: ["sq", "sk"], 3: ["b", "sq", "sk"],
+                   4: ["b", "h", "sq", "sk"]}[rank]
+        mdyn = {i for i, s in enumerate(symbols) if s in dyn and shape[i] != 1}
+        arrays["mask"] = (mask, tensor_type(shape, element, mdyn))
+
+    expected = mha_reference.multi_head_attention(
+        query, key, value, arrays["w_q"][0], arrays["w_k"][0], arrays["w_v"][0],
+        arrays["w_o"][0], biases=biases, mask=mask, num_heads=h,
+        num_kv_heads=hkv, scale=c["scale"], causal=bool(c["causal"]))
+    out_type = tensor_type((b, sq, c["eo"]), "f32", qdyn)
+
+    names = list(arrays)
+    attrs = [f"num_heads = {h} : i64"]
+    if hkv != h:
+        attrs.append(f"num_kv_heads = {hkv} : i64")
+    if c["scale"] is not None:
+        attrs.append(f"scale = {c['scale']!r} : f32")
+    if c["causal"]:
+        attrs.append("causal")
+    operands = ["%query", "%key" if c["cross"] else "%query",
+                "%value" if c["cross"] else "%query",
+                "%w_q", "%w_k", "%w_v", "%w_o"]
+    operand_types = [arrays["query"][1],
+                     arrays["key"][1] if c["cross"] else arrays["query"][1],
+                     arrays["value"][1] if c["cross"] else arrays["query"][1]]
+    operand_types += [arrays[n][1] for n in ["w_q", "w_k", "w_v", "w_o"]]
+    clauses = ""
+    if c["bias"]:
+        clauses += " bias(%b_q, %b_k, %b_v, %b_o)"
+        operand_types += [arrays[n][1] for n in ["b_q", "b_k", "b_v", "b_o"]]
+    if mask is not None:
+        clauses += " mask(%mask)"
+        operand_types.append(arrays["mask"][1])
+    signature = ", ".join(f"%{n}: {arrays[n][1]}" for n in names)
+    ir = (f"func.func @main({signature}) -> {out_type} {{\n"
+          f"  %y = mha.multi_head_attention {', '.join(operands)}{clauses}\n"
+          f"         {{{', '.join(attrs)}}}\n"
+          f"         : ({', '.join(operand_types)}) -> {out_type}\n"
+          f"  return %y : {out_type}\n}}\n")
+    case = os.path.join(args.workdir, "case.mlir")
+    with open(case, "w") as f:
+        f.write(ir)
+    command = [args.mha_run, case, f"--pipeline={args.pipeline}",
+               f"--atol={args.atol}", f"--rtol={args.rtol}"]
+    for n in names:
+        path = os.path.join(args.workdir, n + ".npy")
+        np.save(path, arrays[n][0])
+        command.append(f"--input=@{path}")
+    expected_path = os.path.join(args.workdir, "expected.npy")
+    np.save(expected_path, expected.astype(np.float32))
+    command.append(f"--expected-output=@{expected_path}")
+    if not np.all(np.isfinite(expected)):
+        print("check_mha.py: the reference output is not finite", file=sys.stderr)
+        return 1
+    result = subprocess.run(command, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    sys.stdout.write(result.stdout)
+    return result.returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main())
