@@ -11,7 +11,8 @@ mask=none|bool|float with mask_shape=<comma-separated dims> (rank 2, 3 or 4,
 default [Sq, Sk]), masked_row=<query index whose keys are all masked>,
 weight_gain=<factor on the weights, for large logits>,
 dynamic=<comma-separated subset of b,sq,sk declared as ? in the IR>,
-cross=0|1 (distinct key/value inputs; always on when sq != sk or ek/ev differ).
+cross=0|1 (distinct key/value inputs; always on when sq != sk or ek/ev differ),
+dtype=f32|f16 (the reference computes on the f16-rounded inputs in float64).
 
 Writes DIR/case.mlir, the inputs and the expected output, runs mha-run with
 --expected-output and exits with its status; prints mha-run's report.
@@ -30,7 +31,8 @@ import mha_reference  # noqa: E402
 CONFIG_DEFAULTS = dict(b=2, sq=5, sk=None, eq=16, ek=None, ev=None, h=2,
                        hkv=None, dk=None, dv=None, eo=None, bias=0, causal=0,
                        scale=None, seed=0, mask="none", mask_shape=None,
-                       masked_row=None, weight_gain=1.0, dynamic="", cross=0)
+                       masked_row=None, weight_gain=1.0, dynamic="", cross=0,
+                       dtype="f32")
 
 
 def parse_config(pairs):
@@ -84,31 +86,34 @@ def main():
     b, sq, sk, h, hkv = c["b"], c["sq"], c["sk"], c["h"], c["hkv"]
     dk, dv = c["dk"], c["dv"]
     gain = c["weight_gain"]
-    uniform = lambda *shape: rng.uniform(-1, 1, shape).astype(np.float32)
+    np_type = {"f32": np.float32, "f16": np.float16}[c["dtype"]]
+    element_type = c["dtype"]
+    uniform = lambda *shape: rng.uniform(-1, 1, shape).astype(np_type)
     # Weights scaled by 1/sqrt(fan-in) keep activations O(1).
-    weight = lambda n, m: (uniform(n, m) * gain / np.sqrt(n)).astype(np.float32)
+    weight = lambda n, m: (rng.uniform(-1, 1, (n, m)) * gain / np.sqrt(n)).astype(np_type)
 
     arrays = {}  # name -> (array, IR type)
     dyn = set(c["dynamic"].split(",")) - {""}
     qdyn = {i for i, k in [(0, "b"), (1, "sq")] if k in dyn}
     kdyn = {i for i, k in [(0, "b"), (1, "sk")] if k in dyn}
     query = uniform(b, sq, c["eq"])
-    arrays["query"] = (query, tensor_type(query.shape, "f32", qdyn))
+    arrays["query"] = (query, tensor_type(query.shape, element_type, qdyn))
     if c["cross"]:
         key = uniform(b, sk, c["ek"])
         value = uniform(b, sk, c["ev"])
-        arrays["key"] = (key, tensor_type(key.shape, "f32", kdyn))
-        arrays["value"] = (value, tensor_type(value.shape, "f32", kdyn))
+        arrays["key"] = (key, tensor_type(key.shape, element_type, kdyn))
+        arrays["value"] = (value, tensor_type(value.shape, element_type, kdyn))
     else:
         key = value = query
     for name, shape in [("w_q", (c["eq"], h * dk)), ("w_k", (c["ek"], hkv * dk)),
                         ("w_v", (c["ev"], hkv * dv)), ("w_o", (h * dv, c["eo"]))]:
-        arrays[name] = (weight(*shape), tensor_type(shape, "f32"))
+        arrays[name] = (weight(*shape), tensor_type(shape, element_type))
     biases = None
     if c["bias"]:
         for name, n in [("b_q", h * dk), ("b_k", hkv * dk), ("b_v", hkv * dv),
                         ("b_o", c["eo"])]:
-            arrays[name] = (uniform(n) * 0.5, tensor_type((n,), "f32"))
+            arrays[name] = ((uniform(n) * 0.5).astype(np_type),
+                            tensor_type((n,), element_type))
         biases = tuple(arrays[n][0] for n in ["b_q", "b_k", "b_v", "b_o"])
     mask = None
     if c["mask"] != "none":
@@ -119,8 +124,8 @@ def main():
             element = "i1"
         else:
             mask = np.where(rng.uniform(0, 1, shape) < 0.7,
-                            rng.uniform(-2, 2, shape), -np.inf).astype(np.float32)
-            element = "f32"
+                            rng.uniform(-2, 2, shape), -np.inf).astype(np_type)
+            element = element_type
         if c["masked_row"] is not None:
             mask[..., c["masked_row"], :] = False if c["mask"] == "bool" else -np.inf
         # The mask's Sq/Sk/B dims are dynamic where the data's are (unless 1).
@@ -134,7 +139,7 @@ def main():
         query, key, value, arrays["w_q"][0], arrays["w_k"][0], arrays["w_v"][0],
         arrays["w_o"][0], biases=biases, mask=mask, num_heads=h,
         num_kv_heads=hkv, scale=c["scale"], causal=bool(c["causal"]))
-    out_type = tensor_type((b, sq, c["eo"]), "f32", qdyn)
+    out_type = tensor_type((b, sq, c["eo"]), element_type, qdyn)
 
     names = list(arrays)
     attrs = [f"num_heads = {h} : i64"]
@@ -174,7 +179,7 @@ def main():
         np.save(path, arrays[n][0])
         command.append(f"--input=@{path}")
     expected_path = os.path.join(args.workdir, "expected.npy")
-    np.save(expected_path, expected.astype(np.float32))
+    np.save(expected_path, expected.astype(np_type))
     command.append(f"--expected-output=@{expected_path}")
     if not np.all(np.isfinite(expected)):
         print("check_mha.py: the reference output is not finite", file=sys.stderr)
