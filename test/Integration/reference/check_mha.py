@@ -3,7 +3,8 @@
 it against the independent numpy reference (mha_reference.py).
 
     check_mha.py --mha-run BIN --workdir DIR [--pipeline loops]
-                 [--atol A] [--rtol R] key=value ...
+                 [--atol A] [--rtol R] [--benchmark N] [--mlir FILE]
+                 key=value ...
 
 Keys (defaults in CONFIG_DEFAULTS): b sq sk eq ek ev h hkv dk dv eo,
 bias=0|1, causal=0|1, scale=<float>, seed=<int>,
@@ -14,8 +15,11 @@ dynamic=<comma-separated subset of b,sq,sk declared as ? in the IR>,
 cross=0|1 (distinct key/value inputs; always on when sq != sk or ek/ev differ),
 dtype=f32|f16 (the reference computes on the f16-rounded inputs in float64).
 
-Writes DIR/case.mlir, the inputs and the expected output, runs mha-run with
---expected-output and exits with its status; prints mha-run's report.
+Writes DIR/case.mlir (or uses --mlir FILE, whose @main must take the
+arguments in the order generated here: query, [key, value,] w_q, w_k, w_v,
+w_o, [b_q, b_k, b_v, b_o,] [mask]), the inputs and the expected output, runs
+mha-run with --expected-output (and --benchmark) and exits with its status;
+prints mha-run's report.
 """
 
 import argparse
@@ -77,6 +81,8 @@ def main():
     parser.add_argument("--pipeline", default="loops")
     parser.add_argument("--atol", default="1e-4")
     parser.add_argument("--rtol", default="1e-4")
+    parser.add_argument("--benchmark", type=int, default=0)
+    parser.add_argument("--mlir", help="use this file instead of generating one")
     parser.add_argument("config", nargs="*")
     args = parser.parse_args()
     c = parse_config(args.config)
@@ -169,9 +175,10 @@ def main():
           f"         {{{', '.join(attrs)}}}\n"
           f"         : ({', '.join(operand_types)}) -> {out_type}\n"
           f"  return %y : {out_type}\n}}\n")
-    case = os.path.join(args.workdir, "case.mlir")
-    with open(case, "w") as f:
-        f.write(ir)
+    case = args.mlir or os.path.join(args.workdir, "case.mlir")
+    if not args.mlir:
+        with open(case, "w") as f:
+            f.write(ir)
     command = [args.mha_run, case, f"--pipeline={args.pipeline}",
                f"--atol={args.atol}", f"--rtol={args.rtol}"]
     for n in names:
@@ -181,6 +188,8 @@ def main():
     expected_path = os.path.join(args.workdir, "expected.npy")
     np.save(expected_path, expected.astype(np_type))
     command.append(f"--expected-output=@{expected_path}")
+    if args.benchmark:
+        command.append(f"--benchmark={args.benchmark}")
     if not np.all(np.isfinite(expected)):
         print("check_mha.py: the reference output is not finite", file=sys.stderr)
         return 1
