@@ -13,7 +13,8 @@ default [Sq, Sk]), masked_row=<query index whose keys are all masked>,
 weight_gain=<factor on the weights, for large logits>,
 dynamic=<comma-separated subset of b,sq,sk declared as ? in the IR>,
 cross=0|1 (distinct key/value inputs; always on when sq != sk or ek/ev differ),
-dtype=f32|f16 (the reference computes on the f16-rounded inputs in float64).
+dtype=f32|f16 (the reference computes on the f16-rounded inputs in float64),
+mask_dynamic=1 (every mask dim declared ?, even those of size 1).
 
 Writes DIR/case.mlir (or uses --mlir FILE, whose @main must take the
 arguments in the order generated here: query, [key, value,] w_q, w_k, w_v,
@@ -36,7 +37,7 @@ CONFIG_DEFAULTS = dict(b=2, sq=5, sk=None, eq=16, ek=None, ev=None, h=2,
                        hkv=None, dk=None, dv=None, eo=None, bias=0, causal=0,
                        scale=None, seed=0, mask="none", mask_shape=None,
                        masked_row=None, weight_gain=1.0, dynamic="", cross=0,
-                       dtype="f32")
+                       dtype="f32", mask_dynamic=0)
 
 
 def parse_config(pairs):
@@ -47,7 +48,7 @@ def parse_config(pairs):
             sys.exit(f"check_mha.py: unknown key '{key}'")
         config[key] = value
     ints = ["b", "sq", "sk", "eq", "ek", "ev", "h", "hkv", "dk", "dv", "eo",
-            "bias", "causal", "seed", "cross"]
+            "bias", "causal", "seed", "cross", "mask_dynamic"]
     for key in ints:
         if config[key] is not None:
             config[key] = int(config[key])
@@ -139,6 +140,8 @@ def main():
         symbols = {2: ["sq", "sk"], 3: ["b", "sq", "sk"],
                    4: ["b", "h", "sq", "sk"]}[rank]
         mdyn = {i for i, s in enumerate(symbols) if s in dyn and shape[i] != 1}
+        if c["mask_dynamic"]:
+            mdyn = set(range(rank))
         arrays["mask"] = (mask, tensor_type(shape, element, mdyn))
 
     expected = mha_reference.multi_head_attention(

@@ -155,11 +155,22 @@ FailureOr<Value> mha::lowerAttentionToLinalg(OpBuilder &b, AttentionOp op) {
     causalOffset = arith::SubIOp::create(b, loc, skValue, sqValue);
   }
   double scale = op.getScaleOrDefault();
+  // A rank-4 mask broadcasts along its size-1 dims. Static ones are read
+  // through the indexing map; a dynamic dim may turn out to be 1 at run time,
+  // so such a mask is read with tensor.extract at index 0 where its size is 1.
+  auto maskType = mask ? cast<ShapedType>(mask.getType()) : ShapedType();
+  bool maskByIndex = mask && maskType.getRank() == 4 && !maskType.hasStaticShape();
+  SmallVector<Value> maskSizes; // Dynamic sizes of a mask read by index.
+  if (maskByIndex)
+    for (int64_t d = 0; d < 4; ++d)
+      maskSizes.push_back(maskType.isDynamicDim(d)
+                              ? Value(tensor::DimOp::create(b, loc, mask, d))
+                              : Value());
   SmallVector<Value> logitInputs;
   SmallVector<AffineMap> logitMaps;
-  if (mask) {
+  if (mask && !maskByIndex) {
     logitInputs.push_back(mask);
-    logitMaps.push_back(getMaskMap(ctx, cast<ShapedType>(mask.getType())));
+    logitMaps.push_back(getMaskMap(ctx, maskType));
   }
   logitMaps.push_back(scoresMap);
   Value logits = buildGeneric(
@@ -173,11 +184,29 @@ FailureOr<Value> mha::lowerAttentionToLinalg(OpBuilder &b, AttentionOp op) {
             nb, nloc,
             nb.getFloatAttr(f32, APFloat::getInf(APFloat::IEEEsingle(),
                                                  /*Negative=*/true)));
+        Value maskValue = mask && !maskByIndex ? args[0] : Value();
+        if (maskByIndex) {
+          Value zero = arith::ConstantIndexOp::create(nb, nloc, 0);
+          Value one = arith::ConstantIndexOp::create(nb, nloc, 1);
+          SmallVector<Value> indices;
+          for (int64_t d = 0; d < 4; ++d) {
+            Value loopIndex = linalg::IndexOp::create(nb, nloc, d);
+            if (!maskSizes[d]) {
+              indices.push_back(maskType.getDimSize(d) == 1 ? zero : loopIndex);
+              continue;
+            }
+            Value isOne = arith::CmpIOp::create(
+                nb, nloc, arith::CmpIPredicate::eq, maskSizes[d], one);
+            indices.push_back(
+                arith::SelectOp::create(nb, nloc, isOne, zero, loopIndex));
+          }
+          maskValue = tensor::ExtractOp::create(nb, nloc, mask, indices);
+        }
         if (mask && !boolMask)
           x = arith::AddFOp::create(nb, nloc, x,
-                                    convertFloat(nb, nloc, args[0], f32));
+                                    convertFloat(nb, nloc, maskValue, f32));
         if (boolMask)
-          x = arith::SelectOp::create(nb, nloc, args[0], x, negInf);
+          x = arith::SelectOp::create(nb, nloc, maskValue, x, negInf);
         if (causalOffset) {
           Value row = linalg::IndexOp::create(nb, nloc, 2);
           Value col = linalg::IndexOp::create(nb, nloc, 3);

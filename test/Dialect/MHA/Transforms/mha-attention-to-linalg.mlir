@@ -68,3 +68,26 @@ func.func @f16_float_mask(%q: tensor<1x4x8x16xf16>, %k: tensor<1x4x6x16xf16>, %m
          mask(%m : tensor<1x4x1x6xf16>) outs(%init : tensor<1x4x8x16xf16>) -> tensor<1x4x8x16xf16>
   return %o : tensor<1x4x8x16xf16>
 }
+
+// -----
+
+// A rank-4 mask with dynamic dims may broadcast at run time: it is read with
+// tensor.extract, at index 0 along the dims whose size is 1.
+
+// CHECK-LABEL: func.func @dynamic_rank4_mask
+// CHECK-SAME: %[[M:[^:]+]]: tensor<?x1x?x?xi1>
+// CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
+// CHECK-DAG: %[[C1:.+]] = arith.constant 1 : index
+// CHECK-DAG: %[[MB:.+]] = tensor.dim %[[M]], %[[C0]]
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x?x?xf32>)
+// CHECK:   %[[I0:.+]] = linalg.index 0
+// CHECK:   %[[B1:.+]] = arith.cmpi eq, %[[MB]], %[[C1]]
+// CHECK:   %[[J0:.+]] = arith.select %[[B1]], %[[C0]], %[[I0]]
+// CHECK:   %[[V:.+]] = tensor.extract %[[M]][%[[J0]], %[[C0]], %{{.*}}, %{{.*}}]
+// CHECK:   arith.select %[[V]]
+func.func @dynamic_rank4_mask(%q: tensor<2x4x?x8xf32>, %k: tensor<2x4x?x8xf32>, %m: tensor<?x1x?x?xi1>,
+                              %init: tensor<2x4x?x8xf32>) -> tensor<2x4x?x8xf32> {
+  %o = mha.attention ins(%q, %k, %k : tensor<2x4x?x8xf32>, tensor<2x4x?x8xf32>, tensor<2x4x?x8xf32>)
+         mask(%m : tensor<?x1x?x?xi1>) outs(%init : tensor<2x4x?x8xf32>) -> tensor<2x4x?x8xf32>
+  return %o : tensor<2x4x?x8xf32>
+}
