@@ -625,3 +625,12 @@ func.func @att_mask_length(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>,
   return %o : tensor<2x8x16x32xf32>
 }
 
+
+// -----
+
+func.func @att_causal_offset_without_causal(%q: tensor<1x2x4x8xf32>, %off: index, %init: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+1 {{'causal_offset' requires the 'causal' attribute}}
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+         causal_offset(%off) outs(%init : tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}

@@ -110,8 +110,8 @@ func.func @dynamic(%q: tensor<?x?x32xf16>, %w: tensor<32x32xf16>, %m: tensor<?x?
 // CHECK: mha.attention ins(%[[Q]], %[[K]], %[[V]] : {{.*}}) mask(%[[M4]] : tensor<1x8x1x?xf32>) outs(%[[INIT]] : tensor<2x8x?x32xf32>) {scale = 5.000000e-01 : f32} -> tensor<2x8x?x32xf32>
 // CHECK: mha.attention ins(%[[Q]], %[[K]], %[[V]] : {{.*}}) mask(%[[M3]] : tensor<2x?x?xi1>) outs(%[[INIT]] : tensor<2x8x?x32xf32>) {causal, scale = 2.000000e+00 : f32} -> tensor<2x8x?x32xf32>
 // GENERIC-LABEL: sym_name = "attention"
-// GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>, tensor<2x2x?x32xf32>, tensor<2x8x?x32xf32>) -> tensor<2x8x?x32xf32>
-// GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal}>
+// GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1>}> : (tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>, tensor<2x2x?x32xf32>, tensor<2x8x?x32xf32>) -> tensor<2x8x?x32xf32>
+// GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1>}>
 func.func @attention(%q: tensor<2x8x?x64xf32>, %k: tensor<2x2x?x64xf32>, %v: tensor<2x2x?x32xf32>,
                      %m2: tensor<?x?xi1>, %m4: tensor<1x8x1x?xf32>, %m3: tensor<2x?x?xi1>,
                      %init: tensor<2x8x?x32xf32>)
@@ -127,4 +127,16 @@ func.func @attention(%q: tensor<2x8x?x64xf32>, %k: tensor<2x2x?x64xf32>, %v: ten
          mask(%m3 : tensor<2x?x?xi1>) outs(%init : tensor<2x8x?x32xf32>) {causal, scale = 2.0 : f32}
          -> tensor<2x8x?x32xf32>
   return %a, %b, %c, %d : tensor<2x8x?x32xf32>, tensor<2x8x?x32xf32>, tensor<2x8x?x32xf32>, tensor<2x8x?x32xf32>
+}
+
+// An explicit causal diagonal (what tiling along Sq produces).
+// CHECK-LABEL: func.func @attention_causal_offset
+// CHECK: mha.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : {{.*}}) causal_offset(%{{.*}}) outs(%{{.*}} : tensor<1x2x4x8xf32>) {causal} -> tensor<1x2x4x8xf32>
+// GENERIC-LABEL: sym_name = "attention_causal_offset"
+// GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1>}>
+func.func @attention_causal_offset(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x16x8xf32>, %off: index,
+                                   %init: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %o = mha.attention ins(%q, %k, %k : tensor<1x2x4x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>)
+         causal_offset(%off) outs(%init : tensor<1x2x4x8xf32>) {causal} -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
 }

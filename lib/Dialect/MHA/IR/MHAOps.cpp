@@ -9,6 +9,8 @@
 
 #include "mha/Dialect/MHA/IR/MHAOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/OpImplementation.h"
@@ -351,10 +353,23 @@ double AttentionOp::getScaleOrDefault() {
   return 1.0 / std::sqrt(static_cast<double>(dk));
 }
 
+Value AttentionOp::getCausalOffsetOrDefault(OpBuilder &builder) {
+  if (Value offset = getCausalOffset())
+    return offset;
+  Location loc = getLoc();
+  Value sk = getValueOrCreateConstantIndexOp(
+      builder, loc, tensor::getMixedSize(builder, loc, getKey(), 2));
+  Value sq = getValueOrCreateConstantIndexOp(
+      builder, loc, tensor::getMixedSize(builder, loc, getQuery(), 2));
+  return arith::SubIOp::create(builder, loc, sk, sq);
+}
+
 LogicalResult AttentionOp::verify() {
   ShapeVerifier v(getOperation());
   if (failed(v.checkScale(getScale())))
     return failure();
+  if (getCausalOffset() && !getCausal())
+    return emitOpError() << "'causal_offset' requires the 'causal' attribute";
 
   auto query = cast<ShapedType>(getQuery().getType());
   auto key = cast<ShapedType>(getKey().getType());

@@ -148,12 +148,12 @@ FailureOr<Value> mha::lowerAttentionToLinalg(OpBuilder &b, AttentionOp op) {
   // predicate turning invisible scores into -inf.
   Value mask = op.getMask();
   bool boolMask = mask && getElementTypeOrSelf(mask.getType()).isInteger(1);
-  Value causalOffset; // Sk - Sq: query i sees key j iff j <= i + Sk - Sq.
-  if (op.getCausal()) {
-    Value skValue = getValueOrCreateConstantIndexOp(b, loc, sk);
-    Value sqValue = getValueOrCreateConstantIndexOp(b, loc, sq);
-    causalOffset = arith::SubIOp::create(b, loc, skValue, sqValue);
-  }
+  // Query i sees key j iff j <= i + causalOffset (default Sk - Sq).
+  Value causalOffset = op.getCausalOffset();
+  if (op.getCausal() && !causalOffset)
+    causalOffset = arith::SubIOp::create(
+        b, loc, getValueOrCreateConstantIndexOp(b, loc, sk),
+        getValueOrCreateConstantIndexOp(b, loc, sq));
   double scale = op.getScaleOrDefault();
   // A rank-4 mask broadcasts along its size-1 dims. Static ones are read
   // through the indexing map; a dynamic dim may turn out to be 1 at run time,

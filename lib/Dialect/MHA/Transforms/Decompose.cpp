@@ -146,8 +146,8 @@ mha::decomposeMultiHeadAttention(RewriterBase &rewriter,
       tensor::getMixedSize(rewriter, loc, q, 2), rewriter.getIndexAttr(dv)};
   Value init = tensor::EmptyOp::create(rewriter, loc, headsShape, elementType);
   auto attention = AttentionOp::create(
-      rewriter, loc, init.getType(), q, k, v, op.getMask(), init,
-      op.getScaleAttr(), op.getCausalAttr());
+      rewriter, loc, init.getType(), q, k, v, op.getMask(),
+      /*causal_offset=*/Value(), init, op.getScaleAttr(), op.getCausalAttr());
 
   Value result =
       buildOutputProjection(rewriter, loc, attention.getResult(), op.getWO(),

@@ -91,3 +91,20 @@ func.func @dynamic_rank4_mask(%q: tensor<2x4x?x8xf32>, %k: tensor<2x4x?x8xf32>, 
          mask(%m : tensor<?x1x?x?xi1>) outs(%init : tensor<2x4x?x8xf32>) -> tensor<2x4x?x8xf32>
   return %o : tensor<2x4x?x8xf32>
 }
+
+// -----
+
+// An explicit causal diagonal replaces Sk - Sq.
+// CHECK-LABEL: func.func @explicit_causal_offset
+// CHECK-SAME: %[[OFF:[^:]+]]: index
+// CHECK-NOT: arith.subi
+// CHECK:   %[[I:.+]] = linalg.index 2
+// CHECK:   %[[J:.+]] = linalg.index 3
+// CHECK:   %[[LAST:.+]] = arith.addi %[[I]], %[[OFF]]
+// CHECK:   arith.cmpi sle, %[[J]], %[[LAST]]
+func.func @explicit_causal_offset(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x16x8xf32>, %off: index,
+                                  %init: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %o = mha.attention ins(%q, %k, %k : tensor<1x2x4x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>)
+         causal_offset(%off) outs(%init : tensor<1x2x4x8xf32>) {causal} -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}

@@ -25,7 +25,10 @@ def MHA_Dialect : Dialect {
     kernels. The numerical contract every lowering keeps is documented in
     `docs/Semantics.md`.
   }];
-  let dependentDialects = ["::mlir::tensor::TensorDialect"];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
 }
 
 /// Base class of every op of the dialect.

@@ -109,7 +109,7 @@ def MHA_MultiHeadAttentionOp : MHA_Op<"multi_head_attention", [
 //===----------------------------------------------------------------------===//
 
 def MHA_AttentionOp : MHA_Op<"attention", [
-    Pure, DestinationStyleOpInterface,
+    Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
     DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
                               ["reifyResultShapes"]>]> {
   let summary = "Scaled dot-product attention on head-split tensors";
@@ -133,6 +133,11 @@ def MHA_AttentionOp : MHA_Op<"attention", [
     tiling produce slices of it. `scale`, `causal` and the mask follow the same
     rules as `mha.multi_head_attention`.
 
+    `causal` lets query `i` see key `j` iff `j <= i + causal_offset`, where
+    `causal_offset` defaults to `Sk - Sq` (bottom-right alignment). Tiling
+    along `Sq` sets it explicitly, so that a tile of queries starting at `i0`
+    keeps the diagonal of the whole op: `causal_offset = i0 + Sk - Sq`.
+
     Example:
 
     ```mlir
@@ -148,6 +153,7 @@ def MHA_AttentionOp : MHA_Op<"attention", [
     MHA_FloatTensor:$key,
     MHA_FloatTensor:$value,
     Optional<MHA_MaskTensor>:$mask,
+    Optional<Index>:$causal_offset,
     MHA_FloatTensor:$init,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal
@@ -157,6 +163,7 @@ def MHA_AttentionOp : MHA_Op<"attention", [
   let assemblyFormat = [{
     `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,` type($value) `)`
     (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`causal_offset` `(` $causal_offset^ `)`)?
     `outs` `(` $init `:` type($init) `)`
     attr-dict `->` type($result)
   }];
@@ -164,6 +171,10 @@ def MHA_AttentionOp : MHA_Op<"attention", [
   let extraClassDeclaration = [{
     /// `scale`, or `1/sqrt(dk)` if absent.
     double getScaleOrDefault();
+
+    /// The causal diagonal: `causal_offset`, or `Sk - Sq` built at the
+    /// builder's insertion point. Only meaningful for causal ops.
+    Value getCausalOffsetOrDefault(OpBuilder &builder);
 
     // DestinationStyleOpInterface: `init` is the only destination.
     MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
