@@ -34,11 +34,12 @@ void mha::buildLowerToLoopsPipeline(OpPassManager &pm,
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
 
-  // Buffers -> loops -> LLVM. lower-affine goes first: the head split and the
-  // GQA head mapping leave affine.apply ops in the loop bodies.
+  // Buffers -> loops -> LLVM. lower-affine comes after the passes that make
+  // affine.apply ops: linalg-to-loops (head split, GQA head mapping) and
+  // expand-strided-metadata (offsets of dynamic subviews, from tiling).
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addPass(createLowerAffinePass());
   pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
   if (options.emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());

@@ -6,6 +6,7 @@
 
 #include "mha/Dialect/MHA/IR/MHADialect.h"
 #include "mha/Dialect/MHA/IR/MHAOps.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 

@@ -9,10 +9,12 @@
 
 #include "mha/Dialect/MHA/IR/MHAOps.h"
 
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -442,6 +444,154 @@ LogicalResult AttentionOp::reifyResultShapes(
   reifiedReturnShapes.push_back(
       tensor::getMixedSizes(builder, getLoc(), getInit()));
   return success();
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionOp: TilingInterface
+//===----------------------------------------------------------------------===//
+
+// The loops are (B, H, Sq), all parallel. Keys are a reduction, but tiling
+// them needs the online softmax (mha-tile-attention), not a plain split.
+
+SmallVector<utils::IteratorType> AttentionOp::getLoopIteratorTypes() {
+  return SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel);
+}
+
+SmallVector<Range> AttentionOp::getIterationDomain(OpBuilder &b) {
+  Location loc = getLoc();
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  SmallVector<Range> domain;
+  for (int64_t d = 0; d < 3; ++d)
+    domain.push_back({zero, tensor::getMixedSize(b, loc, getQuery(), d), one});
+  return domain;
+}
+
+LogicalResult AttentionOp::getResultTilePosition(
+    OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  resultOffsets.assign(offsets.begin(), offsets.end());
+  resultOffsets.push_back(b.getIndexAttr(0));
+  resultSizes.assign(sizes.begin(), sizes.end());
+  resultSizes.push_back(
+      b.getIndexAttr(cast<ShapedType>(getInit().getType()).getDimSize(3)));
+  return success();
+}
+
+/// The (offset, size) of a tile along a mask dim that is either full or 1:
+/// a static 1 stays whole, a dynamic size picks at run time.
+static std::pair<OpFoldResult, OpFoldResult>
+maskDimTile(OpBuilder &b, Location loc, Value mask, int64_t dim,
+            OpFoldResult offset, OpFoldResult size) {
+  auto type = cast<ShapedType>(mask.getType());
+  if (type.getDimSize(dim) == 1)
+    return {b.getIndexAttr(0), b.getIndexAttr(1)};
+  if (!type.isDynamicDim(dim))
+    return {offset, size};
+  Value extent = tensor::DimOp::create(b, loc, mask, dim);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value isOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
+                                      extent, one);
+  Value tileOffset = arith::SelectOp::create(
+      b, loc, isOne, zero, getValueOrCreateConstantIndexOp(b, loc, offset));
+  Value tileSize = arith::SelectOp::create(
+      b, loc, isOne, one, getValueOrCreateConstantIndexOp(b, loc, size));
+  return {tileOffset, tileSize};
+}
+
+FailureOr<TilingResult>
+AttentionOp::getTiledImplementation(OpBuilder &b,
+                                    ArrayRef<OpFoldResult> offsets,
+                                    ArrayRef<OpFoldResult> sizes) {
+  Location loc = getLoc();
+  auto queryType = cast<ShapedType>(getQuery().getType());
+  auto keyType = cast<ShapedType>(getKey().getType());
+  int64_t numHeads = queryType.getDimSize(1);
+  int64_t numKvHeads = keyType.getDimSize(1);
+  int64_t group = numHeads / numKvHeads;
+  OpFoldResult zero = b.getIndexAttr(0);
+
+  // Key/value heads of the query-head tile [h0, h0 + hs).
+  OpFoldResult kvOffset = zero, kvSize = b.getIndexAttr(numKvHeads);
+  std::optional<int64_t> headTile = getConstantIntValue(sizes[1]);
+  if (!headTile || *headTile != numHeads) {
+    if (!headTile || (*headTile % group != 0 && group % *headTile != 0))
+      return emitOpError() << "cannot tile " << numHeads << " query heads over "
+                           << numKvHeads
+                           << " key/value heads with a head tile size that "
+                              "neither divides nor is a multiple of the group "
+                              "size "
+                           << group;
+    AffineExpr h0;
+    bindDims(b.getContext(), h0);
+    kvOffset = affine::makeComposedFoldedAffineApply(b, loc, h0.floorDiv(group),
+                                                     {offsets[1]});
+    kvSize = b.getIndexAttr(std::max<int64_t>(*headTile / group, 1));
+  }
+
+  SmallVector<Operation *> slices;
+  auto slice = [&](Value source, ArrayRef<OpFoldResult> sliceOffsets,
+                   ArrayRef<OpFoldResult> sliceSizes) -> Value {
+    SmallVector<OpFoldResult> strides(sliceOffsets.size(), b.getIndexAttr(1));
+    auto op = tensor::ExtractSliceOp::create(b, loc, source, sliceOffsets,
+                                             sliceSizes, strides);
+    slices.push_back(op);
+    return op;
+  };
+  auto dimOf = [&](Value v, int64_t d) {
+    return tensor::getMixedSize(b, loc, v, d);
+  };
+
+  Value query = slice(getQuery(), {offsets[0], offsets[1], offsets[2], zero},
+                      {sizes[0], sizes[1], sizes[2], dimOf(getQuery(), 3)});
+  Value key = slice(getKey(), {offsets[0], kvOffset, zero, zero},
+                    {sizes[0], kvSize, dimOf(getKey(), 2), dimOf(getKey(), 3)});
+  Value value =
+      slice(getValue(), {offsets[0], kvOffset, zero, zero},
+            {sizes[0], kvSize, dimOf(getValue(), 2), dimOf(getValue(), 3)});
+  Value init = slice(getInit(), {offsets[0], offsets[1], offsets[2], zero},
+                     {sizes[0], sizes[1], sizes[2], dimOf(getInit(), 3)});
+
+  Value mask;
+  if (Value fullMask = getMask()) {
+    int64_t maskRank = cast<ShapedType>(fullMask.getType()).getRank();
+    OpFoldResult sk = dimOf(fullMask, maskRank - 1);
+    SmallVector<OpFoldResult> maskOffsets, maskSizes;
+    switch (maskRank) {
+    case 2:
+      maskOffsets = {offsets[2], zero};
+      maskSizes = {sizes[2], sk};
+      break;
+    case 3:
+      maskOffsets = {offsets[0], offsets[2], zero};
+      maskSizes = {sizes[0], sizes[2], sk};
+      break;
+    default:
+      for (int64_t d = 0; d < 3; ++d) {
+        auto [offset, size] =
+            maskDimTile(b, loc, fullMask, d, offsets[d], sizes[d]);
+        maskOffsets.push_back(offset);
+        maskSizes.push_back(size);
+      }
+      maskOffsets.push_back(zero);
+      maskSizes.push_back(sk);
+    }
+    mask = slice(fullMask, maskOffsets, maskSizes);
+  }
+
+  // The tile keeps the diagonal of the whole op: query i0 + i sees key j iff
+  // j <= i + (i0 + causal offset).
+  Value causalOffset;
+  if (getCausal())
+    causalOffset = arith::AddIOp::create(
+        b, loc, getValueOrCreateConstantIndexOp(b, loc, offsets[2]),
+        getCausalOffsetOrDefault(b));
+
+  auto tiled = AttentionOp::create(b, loc, init.getType(), query, key, value,
+                                   mask, causalOffset, init, getScaleAttr(),
+                                   getCausalAttr());
+  return TilingResult{{tiled}, {tiled.getResult()}, slices};
 }
 
 #define GET_OP_CLASSES

@@ -26,6 +26,7 @@ def MHA_Dialect : Dialect {
     `docs/Semantics.md`.
   }];
   let dependentDialects = [
+    "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::tensor::TensorDialect",
   ];

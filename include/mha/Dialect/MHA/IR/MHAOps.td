@@ -12,6 +12,7 @@ include "mha/Dialect/MHA/IR/MHABase.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
+include "mlir/Interfaces/TilingInterface.td"
 
 //===----------------------------------------------------------------------===//
 // MultiHeadAttentionOp
@@ -111,7 +112,10 @@ def MHA_MultiHeadAttentionOp : MHA_Op<"multi_head_attention", [
 def MHA_AttentionOp : MHA_Op<"attention", [
     Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
     DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
-                              ["reifyResultShapes"]>]> {
+                              ["reifyResultShapes"]>,
+    DeclareOpInterfaceMethods<TilingInterface,
+        ["getLoopIteratorTypes", "getIterationDomain",
+         "getTiledImplementation", "getResultTilePosition"]>]> {
   let summary = "Scaled dot-product attention on head-split tensors";
   let description = [{
     The core of multi-head attention, for every batch `b`, query head `h` and
@@ -137,6 +141,13 @@ def MHA_AttentionOp : MHA_Op<"attention", [
     `causal_offset` defaults to `Sk - Sq` (bottom-right alignment). Tiling
     along `Sq` sets it explicitly, so that a tile of queries starting at `i0`
     keeps the diagonal of the whole op: `causal_offset = i0 + Sk - Sq`.
+
+    Tiling (`TilingInterface`) is over the parallel dims `(B, H, Sq)`; a tile
+    reads every key. A tile of `t` query heads reads `t / (H / Hkv)` key/value
+    heads when `t` is a multiple of the group size `H / Hkv`, or the one
+    key/value head of its group when `t` divides the group size; other head
+    tile sizes are rejected. Masks are sliced along the dims they have
+    (size-1 dims broadcast and are not sliced).
 
     Example:
 
