@@ -412,6 +412,11 @@ int run(MLIRContext &context) {
                                                /*targetMachine=*/nullptr);
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
+  // Runtime functions lowered code may call (memrefCopy for buffer copies).
+  SmallVector<StringRef> sharedLibs;
+  if (llvm::sys::fs::exists(MHA_RUNNER_UTILS_LIBS))
+    sharedLibs.push_back(MHA_RUNNER_UTILS_LIBS);
+  engineOptions.sharedLibPaths = sharedLibs;
   engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
   auto engine = ExecutionEngine::create(*module, engineOptions);
   if (!engine) {

@@ -36,26 +36,6 @@ using utils::IteratorType;
 
 namespace {
 
-using BodyBuilder = function_ref<void(OpBuilder &, Location, ValueRange)>;
-
-/// A linalg.generic with one result, written into `init`.
-Value buildGeneric(OpBuilder &b, Location loc, ValueRange inputs, Value init,
-                   ArrayRef<AffineMap> maps, ArrayRef<IteratorType> iterators,
-                   BodyBuilder body) {
-  return linalg::GenericOp::create(b, loc, init.getType(), inputs,
-                                   ValueRange{init}, maps, iterators, body)
-      .getResult(0);
-}
-
-/// An f32 tensor of `shape` filled with `value`.
-Value buildFilled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> shape,
-                  double value) {
-  Type f32 = b.getF32Type();
-  Value empty = tensor::EmptyOp::create(b, loc, shape, f32);
-  Value cst = arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, value));
-  return linalg::FillOp::create(b, loc, cst, empty).getResult(0);
-}
-
 /// The indexing map of a mask over the loops (b, h, i, j) of the scores.
 /// Rank 2 is [Sq, Sk], rank 3 [B, Sq, Sk]; rank 4 reads index 0 along its
 /// static size-1 dims (broadcast). The verifier guarantees the rank.

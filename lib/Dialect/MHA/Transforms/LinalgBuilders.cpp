@@ -67,3 +67,20 @@ Value mha::convertTensor(OpBuilder &b, Location loc, Value acc, Type elementType
   return generic.getResult(0);
 }
 
+
+Value mha::buildGeneric(
+    OpBuilder &b, Location loc, ValueRange inputs, Value init,
+    ArrayRef<AffineMap> maps, ArrayRef<IteratorType> iterators,
+    function_ref<void(OpBuilder &, Location, ValueRange)> body) {
+  return linalg::GenericOp::create(b, loc, init.getType(), inputs,
+                                   ValueRange{init}, maps, iterators, body)
+      .getResult(0);
+}
+
+Value mha::buildFilled(OpBuilder &b, Location loc,
+                       ArrayRef<OpFoldResult> shape, double value) {
+  Type f32 = b.getF32Type();
+  Value empty = tensor::EmptyOp::create(b, loc, shape, f32);
+  Value cst = arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, value));
+  return linalg::FillOp::create(b, loc, cst, empty).getResult(0);
+}

@@ -8,6 +8,7 @@
 #ifndef MHA_LIB_DIALECT_MHA_TRANSFORMS_LINALGBUILDERS_H
 #define MHA_LIB_DIALECT_MHA_TRANSFORMS_LINALGBUILDERS_H
 
+#include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Value.h"
@@ -26,6 +27,16 @@ Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
 
 /// Converts a tensor elementwise to `elementType` (a no-op when it has it).
 Value convertTensor(OpBuilder &b, Location loc, Value acc, Type elementType);
+
+/// A linalg.generic with one result, written into `init`.
+Value buildGeneric(
+    OpBuilder &b, Location loc, ValueRange inputs, Value init,
+    ArrayRef<AffineMap> maps, ArrayRef<utils::IteratorType> iterators,
+    function_ref<void(OpBuilder &, Location, ValueRange)> body);
+
+/// An f32 tensor of `shape` filled with `value`.
+Value buildFilled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> shape,
+                  double value);
 
 } // namespace mlir::mha
 

@@ -6,6 +6,12 @@
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
+namespace affine {
+class AffineDialect;
+} // namespace affine
+namespace scf {
+class SCFDialect;
+} // namespace scf
 namespace arith {
 class ArithDialect;
 } // namespace arith

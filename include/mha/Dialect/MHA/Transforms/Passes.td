@@ -71,4 +71,46 @@ def MHAAttentionToLinalgPass : Pass<"mha-attention-to-linalg"> {
   ];
 }
 
+def MHATileAttentionPass : Pass<"mha-tile-attention"> {
+  let summary = "Tile mha.attention FlashAttention-style (online softmax over "
+                "key/value tiles)";
+  let description = [{
+    Rewrites every `mha.attention` into loops over batches, heads and tiles of
+    `q-tile-size` queries (upstream `scf::tileUsingSCF` through the op's
+    `TilingInterface`), each holding the FlashAttention-2 loop over tiles of
+    `kv-tile-size` keys:
+
+    ```
+    m = -inf, l = 0, acc = 0                      (f32, per query row)
+    for each key tile:
+      s = mask(q · kᵀ · scale)                    [q-tile, kv-tile]
+      m' = max(m, rowmax(s)); p = exp(s - m'); alpha = exp(m - m')
+      l = alpha · l + rowsum(p); acc = alpha · acc + p · v; m = m'
+    out = acc / l                                 (0 where l = 0)
+    ```
+
+    Memory is O(S·d): the largest intermediate is one `[q-tile, kv-tile]`
+    block of scores. With `causal`, the key loop of a query tile stops after
+    the last key its last row sees, so tiles wholly above the diagonal are
+    never visited, and the causal predicate is only evaluated on tiles that
+    straddle the diagonal. Masks are read per tile. Sizes that are not
+    multiples of the tiles and dynamic sizes are handled (the last tiles are
+    smaller). Query head `h` reads key/value head `h / (H / Hkv)`.
+  }];
+  let options = [
+    Option<"qTileSize", "q-tile-size", "int64_t", /*default=*/"64",
+           "Queries per tile (rows of the score block)">,
+    Option<"kvTileSize", "kv-tile-size", "int64_t", /*default=*/"64",
+           "Keys per online-softmax step (columns of the score block)">,
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // MHA_DIALECT_MHA_TRANSFORMS_PASSES_TD

@@ -8,7 +8,9 @@
 #ifndef MHA_DIALECT_MHA_TRANSFORMS_TRANSFORMS_H
 #define MHA_DIALECT_MHA_TRANSFORMS_TRANSFORMS_H
 
+#include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
 
 namespace mlir {
 class OpBuilder;
@@ -28,6 +30,32 @@ FailureOr<AttentionOp> decomposeMultiHeadAttention(RewriterBase &rewriter,
 
 /// Adds the pattern that applies decomposeMultiHeadAttention.
 void populateDecomposeMultiHeadAttentionPatterns(RewritePatternSet &patterns);
+
+/// Tile sizes of the FlashAttention-style lowering.
+struct TileOptions {
+  /// Queries per tile: the rows of the [q, kv] score block.
+  int64_t qTileSize = 64;
+  /// Keys per step of the online softmax: the columns of the score block.
+  int64_t kvTileSize = 64;
+};
+
+/// What tileAttention made.
+struct TiledAttention {
+  /// The loops over (batch, head, query tile), outermost first.
+  SmallVector<LoopLikeOpInterface> loops;
+  /// The value that replaced the op's result.
+  Value result;
+};
+
+/// Rewrites `op` FlashAttention-2 style: loops over batches, heads and query
+/// tiles of `qTileSize` (upstream scf::tileUsingSCF over the op's
+/// TilingInterface), and in each an online-softmax loop over key/value tiles
+/// of `kvTileSize` with running maximum, sum and accumulator in f32. With
+/// `causal`, key tiles wholly above the diagonal are never visited and the
+/// causal predicate is evaluated only on tiles that straddle it. Sizes that are
+/// not multiples of the tiles, and dynamic sizes, are handled.
+FailureOr<TiledAttention> tileAttention(RewriterBase &rewriter, AttentionOp op,
+                                        const TileOptions &options);
 
 /// Builds the reference linalg form of `op` before it: the scores
 /// [B, H, Sq, Sk] materialized in f32, scaled and masked (float masks added,

@@ -1,0 +1,55 @@
+//===- OnlineSoftmax.h - FlashAttention-2 inner loop -----------*- C++ -*-===//
+//
+// Internal to lib/Dialect/MHA/Transforms: the online-softmax loop over key /
+// value tiles for one tile of queries of one head, shared by the tiled
+// lowering of mha.attention and by the fused lowering of the whole layer.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHA_LIB_DIALECT_MHA_TRANSFORMS_ONLINESOFTMAX_H
+#define MHA_LIB_DIALECT_MHA_TRANSFORMS_ONLINESOFTMAX_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/Value.h"
+
+namespace mlir::mha {
+
+/// How the scores of one query tile are masked. All indices are local to the
+/// query tile (row i) and absolute along the keys (column j).
+struct ScoreMask {
+  /// The attention's mask, already sliced to the query tile: [qt, Sk],
+  /// [1, qt, Sk] or [1|1, 1|1, qt|1, Sk|1]; null without a mask. Size-1 dims
+  /// (static, or dynamic and 1 at run time) broadcast.
+  Value mask;
+  /// Query row i sees key j iff j <= i + causalOffset; null when not causal.
+  Value causalOffset;
+};
+
+/// Scalar pieces of the logit computation, shared with the reference
+/// lowering so that both compute the same thing.
+/// `x * scale`, then the float mask added or the bool mask / causal
+/// predicate as -inf. `maskValue` may be null; `visible` may be null.
+Value buildLogit(OpBuilder &b, Location loc, Value score, double scale,
+                 Value maskValue, Value visible);
+
+/// exp(x - rowMax), or 0 when rowMax is -inf (the row sees no key).
+Value buildSafeExp(OpBuilder &b, Location loc, Value x, Value rowMax);
+
+/// Reads mask[.., row, col] of a mask as described in ScoreMask, broadcasting
+/// along size-1 dims.
+Value readMaskElement(OpBuilder &b, Location loc, Value mask, Value row,
+                      Value col);
+
+/// FlashAttention-2 for one query tile: `query [qt, dk]`, `key [Sk, dk]`,
+/// `value [Sk, dv]` (any float element type). Keeps the running maximum m,
+/// sum l and accumulator in f32, visits key tiles of `kvTileSize` (with a
+/// causal mask, only up to the last key the tile's last row sees, and applies
+/// the causal predicate only on tiles that straddle the diagonal), and
+/// returns acc / l as an f32 [qt, dv] tensor (rows with l = 0 are zeros).
+Value buildOnlineSoftmaxAttention(OpBuilder &b, Location loc, Value query,
+                                  Value key, Value value, double scale,
+                                  const ScoreMask &mask, int64_t kvTileSize);
+
+} // namespace mlir::mha
+
+#endif // MHA_LIB_DIALECT_MHA_TRANSFORMS_ONLINESOFTMAX_H
