@@ -20,7 +20,7 @@ step "mha-opt --mha-decompose: projections around one mha.attention"
 step "mha-run --pipeline=loops on random data, checked against the numpy reference"
 /usr/bin/python3 "$MHA_ROOT/test/Integration/reference/check_mha.py" \
   --mha-run "$BUILD_DIR/bin/mha-run" --workdir "$BUILD_DIR/quickstart" \
-  --mlir "$EXAMPLE" --benchmark 5 b=1 sq=128 eq=768 h=12 bias=1
+  --mlir "$EXAMPLE" --benchmark 5 --pipeline loops --pipeline cpu b=1 sq=128 eq=768 h=12 bias=1
 cat <<MSG
 
 Above: the JIT-compiled layer's largest error against an independent numpy

@@ -16,21 +16,22 @@
 
 using namespace mlir;
 
-void mha::buildLowerToLoopsPipeline(OpPassManager &pm,
-                                    const LowerToLoopsOptions &options) {
-  // mha ops -> linalg on tensors.
-  OpPassManager &funcPm = pm.nest<func::FuncOp>();
-  funcPm.addPass(createMHADecomposePass());
-  funcPm.addPass(createMHAAttentionToLinalgPass());
-  funcPm.addPass(createCanonicalizerPass());
-
-  // Tensors -> buffers. Identity layouts at function boundaries keep the
-  // calling convention plain (contiguous row-major memrefs).
+/// Linalg on tensors -> LLVM: one-shot bufferization, deallocation, scalar
+/// loops and the conversions to the LLVM dialect. Shared by every CPU
+/// pipeline; what differs between them is the linalg they start from.
+static void buildBufferizeAndLowerToLLVM(OpPassManager &pm,
+                                         bool emitCInterface) {
+  // Identity layouts at function boundaries keep the calling convention
+  // plain (contiguous row-major memrefs).
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Tiles written back where they were read from bufferize to copies between
+  // identical subviews; CSE makes them self-copies, which fold away.
+  pm.addNestedPass<func::FuncOp>(createCSEPass());
+  pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
 
@@ -40,12 +41,31 @@ void mha::buildLowerToLoopsPipeline(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  if (options.emitCInterface)
+  if (emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
+void mha::buildLowerToLoopsPipeline(OpPassManager &pm,
+                                    const LowerToLoopsOptions &options) {
+  OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  funcPm.addPass(createMHADecomposePass());
+  funcPm.addPass(createMHAAttentionToLinalgPass());
+  funcPm.addPass(createCanonicalizerPass());
+  buildBufferizeAndLowerToLLVM(pm, options.emitCInterface);
+}
+
+void mha::buildLowerToCPUPipeline(OpPassManager &pm,
+                                  const LowerToCPUOptions &options) {
+  OpPassManager &funcPm = pm.nest<func::FuncOp>();
+  funcPm.addPass(createMHADecomposePass());
+  funcPm.addPass(createMHATileAttentionPass(
+      MHATileAttentionPassOptions{options.qTileSize, options.kvTileSize}));
+  funcPm.addPass(createCanonicalizerPass());
+  buildBufferizeAndLowerToLLVM(pm, options.emitCInterface);
 }
 
 void mha::registerMHAPipelines() {
@@ -54,4 +74,9 @@ void mha::registerMHAPipelines() {
       "Lower mha ops to the LLVM dialect through the reference path "
       "(materialized scores, scalar loops)",
       buildLowerToLoopsPipeline);
+  PassPipelineRegistration<LowerToCPUOptions>(
+      "mha-lower-to-cpu",
+      "Lower mha ops to the LLVM dialect through the tiled path "
+      "(FlashAttention-style online softmax, O(S*d) memory)",
+      buildLowerToCPUPipeline);
 }

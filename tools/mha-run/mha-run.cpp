@@ -388,7 +388,9 @@ int run(MLIRContext &context) {
   PassManager pm(&context);
   if (pipelineName == "loops") {
     mha::buildLowerToLoopsPipeline(pm, mha::LowerToLoopsOptions());
-  } else if (pipelineName == "cpu" || pipelineName == "gpu") {
+  } else if (pipelineName == "cpu") {
+    mha::buildLowerToCPUPipeline(pm, mha::LowerToCPUOptions());
+  } else if (pipelineName == "gpu") {
     return badInput("--pipeline=" + pipelineName + " is not available yet");
   } else {
     StringRef text = StringRef(pipelineName).trim();

@@ -32,6 +32,28 @@ struct LowerToLoopsOptions : public PassPipelineOptions<LowerToLoopsOptions> {
 void buildLowerToLoopsPipeline(OpPassManager &pm,
                                const LowerToLoopsOptions &options);
 
+/// Options of `mha-lower-to-cpu`.
+struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
+  PassOptions::Option<int64_t> qTileSize{
+      *this, "q-tile-size", llvm::cl::desc("Queries per tile"),
+      llvm::cl::init(64)};
+  PassOptions::Option<int64_t> kvTileSize{
+      *this, "kv-tile-size", llvm::cl::desc("Keys per online-softmax step"),
+      llvm::cl::init(64)};
+  PassOptions::Option<bool> emitCInterface{
+      *this, "emit-c-interface",
+      llvm::cl::desc("Give every function a `_mlir_ciface_` wrapper taking "
+                     "memref descriptors by pointer, for callers in C"),
+      llvm::cl::init(false)};
+};
+
+/// The tiled path, from `mha` ops on tensors to the LLVM dialect:
+/// mha-decompose, mha-tile-attention (FlashAttention-2: no [Sq, Sk] buffer,
+/// causal tiles above the diagonal skipped), then bufferization and the
+/// conversions to LLVM as in the loops pipeline.
+void buildLowerToCPUPipeline(OpPassManager &pm,
+                             const LowerToCPUOptions &options);
+
 /// Registers `mha-lower-to-loops` (and later pipelines) with the global
 /// pipeline registry.
 void registerMHAPipelines();

@@ -2,7 +2,7 @@
 """Runs one mha.multi_head_attention configuration through mha-run and checks
 it against the independent numpy reference (mha_reference.py).
 
-    check_mha.py --mha-run BIN --workdir DIR [--pipeline loops]
+    check_mha.py --mha-run BIN --workdir DIR [--pipeline P]...
                  [--atol A] [--rtol R] [--benchmark N] [--mlir FILE]
                  key=value ...
 
@@ -19,8 +19,9 @@ mask_dynamic=1 (every mask dim declared ?, even those of size 1).
 Writes DIR/case.mlir (or uses --mlir FILE, whose @main must take the
 arguments in the order generated here: query, [key, value,] w_q, w_k, w_v,
 w_o, [b_q, b_k, b_v, b_o,] [mask]), the inputs and the expected output, runs
-mha-run with --expected-output (and --benchmark) and exits with its status;
-prints mha-run's report.
+mha-run with --expected-output (and --benchmark) once per --pipeline
+(default: loops and cpu), prints each report prefixed with [pipeline], and
+exits non-zero if any run failed.
 """
 
 import argparse
@@ -79,7 +80,9 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mha-run", required=True)
     parser.add_argument("--workdir", required=True)
-    parser.add_argument("--pipeline", default="loops")
+    parser.add_argument("--pipeline", action="append",
+                        help="mha-run --pipeline value (repeatable; default "
+                             "loops and cpu)")
     parser.add_argument("--atol", default="1e-4")
     parser.add_argument("--rtol", default="1e-4")
     parser.add_argument("--benchmark", type=int, default=0)
@@ -182,8 +185,7 @@ def main():
     if not args.mlir:
         with open(case, "w") as f:
             f.write(ir)
-    command = [args.mha_run, case, f"--pipeline={args.pipeline}",
-               f"--atol={args.atol}", f"--rtol={args.rtol}"]
+    command = [args.mha_run, case, f"--atol={args.atol}", f"--rtol={args.rtol}"]
     for n in names:
         path = os.path.join(args.workdir, n + ".npy")
         np.save(path, arrays[n][0])
@@ -196,10 +198,15 @@ def main():
     if not np.all(np.isfinite(expected)):
         print("check_mha.py: the reference output is not finite", file=sys.stderr)
         return 1
-    result = subprocess.run(command, stdout=subprocess.PIPE,
-                            stderr=subprocess.STDOUT, text=True)
-    sys.stdout.write(result.stdout)
-    return result.returncode
+    status = 0
+    for pipeline in args.pipeline or ["loops", "cpu"]:
+        result = subprocess.run(command + [f"--pipeline={pipeline}"],
+                                stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True)
+        for line in result.stdout.splitlines():
+            print(f"[{pipeline}] {line}")
+        status = status or result.returncode
+    return status
 
 
 if __name__ == "__main__":

@@ -93,12 +93,22 @@ Value mha::readMaskElement(OpBuilder &b, Location loc, Value mask, Value row,
 Value mha::buildOnlineSoftmaxAttention(OpBuilder &b, Location loc, Value query,
                                        Value key, Value value, double scale,
                                        const ScoreMask &scoreMask,
-                                       int64_t kvTileSize) {
+                                       int64_t kvTileSize, Value dest) {
   MLIRContext *ctx = b.getContext();
-  OpFoldResult qt = tensor::getMixedSize(b, loc, query, 0);
-  OpFoldResult sk = tensor::getMixedSize(b, loc, key, 0);
-  int64_t dk = cast<ShapedType>(key.getType()).getDimSize(1);
-  int64_t dv = cast<ShapedType>(value.getType()).getDimSize(1);
+  // Operands may carry leading unit dims (a [1, 1, S, d] tile of one batch
+  // and head): they are read through maps with 0 there, so no reshape or
+  // slice stands between them and the tensors they were tiled from.
+  int64_t rank = cast<ShapedType>(query.getType()).getRank();
+  OpFoldResult qt = tensor::getMixedSize(b, loc, query, rank - 2);
+  OpFoldResult sk = tensor::getMixedSize(b, loc, key, rank - 2);
+  int64_t dk = cast<ShapedType>(key.getType()).getDimSize(rank - 1);
+  int64_t dv = cast<ShapedType>(value.getType()).getDimSize(rank - 1);
+  auto withUnitDims = [&](unsigned numDims, AffineExpr row, AffineExpr col) {
+    SmallVector<AffineExpr> exprs(rank - 2, getAffineConstantExpr(0, ctx));
+    exprs.push_back(row);
+    exprs.push_back(col);
+    return AffineMap::get(numDims, 0, exprs, ctx);
+  };
   AffineExpr i, j, c;
   bindDims(ctx, i, j, c);
   auto map3 = [&](ArrayRef<AffineExpr> e) { return AffineMap::get(3, 0, e, ctx); };
@@ -131,11 +141,14 @@ Value mha::buildOnlineSoftmaxAttention(OpBuilder &b, Location loc, Value query,
         Value remaining = arith::SubIOp::create(lb, lloc, kvEnd, j0);
         Value kt = arith::MinSIOp::create(lb, lloc, step, remaining);
         auto sliceRows = [&](Value source, int64_t width) -> Value {
-          return tensor::ExtractSliceOp::create(
-              lb, lloc, source,
-              ArrayRef<OpFoldResult>{j0, lb.getIndexAttr(0)},
-              ArrayRef<OpFoldResult>{kt, lb.getIndexAttr(width)},
-              ArrayRef<OpFoldResult>{lb.getIndexAttr(1), lb.getIndexAttr(1)});
+          SmallVector<OpFoldResult> offsets(rank, lb.getIndexAttr(0));
+          SmallVector<OpFoldResult> sizes(rank, lb.getIndexAttr(1));
+          SmallVector<OpFoldResult> strides(rank, lb.getIndexAttr(1));
+          offsets[rank - 2] = j0;
+          sizes[rank - 2] = kt;
+          sizes[rank - 1] = lb.getIndexAttr(width);
+          return tensor::ExtractSliceOp::create(lb, lloc, source, offsets,
+                                                sizes, strides);
         };
         Value keyTile = sliceRows(key, dk);
         Value valueTile = sliceRows(value, dv);
@@ -143,7 +156,8 @@ Value mha::buildOnlineSoftmaxAttention(OpBuilder &b, Location loc, Value query,
         // s = Q · Kᵀ over (i, j, c).
         Value scores = buildContraction(
             lb, lloc, query, keyTile, buildFilled(lb, lloc, {qt, kt}, 0.0),
-            {map3({i, c}), map3({j, c}), map3({i, j})}, /*numReductions=*/1);
+            {withUnitDims(3, i, c), withUnitDims(3, j, c), map3({i, j})},
+            /*numReductions=*/1);
 
         // Scale and masks; the causal predicate only where it can fail.
         auto buildLogits = [&](OpBuilder &nb, Location nloc,
@@ -254,25 +268,25 @@ Value mha::buildOnlineSoftmaxAttention(OpBuilder &b, Location loc, Value query,
         AffineExpr ch = getAffineDimExpr(1, ctx), key3 = getAffineDimExpr(2, ctx);
         Value accNew = buildContraction(
             lb, lloc, probs, valueTile, accScaled,
-            {map3({i, key3}), map3({key3, ch}), map3({i, ch})},
+            {map3({i, key3}), withUnitDims(3, key3, ch), map3({i, ch})},
             /*numReductions=*/1);
         scf::YieldOp::create(lb, lloc, ValueRange{mNew, lNew, accNew});
       });
 
-  // out = acc / l, 0 where l = 0.
+  // out = acc / l, 0 where l = 0, converted to dest's element type and
+  // written into it.
   Value acc = loop.getResult(2), l = loop.getResult(1);
   return buildGeneric(
-      b, loc, ValueRange{acc, l},
-      tensor::EmptyOp::create(b, loc, ArrayRef<OpFoldResult>{qt, b.getIndexAttr(dv)},
-                              b.getF32Type()),
-      {tileMap, rowMap, tileMap}, par2,
+      b, loc, ValueRange{acc, l}, dest,
+      {tileMap, rowMap, withUnitDims(2, i, j)}, par2,
       [](OpBuilder &gb, Location gloc, ValueRange args) {
         Value zero =
             arith::ConstantOp::create(gb, gloc, gb.getZeroAttr(gb.getF32Type()));
         Value noKey = arith::CmpFOp::create(gb, gloc, arith::CmpFPredicate::OEQ,
                                             args[1], zero);
         Value div = arith::DivFOp::create(gb, gloc, args[0], args[1]);
+        Value out = arith::SelectOp::create(gb, gloc, noKey, zero, div);
         linalg::YieldOp::create(
-            gb, gloc, Value(arith::SelectOp::create(gb, gloc, noKey, zero, div)));
+            gb, gloc, convertFloat(gb, gloc, out, args[2].getType()));
       });
 }

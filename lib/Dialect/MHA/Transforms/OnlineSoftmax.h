@@ -41,14 +41,17 @@ Value readMaskElement(OpBuilder &b, Location loc, Value mask, Value row,
                       Value col);
 
 /// FlashAttention-2 for one query tile: `query [qt, dk]`, `key [Sk, dk]`,
-/// `value [Sk, dv]` (any float element type). Keeps the running maximum m,
+/// `value [Sk, dv]` and `dest [qt, dv]`, each possibly with the same number of
+/// leading unit dims (any float element type). Keeps the running maximum m,
 /// sum l and accumulator in f32, visits key tiles of `kvTileSize` (with a
 /// causal mask, only up to the last key the tile's last row sees, and applies
-/// the causal predicate only on tiles that straddle the diagonal), and
-/// returns acc / l as an f32 [qt, dv] tensor (rows with l = 0 are zeros).
+/// the causal predicate only on tiles that straddle the diagonal), and writes
+/// acc / l (rows with l = 0 are zeros) into `dest` [qt, dv], converted to its
+/// element type. Returns the updated `dest`.
 Value buildOnlineSoftmaxAttention(OpBuilder &b, Location loc, Value query,
                                   Value key, Value value, double scale,
-                                  const ScoreMask &mask, int64_t kvTileSize);
+                                  const ScoreMask &mask, int64_t kvTileSize,
+                                  Value dest);
 
 } // namespace mlir::mha
 

@@ -34,26 +34,13 @@ using namespace mlir::mha;
 /// the online-softmax loop, written into the tile's destination.
 static Value lowerHeadTile(RewriterBase &rewriter, AttentionOp tile,
                            int64_t kvTileSize) {
-  Location loc = tile.getLoc();
   rewriter.setInsertionPoint(tile);
-  auto dropUnitDims = [&](Value v) {
-    auto type = cast<RankedTensorType>(v.getType());
-    auto target = RankedTensorType::get(type.getShape().drop_front(2),
-                                        type.getElementType());
-    return tensor::createCanonicalRankReducingExtractSliceOp(rewriter, loc, v,
-                                                             target);
-  };
   ScoreMask mask{tile.getMask(),
                  tile.getCausal() ? tile.getCausalOffsetOrDefault(rewriter)
                                   : Value()};
-  Value out = buildOnlineSoftmaxAttention(
-      rewriter, loc, dropUnitDims(tile.getQuery()), dropUnitDims(tile.getKey()),
-      dropUnitDims(tile.getValue()), tile.getScaleOrDefault(), mask,
-      kvTileSize);
-  out = convertTensor(rewriter, loc, out,
-                      getElementTypeOrSelf(tile.getInit().getType()));
-  return tensor::createCanonicalRankReducingInsertSliceOp(rewriter, loc, out,
-                                                          tile.getInit());
+  return buildOnlineSoftmaxAttention(
+      rewriter, tile.getLoc(), tile.getQuery(), tile.getKey(), tile.getValue(),
+      tile.getScaleOrDefault(), mask, kvTileSize, tile.getInit());
 }
 
 FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
