@@ -61,7 +61,8 @@ void mha::buildLowerToLoopsPipeline(OpPassManager &pm,
 void mha::buildLowerToCPUPipeline(OpPassManager &pm,
                                   const LowerToCPUOptions &options) {
   OpPassManager &funcPm = pm.nest<func::FuncOp>();
-  funcPm.addPass(createMHADecomposePass());
+  funcPm.addPass(createMHAFuseLayerPass(
+      MHAFuseLayerPassOptions{options.qTileSize, options.kvTileSize}));
   funcPm.addPass(createMHATileAttentionPass(
       MHATileAttentionPassOptions{options.qTileSize, options.kvTileSize}));
   funcPm.addPass(createCanonicalizerPass());

@@ -48,9 +48,10 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
 };
 
 /// The tiled path, from `mha` ops on tensors to the LLVM dialect:
-/// mha-decompose, mha-tile-attention (FlashAttention-2: no [Sq, Sk] buffer,
-/// causal tiles above the diagonal skipped), then bufferization and the
-/// conversions to LLVM as in the loops pipeline.
+/// mha-fuse-layer (the whole layer in one loop nest: projections fused around
+/// FlashAttention-2, no [Sq, Sk] buffer, causal tiles above the diagonal
+/// skipped), mha-tile-attention for standalone mha.attention ops, then
+/// bufferization and the conversions to LLVM as in the loops pipeline.
 void buildLowerToCPUPipeline(OpPassManager &pm,
                              const LowerToCPUOptions &options);
 

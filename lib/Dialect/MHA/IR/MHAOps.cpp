@@ -500,6 +500,36 @@ maskDimTile(OpBuilder &b, Location loc, Value mask, int64_t dim,
   return {tileOffset, tileSize};
 }
 
+Value mha::sliceMaskForTile(OpBuilder &b, Location loc, Value mask,
+                            ArrayRef<OpFoldResult> offsets,
+                            ArrayRef<OpFoldResult> sizes) {
+  int64_t rank = cast<ShapedType>(mask.getType()).getRank();
+  OpFoldResult zero = b.getIndexAttr(0);
+  OpFoldResult sk = tensor::getMixedSize(b, loc, mask, rank - 1);
+  SmallVector<OpFoldResult> maskOffsets, maskSizes;
+  switch (rank) {
+  case 2:
+    maskOffsets = {offsets[2], zero};
+    maskSizes = {sizes[2], sk};
+    break;
+  case 3:
+    maskOffsets = {offsets[0], offsets[2], zero};
+    maskSizes = {sizes[0], sizes[2], sk};
+    break;
+  default:
+    for (int64_t d = 0; d < 3; ++d) {
+      auto [offset, size] = maskDimTile(b, loc, mask, d, offsets[d], sizes[d]);
+      maskOffsets.push_back(offset);
+      maskSizes.push_back(size);
+    }
+    maskOffsets.push_back(zero);
+    maskSizes.push_back(sk);
+  }
+  SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+  return tensor::ExtractSliceOp::create(b, loc, mask, maskOffsets, maskSizes,
+                                        strides);
+}
+
 FailureOr<TilingResult>
 AttentionOp::getTiledImplementation(OpBuilder &b,
                                     ArrayRef<OpFoldResult> offsets,
@@ -555,29 +585,8 @@ AttentionOp::getTiledImplementation(OpBuilder &b,
 
   Value mask;
   if (Value fullMask = getMask()) {
-    int64_t maskRank = cast<ShapedType>(fullMask.getType()).getRank();
-    OpFoldResult sk = dimOf(fullMask, maskRank - 1);
-    SmallVector<OpFoldResult> maskOffsets, maskSizes;
-    switch (maskRank) {
-    case 2:
-      maskOffsets = {offsets[2], zero};
-      maskSizes = {sizes[2], sk};
-      break;
-    case 3:
-      maskOffsets = {offsets[0], offsets[2], zero};
-      maskSizes = {sizes[0], sizes[2], sk};
-      break;
-    default:
-      for (int64_t d = 0; d < 3; ++d) {
-        auto [offset, size] =
-            maskDimTile(b, loc, fullMask, d, offsets[d], sizes[d]);
-        maskOffsets.push_back(offset);
-        maskSizes.push_back(size);
-      }
-      maskOffsets.push_back(zero);
-      maskSizes.push_back(sk);
-    }
-    mask = slice(fullMask, maskOffsets, maskSizes);
+    mask = sliceMaskForTile(b, loc, fullMask, offsets, sizes);
+    slices.push_back(mask.getDefiningOp());
   }
 
   // The tile keeps the diagonal of the whole op: query i0 + i sees key j iff

@@ -113,4 +113,45 @@ def MHATileAttentionPass : Pass<"mha-tile-attention"> {
   ];
 }
 
+def MHAFuseLayerPass : Pass<"mha-fuse-layer"> {
+  let summary = "Lower mha.multi_head_attention into one fused, tiled loop "
+                "nest (projections fused around FlashAttention)";
+  let description = [{
+    Rewrites every `mha.multi_head_attention` into
+
+    ```
+    Y = b_o (or 0)                                        [B, Sq, Eo], f32
+    for b < B, for kv head g < Hkv:
+      K = key[b] · w_k[:, g] (+ b_k[g])                  [Sk, dk], once per (b, g)
+      V = value[b] · w_v[:, g] (+ b_v[g])                [Sk, dv]
+      for query head h of group g, for query tile i0:
+        Q = (query[b, i0:] · w_q[:, h] (+ b_q[h])) · scale      [q-tile, dk]
+        O = online softmax of Q over key tiles of K, V          [q-tile, dv]
+        Y[b, i0:] += O · w_o[h, :]
+    ```
+
+    The head split and merge are column and row slices of the weights
+    (strided views, no copies). K and V are computed once per batch and kv
+    head and reused by every query head of the group (GQA/MQA) and every query
+    tile; Q is computed per query tile inside the loop (producer fusion), with
+    the bias as its accumulator's initial value and the scale as its epilogue;
+    the output projection consumes each finished tile, so the concatenated
+    heads `[B, Sq, H·dv]` never exist. The attention itself is the loop of
+    `mha-tile-attention` (same options, same causal tile skipping).
+  }];
+  let options = [
+    Option<"qTileSize", "q-tile-size", "int64_t", /*default=*/"64",
+           "Queries per tile (rows of the score block)">,
+    Option<"kvTileSize", "kv-tile-size", "int64_t", /*default=*/"64",
+           "Keys per online-softmax step (columns of the score block)">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // MHA_DIALECT_MHA_TRANSFORMS_PASSES_TD

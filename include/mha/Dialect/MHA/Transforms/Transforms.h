@@ -57,6 +57,20 @@ struct TiledAttention {
 FailureOr<TiledAttention> tileAttention(RewriterBase &rewriter, AttentionOp op,
                                         const TileOptions &options);
 
+/// Lowers the whole layer into one fused loop nest over (batch, kv head,
+/// query head of the group, query tile) around the online-softmax loop over
+/// key tiles: K and V projected once per (batch, kv head), Q per query tile
+/// (scaled in its epilogue), biases as accumulator initial values, head
+/// split/merge as weight slices, and the output projection accumulating each
+/// finished query tile into the f32 result. Returns the replacement value.
+FailureOr<Value> fuseMultiHeadAttention(RewriterBase &rewriter,
+                                        MultiHeadAttentionOp op,
+                                        const TileOptions &options);
+
+/// Adds the pattern that applies fuseMultiHeadAttention.
+void populateFuseMultiHeadAttentionPatterns(RewritePatternSet &patterns,
+                                            const TileOptions &options);
+
 /// Builds the reference linalg form of `op` before it: the scores
 /// [B, H, Sq, Sk] materialized in f32, scaled and masked (float masks added,
 /// bool masks and the causal predicate as -inf), a stable softmax that gives
