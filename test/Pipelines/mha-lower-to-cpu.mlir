@@ -1,0 +1,30 @@
+// RUN: mha-opt %s --mha-lower-to-cpu | FileCheck %s
+// RUN: mha-opt %s --mha-lower-to-cpu --mlir-print-ir-after=one-shot-bufferize 2>&1 >/dev/null | FileCheck %s --check-prefix=BUFFERS
+// RUN: mha-opt %s --pass-pipeline="builtin.module(mha-lower-to-cpu{q-tile-size=32 kv-tile-size=16 emit-c-interface})" | FileCheck %s --check-prefix=OPTIONS
+
+// The tiled pipeline ends in the LLVM dialect, and after bufferization of a
+// full causal layer with S=512 there is no buffer of the scores (512x512), of
+// the concatenated heads (512x32), and no copy at all: head split and merge
+// are views, tiles are written in place.
+
+// CHECK: llvm.func @layer(
+// CHECK-NOT: mha.
+// CHECK-NOT: linalg.
+// CHECK-NOT: scf.
+// CHECK: llvm.intr.exp
+
+// BUFFERS-LABEL: IR Dump After OneShotBufferizePass
+// BUFFERS-NOT: 512x512
+// BUFFERS-NOT: 512x32
+// BUFFERS-NOT: memref.copy
+// BUFFERS: func.func @layer
+
+// OPTIONS: llvm.func @_mlir_ciface_layer(
+func.func @layer(%x: tensor<1x512x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x32xf32>,
+                 %wv: tensor<64x16xf32>, %wo: tensor<32x64xf32>) -> tensor<1x512x64xf32> {
+  %y = mha.multi_head_attention %x, %x, %x, %wq, %wk, %wv, %wo
+       {num_heads = 4 : i64, num_kv_heads = 2 : i64, causal}
+       : (tensor<1x512x64xf32>, tensor<1x512x64xf32>, tensor<1x512x64xf32>, tensor<64x64xf32>,
+          tensor<64x32xf32>, tensor<64x16xf32>, tensor<32x64xf32>) -> tensor<1x512x64xf32>
+  return %y : tensor<1x512x64xf32>
+}
