@@ -3,6 +3,7 @@
 #include "mha/InitAll.h"
 
 #include "mha/Dialect/MHA/IR/MHADialect.h"
+#include "mha/Dialect/MHA/TransformOps/MHATransformOps.h"
 #include "mha/Dialect/MHA/Transforms/Passes.h"
 #include "mha/Pipelines/Pipelines.h"
 #include "mlir/IR/DialectRegistry.h"
@@ -15,6 +16,7 @@ using namespace mlir;
 
 void mha::registerMHADialects(DialectRegistry &registry) {
   registry.insert<mha::MHADialect>();
+  mha::registerTransformDialectExtension(registry);
 }
 
 void mha::registerAllMHAPasses() {

@@ -1,0 +1,55 @@
+// RUN: mha-opt %s --split-input-file --transform-interpreter --verify-diagnostics | FileCheck %s
+
+// transform.mha.fuse_layer returns the outermost loop of the fused nest, and
+// transform.mha.attention_to_linalg the linalg.generic that produces the
+// reference result.
+
+// CHECK-LABEL: func.func @fused
+// CHECK: scf.for
+// CHECK: } {fused_layer}
+// CHECK-LABEL: func.func @reference
+// CHECK: linalg.generic {{.*}} attrs = {reference_result}
+func.func @fused(%x: tensor<1x8x16xf32>, %w: tensor<16x16xf32>) -> tensor<1x8x16xf32> {
+  %y = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w {num_heads = 2 : i64}
+       : (tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<16x16xf32>,
+          tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<1x8x16xf32>
+  return %y : tensor<1x8x16xf32>
+}
+func.func @reference(%q: tensor<1x2x8x4xf32>, %init: tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32> {
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>)
+         outs(%init : tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32>
+  return %o : tensor<1x2x8x4xf32>
+}
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %layer = transform.structured.match ops{["mha.multi_head_attention"]} in %root
+      : (!transform.any_op) -> !transform.any_op
+    %loop = transform.mha.fuse_layer %layer {q_tile_size = 4, kv_tile_size = 4}
+      : (!transform.any_op) -> !transform.any_op
+    transform.annotate %loop "fused_layer" : !transform.any_op
+    %att = transform.structured.match ops{["mha.attention"]} in %root
+      : (!transform.any_op) -> !transform.any_op
+    %result = transform.mha.attention_to_linalg %att : (!transform.any_op) -> !transform.any_op
+    transform.annotate %result "reference_result" : !transform.any_op
+    transform.yield
+  }
+}
+
+// -----
+
+// Applied to an op of the wrong kind, the transform fails definitely.
+func.func @wrong_target(%q: tensor<1x2x8x4xf32>, %init: tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32> {
+  // expected-note @below {{when applied to this op}}
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>)
+         outs(%init : tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32>
+  return %o : tensor<1x2x8x4xf32>
+}
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %att = transform.structured.match ops{["mha.attention"]} in %root
+      : (!transform.any_op) -> !transform.any_op
+    // expected-error @below {{transform applied to the wrong op kind}}
+    %bad = transform.mha.decompose %att : (!transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+}
