@@ -3,6 +3,7 @@
 #include "Npy.h"
 
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -174,9 +175,14 @@ Expected<NpyArray> mha_run::readNpy(StringRef path) {
     array.shape.push_back(d);
   }
 
-  size_t size = array.numElements() * NpyArray::elementSize(array.dtype);
+  // Sizes come from the file: refuse products that overflow instead of
+  // wrapping around to a small buffer.
+  int64_t size = NpyArray::elementSize(array.dtype);
+  for (int64_t d : array.shape)
+    if (llvm::MulOverflow(size, d, size) || size > (int64_t(1) << 48))
+      return fail("shape '" + *shapeText + "' is too large");
   StringRef payload = bytes.drop_front(headerStart + headerLen);
-  if (payload.size() < size)
+  if (payload.size() < static_cast<uint64_t>(size))
     return fail("truncated data: expected " + Twine(size) + " bytes, found " +
                 Twine(payload.size()));
   array.data.assign(payload.begin(), payload.begin() + size);

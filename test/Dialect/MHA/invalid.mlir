@@ -634,3 +634,12 @@ func.func @att_causal_offset_without_causal(%q: tensor<1x2x4x8xf32>, %off: index
          causal_offset(%off) outs(%init : tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+func.func @att_zero_head_dim(%q: tensor<1x2x4x0xf32>, %init: tensor<1x2x4x0xf32>) -> tensor<1x2x4x0xf32> {
+  // expected-error @+1 {{'query' dimension 3 (dk) must be positive, found 0}}
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x4x0xf32>, tensor<1x2x4x0xf32>, tensor<1x2x4x0xf32>)
+         outs(%init : tensor<1x2x4x0xf32>) -> tensor<1x2x4x0xf32>
+  return %o : tensor<1x2x4x0xf32>
+}

@@ -14,7 +14,8 @@ weight_gain=<factor on the weights, for large logits>,
 dynamic=<comma-separated subset of b,sq,sk declared as ? in the IR>,
 cross=0|1 (distinct key/value inputs; always on when sq != sk or ek/ev differ),
 dtype=f32|f16 (the reference computes on the f16-rounded inputs in float64),
-mask_dynamic=1 (every mask dim declared ?, even those of size 1).
+mask_dynamic=1 (every mask dim declared ?, even those of size 1),
+masked_row=all (every score masked), zero_wq=1 (w_q = 0: all scores equal).
 
 Writes DIR/case.mlir (or uses --mlir FILE, whose @main must take the
 arguments in the order generated here: query, [key, value,] w_q, w_k, w_v,
@@ -38,7 +39,7 @@ CONFIG_DEFAULTS = dict(b=2, sq=5, sk=None, eq=16, ek=None, ev=None, h=2,
                        hkv=None, dk=None, dv=None, eo=None, bias=0, causal=0,
                        scale=None, seed=0, mask="none", mask_shape=None,
                        masked_row=None, weight_gain=1.0, dynamic="", cross=0,
-                       dtype="f32", mask_dynamic=0)
+                       dtype="f32", mask_dynamic=0, zero_wq=0)
 
 
 def parse_config(pairs):
@@ -49,7 +50,7 @@ def parse_config(pairs):
             sys.exit(f"check_mha.py: unknown key '{key}'")
         config[key] = value
     ints = ["b", "sq", "sk", "eq", "ek", "ev", "h", "hkv", "dk", "dv", "eo",
-            "bias", "causal", "seed", "cross", "mask_dynamic"]
+            "bias", "causal", "seed", "cross", "mask_dynamic", "zero_wq"]
     for key in ints:
         if config[key] is not None:
             config[key] = int(config[key])
@@ -64,7 +65,7 @@ def parse_config(pairs):
     c["weight_gain"] = float(c["weight_gain"])
     if c["scale"] is not None:
         c["scale"] = float(c["scale"])
-    if c["masked_row"] is not None:
+    if c["masked_row"] not in (None, "all"):
         c["masked_row"] = int(c["masked_row"])
     c["cross"] = int(c["cross"] or c["sq"] != c["sk"] or c["ek"] != c["eq"]
                      or c["ev"] != c["eq"])
@@ -118,6 +119,8 @@ def main():
     for name, shape in [("w_q", (c["eq"], h * dk)), ("w_k", (c["ek"], hkv * dk)),
                         ("w_v", (c["ev"], hkv * dv)), ("w_o", (h * dv, c["eo"]))]:
         arrays[name] = (weight(*shape), tensor_type(shape, element_type))
+    if c["zero_wq"]:
+        arrays["w_q"] = (np.zeros_like(arrays["w_q"][0]), arrays["w_q"][1])
     biases = None
     if c["bias"]:
         for name, n in [("b_q", h * dk), ("b_k", hkv * dk), ("b_v", hkv * dv),
@@ -137,7 +140,8 @@ def main():
                             rng.uniform(-2, 2, shape), -np.inf).astype(np_type)
             element = element_type
         if c["masked_row"] is not None:
-            mask[..., c["masked_row"], :] = False if c["mask"] == "bool" else -np.inf
+            rows = slice(None) if c["masked_row"] == "all" else c["masked_row"]
+            mask[..., rows, :] = False if c["mask"] == "bool" else -np.inf
         # The mask's Sq/Sk/B dims are dynamic where the data's are (unless 1).
         rank = len(shape)
         symbols = {2: ["sq", "sk"], 3: ["b", "sq", "sk"],

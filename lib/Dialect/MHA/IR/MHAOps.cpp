@@ -400,6 +400,10 @@ LogicalResult AttentionOp::verify() {
       failed(v.checkStatic({"key", key, 1}, "Hkv")) ||
       failed(v.checkStatic({"value", value, 3}, "dv")))
     return failure();
+  // The default scale is 1/sqrt(dk).
+  if (query.getDimSize(3) <= 0)
+    return emitOpError() << "'query' dimension 3 (dk) must be positive, found "
+                         << query.getDimSize(3);
 
   FailureOr<int64_t> b = v.checkAgree({{"query", query, 0},
                                        {"key", key, 0},
