@@ -23,6 +23,10 @@ function(mha_add_library name)
     add_dependencies(${name} ${ARG_DEPENDS})
   endif()
   llvm_update_compile_flags(${name})
+  # Consumers of instrumented archives must link the sanitizer runtimes.
+  if(MHA_ENABLE_SANITIZERS)
+    target_link_options(${name} INTERFACE ${MHA_SANITIZER_FLAGS})
+  endif()
   install(TARGETS ${name} EXPORT MHATargets
     ARCHIVE DESTINATION lib COMPONENT ${name})
   set_property(GLOBAL APPEND PROPERTY MHA_EXPORTED_LIBS ${name})

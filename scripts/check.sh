@@ -7,7 +7,7 @@
 #===----------------------------------------------------------------------===#
 set -euo pipefail
 # PyTorch cross-checks the numpy reference (test/Integration/torch-cross-check.test).
-EXTRA_PACKAGES=python3-torch
+EXTRA_PACKAGES="python3-torch ${EXTRA_PACKAGES:-}"
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 step "Running the test suite"

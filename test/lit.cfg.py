@@ -65,3 +65,13 @@ config.substitutions.append(
         os.path.join(config.mha_src_root, "test", "Integration", "reference",
                      "check_mha.py"),
         os.path.join(config.mha_tools_dir, "mha-run"))))
+
+# Sanitizer builds: UBSan and ASan reports fail the test that triggers them.
+# The stock mlir-opt does not carry the ASan runtime, so it cannot load an
+# instrumented plugin: those tests are unsupported there.
+if config.mha_sanitizers:
+    config.available_features.add("asan")
+    config.environment["ASAN_OPTIONS"] = "abort_on_error=0:detect_leaks=1"
+    config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    config.environment["LSAN_OPTIONS"] = "suppressions=" + os.path.join(
+        config.mha_src_root, "test", "lsan.supp")

@@ -1,5 +1,6 @@
 // Verifiers run inside the stock mlir-opt too.
 //
+// UNSUPPORTED: asan
 // RUN: %mlir_opt %s --load-dialect-plugin=%{mha_plugin} --verify-diagnostics
 
 func.func @bad_heads(%x: tensor<1x8x16xf32>, %w: tensor<16x16xf32>) -> tensor<1x8x16xf32> {

@@ -1,6 +1,7 @@
 // The stock mlir-opt of Debian's mlir-22-tools loads the `mha` dialect from
 // the plugin: it parses, verifies and prints our ops.
 //
+// UNSUPPORTED: asan
 // RUN: %mlir_opt %s --load-dialect-plugin=%{mha_plugin} | FileCheck %s
 // RUN: %mlir_opt %s --load-dialect-plugin=%{mha_plugin} --mlir-print-op-generic | FileCheck %s --check-prefix=GENERIC
 // RUN: not %mlir_opt %s 2>&1 | FileCheck %s --check-prefix=NOPLUGIN

@@ -2,6 +2,7 @@
 // --mha-decompose are created before plugins load, so plugin passes are named
 // in --pass-pipeline (as for every MLIR pass plugin).
 //
+// UNSUPPORTED: asan
 // RUN: %mlir_opt %s --load-dialect-plugin=%{mha_plugin} --load-pass-plugin=%{mha_plugin} \
 // RUN:   --pass-pipeline="builtin.module(func.func(mha-decompose))" | FileCheck %s
 // RUN: %mlir_opt --load-pass-plugin=%{mha_plugin} --help | FileCheck %s --check-prefix=HELP

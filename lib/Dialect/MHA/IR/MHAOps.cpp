@@ -228,10 +228,11 @@ LogicalResult MultiHeadAttentionOp::verify() {
 
   // Element types: one float type for every data operand and the result.
   Type floatType = query.getElementType();
-  for (auto [name, type] : llvm::zip_equal(
-           ArrayRef<StringRef>{"key", "value", "w_q", "w_k", "w_v", "w_o",
-                               "result"},
-           ArrayRef<ShapedType>{key, value, wQ, wK, wV, wO, result}))
+  // Named arrays: a braced list in the range of a for loop would die before
+  // the loop body runs (found by ASan).
+  StringRef names[] = {"key", "value", "w_q", "w_k", "w_v", "w_o", "result"};
+  ShapedType types[] = {key, value, wQ, wK, wV, wO, result};
+  for (auto [name, type] : llvm::zip_equal(names, types))
     if (failed(v.checkElementType(name, type, floatType, "'query'")))
       return failure();
 
@@ -388,9 +389,9 @@ LogicalResult AttentionOp::verify() {
                          << getResult().getType();
 
   Type floatType = query.getElementType();
-  for (auto [name, type] :
-       llvm::zip_equal(ArrayRef<StringRef>{"key", "value", "init"},
-                       ArrayRef<ShapedType>{key, value, init}))
+  StringRef names[] = {"key", "value", "init"};
+  ShapedType types[] = {key, value, init};
+  for (auto [name, type] : llvm::zip_equal(names, types))
     if (failed(v.checkElementType(name, type, floatType, "'query'")))
       return failure();
 
