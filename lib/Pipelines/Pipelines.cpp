@@ -49,23 +49,24 @@ static void buildBufferizeAndLowerToLLVM(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+// The mha passes run on the whole module (they walk it), so mha ops in
+// nested modules or in functions of any kind are lowered too.
+
 void mha::buildLowerToLoopsPipeline(OpPassManager &pm,
                                     const LowerToLoopsOptions &options) {
-  OpPassManager &funcPm = pm.nest<func::FuncOp>();
-  funcPm.addPass(createMHADecomposePass());
-  funcPm.addPass(createMHAAttentionToLinalgPass());
-  funcPm.addPass(createCanonicalizerPass());
+  pm.addPass(createMHADecomposePass());
+  pm.addPass(createMHAAttentionToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
   buildBufferizeAndLowerToLLVM(pm, options.emitCInterface);
 }
 
 void mha::buildLowerToCPUPipeline(OpPassManager &pm,
                                   const LowerToCPUOptions &options) {
-  OpPassManager &funcPm = pm.nest<func::FuncOp>();
-  funcPm.addPass(createMHAFuseLayerPass(
+  pm.addPass(createMHAFuseLayerPass(
       MHAFuseLayerPassOptions{options.qTileSize, options.kvTileSize}));
-  funcPm.addPass(createMHATileAttentionPass(
+  pm.addPass(createMHATileAttentionPass(
       MHATileAttentionPassOptions{options.qTileSize, options.kvTileSize}));
-  funcPm.addPass(createCanonicalizerPass());
+  pm.addPass(createCanonicalizerPass());
   buildBufferizeAndLowerToLLVM(pm, options.emitCInterface);
 }
 
