@@ -20,3 +20,10 @@ func.func @f(%x: tensor<1x4x8xf32>, %w: tensor<8x8xf32>, %flag: i1) -> tensor<1x
   }
   return %r : tensor<1x4x8xf32>
 }
+
+// Partly lowered input: the output of mha-decompose (linalg projections
+// around an mha.attention) goes through both pipelines.
+// RUN: mha-opt %s --mha-decompose | mha-opt --mha-lower-to-cpu | FileCheck %s --check-prefix=PARTLY
+// RUN: mha-opt %s --mha-decompose | mha-opt --mha-lower-to-loops | FileCheck %s --check-prefix=PARTLY
+// PARTLY: llvm.func @f(
+// PARTLY-NOT: mha.
