@@ -14,6 +14,7 @@
 #include "mha/Dialect/MHA/Transforms/Passes.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 #include "LinalgBuilders.h"
+#include "OnlineSoftmax.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
@@ -87,7 +88,6 @@ FailureOr<Value> mha::lowerAttentionToLinalg(OpBuilder &b, AttentionOp op) {
   b.setInsertionPoint(op);
   Location loc = op.getLoc();
   MLIRContext *ctx = b.getContext();
-  Type f32 = b.getF32Type();
   auto queryType = cast<ShapedType>(op.getQuery().getType());
   auto keyType = cast<ShapedType>(op.getKey().getType());
   int64_t numHeads = queryType.getDimSize(1);
@@ -127,7 +127,6 @@ FailureOr<Value> mha::lowerAttentionToLinalg(OpBuilder &b, AttentionOp op) {
   // Logits: scale, then the float mask added, or the bool mask and the causal
   // predicate turning invisible scores into -inf.
   Value mask = op.getMask();
-  bool boolMask = mask && getElementTypeOrSelf(mask.getType()).isInteger(1);
   // Query i sees key j iff j <= i + causalOffset (default Sk - Sq).
   Value causalOffset = op.getCausalOffset();
   if (op.getCausal() && !causalOffset)
@@ -137,15 +136,10 @@ FailureOr<Value> mha::lowerAttentionToLinalg(OpBuilder &b, AttentionOp op) {
   double scale = op.getScaleOrDefault();
   // A rank-4 mask broadcasts along its size-1 dims. Static ones are read
   // through the indexing map; a dynamic dim may turn out to be 1 at run time,
-  // so such a mask is read with tensor.extract at index 0 where its size is 1.
+  // so such a mask is read with tensor.extract (readMaskElement).
   auto maskType = mask ? cast<ShapedType>(mask.getType()) : ShapedType();
-  bool maskByIndex = mask && maskType.getRank() == 4 && !maskType.hasStaticShape();
-  SmallVector<Value> maskSizes; // Dynamic sizes of a mask read by index.
-  if (maskByIndex)
-    for (int64_t d = 0; d < 4; ++d)
-      maskSizes.push_back(maskType.isDynamicDim(d)
-                              ? Value(tensor::DimOp::create(b, loc, mask, d))
-                              : Value());
+  bool maskByIndex =
+      mask && maskType.getRank() == 4 && !maskType.hasStaticShape();
   SmallVector<Value> logitInputs;
   SmallVector<AffineMap> logitMaps;
   if (mask && !maskByIndex) {
@@ -156,46 +150,19 @@ FailureOr<Value> mha::lowerAttentionToLinalg(OpBuilder &b, AttentionOp op) {
   Value logits = buildGeneric(
       b, loc, logitInputs, scores, logitMaps, parallel4,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value x = args.back();
-        x = arith::MulFOp::create(
-            nb, nloc, x,
-            arith::ConstantOp::create(nb, nloc, nb.getFloatAttr(f32, scale)));
-        Value negInf = arith::ConstantOp::create(
-            nb, nloc,
-            nb.getFloatAttr(f32, APFloat::getInf(APFloat::IEEEsingle(),
-                                                 /*Negative=*/true)));
-        Value maskValue = mask && !maskByIndex ? args[0] : Value();
-        if (maskByIndex) {
-          Value zero = arith::ConstantIndexOp::create(nb, nloc, 0);
-          Value one = arith::ConstantIndexOp::create(nb, nloc, 1);
-          SmallVector<Value> indices;
-          for (int64_t d = 0; d < 4; ++d) {
-            Value loopIndex = linalg::IndexOp::create(nb, nloc, d);
-            if (!maskSizes[d]) {
-              indices.push_back(maskType.getDimSize(d) == 1 ? zero : loopIndex);
-              continue;
-            }
-            Value isOne = arith::CmpIOp::create(
-                nb, nloc, arith::CmpIPredicate::eq, maskSizes[d], one);
-            indices.push_back(
-                arith::SelectOp::create(nb, nloc, isOne, zero, loopIndex));
-          }
-          maskValue = tensor::ExtractOp::create(nb, nloc, mask, indices);
-        }
-        if (mask && !boolMask)
-          x = arith::AddFOp::create(nb, nloc, x,
-                                    convertFloat(nb, nloc, maskValue, f32));
-        if (boolMask)
-          x = arith::SelectOp::create(nb, nloc, maskValue, x, negInf);
-        if (causalOffset) {
-          Value row = linalg::IndexOp::create(nb, nloc, 2);
-          Value col = linalg::IndexOp::create(nb, nloc, 3);
-          Value last = arith::AddIOp::create(nb, nloc, row, causalOffset);
-          Value visible = arith::CmpIOp::create(
-              nb, nloc, arith::CmpIPredicate::sle, col, last);
-          x = arith::SelectOp::create(nb, nloc, visible, x, negInf);
-        }
-        linalg::YieldOp::create(nb, nloc, x);
+        SmallVector<Value> index;
+        for (int64_t d = 0; d < 4; ++d)
+          index.push_back(linalg::IndexOp::create(nb, nloc, d));
+        Value maskValue = maskByIndex ? readMaskElement(nb, nloc, mask, index)
+                          : mask      ? args[0]
+                                      : Value();
+        Value visible;
+        if (causalOffset)
+          visible = arith::CmpIOp::create(
+              nb, nloc, arith::CmpIPredicate::sle, index[3],
+              arith::AddIOp::create(nb, nloc, index[2], causalOffset));
+        linalg::YieldOp::create(
+            nb, nloc, buildLogit(nb, nloc, args.back(), scale, maskValue, visible));
       });
 
   // m[b, h, i] = max_j logits.
@@ -213,19 +180,9 @@ FailureOr<Value> mha::lowerAttentionToLinalg(OpBuilder &b, AttentionOp op) {
   // key): exp(-inf - -inf) would be NaN.
   Value probs = buildGeneric(
       b, loc, rowMax, logits, {rowsMap, scoresMap}, parallel4,
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value m = args[0], x = args[1];
-        Value negInf = arith::ConstantOp::create(
-            nb, nloc,
-            nb.getFloatAttr(f32, APFloat::getInf(APFloat::IEEEsingle(),
-                                                 /*Negative=*/true)));
-        Value zero = arith::ConstantOp::create(nb, nloc, nb.getZeroAttr(f32));
-        Value empty = arith::CmpFOp::create(
-            nb, nloc, arith::CmpFPredicate::OEQ, m, negInf);
-        Value e = math::ExpOp::create(
-            nb, nloc, arith::SubFOp::create(nb, nloc, x, m));
-        linalg::YieldOp::create(
-            nb, nloc, Value(arith::SelectOp::create(nb, nloc, empty, zero, e)));
+      [](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(nb, nloc,
+                                buildSafeExp(nb, nloc, args[1], args[0]));
       });
 
   // l[b, h, i] = sum_j p.
@@ -252,14 +209,10 @@ FailureOr<Value> mha::lowerAttentionToLinalg(OpBuilder &b, AttentionOp op) {
   return buildGeneric(
       b, loc, ValueRange{acc, rowSum}, op.getInit(),
       {scoresMap, rowsMap, scoresMap}, parallel4,
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        Value zero = arith::ConstantOp::create(nb, nloc, nb.getZeroAttr(f32));
-        Value noKey = arith::CmpFOp::create(
-            nb, nloc, arith::CmpFPredicate::OEQ, args[1], zero);
-        Value div = arith::DivFOp::create(nb, nloc, args[0], args[1]);
-        Value out = arith::SelectOp::create(nb, nloc, noKey, zero, div);
+      [](OpBuilder &nb, Location nloc, ValueRange args) {
         linalg::YieldOp::create(
-            nb, nloc, convertFloat(nb, nloc, out, args[2].getType()));
+            nb, nloc,
+            buildNormalize(nb, nloc, args[0], args[1], args[2].getType()));
       });
 }
 

@@ -66,27 +66,41 @@ Value mha::buildSafeExp(OpBuilder &b, Location loc, Value x, Value rowMax) {
   return arith::SelectOp::create(b, loc, noKey, zero, e);
 }
 
-Value mha::readMaskElement(OpBuilder &b, Location loc, Value mask, Value row,
-                           Value col) {
+Value mha::buildNormalize(OpBuilder &b, Location loc, Value acc, Value l,
+                          Type resultType) {
+  Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(b.getF32Type()));
+  Value noKey =
+      arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, l, zero);
+  Value div = arith::DivFOp::create(b, loc, acc, l);
+  Value out = arith::SelectOp::create(b, loc, noKey, zero, div);
+  return convertFloat(b, loc, out, resultType);
+}
+
+Value mha::readMaskElement(OpBuilder &b, Location loc, Value mask,
+                           ArrayRef<Value> scoreIndices) {
   auto type = cast<ShapedType>(mask.getType());
   int64_t rank = type.getRank();
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  // Index along dim d: 0 where the dim broadcasts (size 1), else `index`.
-  auto along = [&](int64_t d, Value index) -> Value {
-    if (type.getDimSize(d) == 1)
-      return zero;
-    if (!type.isDynamicDim(d))
-      return index;
-    Value size = tensor::DimOp::create(b, loc, mask, d);
-    Value isOne = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::eq, size,
-        arith::ConstantIndexOp::create(b, loc, 1));
-    return arith::SelectOp::create(b, loc, isOne, zero, index);
-  };
-  // Leading dims (batch, head) are 1 in a query tile of one head.
-  SmallVector<Value> indices(rank - 2, zero);
-  indices.push_back(rank == 4 ? along(rank - 2, row) : row);
-  indices.push_back(rank == 4 ? along(rank - 1, col) : col);
+  // The score dims the mask's dims stand for: (i, j), (b, i, j) or all four.
+  SmallVector<Value> indices =
+      rank == 2   ? SmallVector<Value>{scoreIndices[2], scoreIndices[3]}
+      : rank == 3 ? SmallVector<Value>{scoreIndices[0], scoreIndices[2],
+                                       scoreIndices[3]}
+                  : SmallVector<Value>(scoreIndices);
+  // Rank 4 broadcasts: index 0 where the dim is 1, statically or at run time.
+  if (rank == 4) {
+    for (int64_t d = 0; d < 4; ++d) {
+      if (type.getDimSize(d) == 1) {
+        indices[d] = zero;
+      } else if (type.isDynamicDim(d)) {
+        Value size = tensor::DimOp::create(b, loc, mask, d);
+        Value isOne = arith::CmpIOp::create(
+            b, loc, arith::CmpIPredicate::eq, size,
+            arith::ConstantIndexOp::create(b, loc, 1));
+        indices[d] = arith::SelectOp::create(b, loc, isOne, zero, indices[d]);
+      }
+    }
+  }
   return tensor::ExtractOp::create(b, loc, mask, indices);
 }
 
@@ -168,9 +182,12 @@ Value mha::buildOnlineSoftmaxAttention(OpBuilder &b, Location loc, Value query,
                 Value row = linalg::IndexOp::create(gb, gloc, 0);
                 Value col = arith::AddIOp::create(
                     gb, gloc, j0, linalg::IndexOp::create(gb, gloc, 1));
+                // The mask is sliced to this (batch, head, query tile).
+                Value zero = arith::ConstantIndexOp::create(gb, gloc, 0);
                 Value maskValue =
                     scoreMask.mask
-                        ? readMaskElement(gb, gloc, scoreMask.mask, row, col)
+                        ? readMaskElement(gb, gloc, scoreMask.mask,
+                                          {zero, zero, row, col})
                         : Value();
                 Value visible;
                 if (withCausal)
@@ -280,13 +297,8 @@ Value mha::buildOnlineSoftmaxAttention(OpBuilder &b, Location loc, Value query,
       b, loc, ValueRange{acc, l}, dest,
       {tileMap, rowMap, withUnitDims(2, i, j)}, par2,
       [](OpBuilder &gb, Location gloc, ValueRange args) {
-        Value zero =
-            arith::ConstantOp::create(gb, gloc, gb.getZeroAttr(gb.getF32Type()));
-        Value noKey = arith::CmpFOp::create(gb, gloc, arith::CmpFPredicate::OEQ,
-                                            args[1], zero);
-        Value div = arith::DivFOp::create(gb, gloc, args[0], args[1]);
-        Value out = arith::SelectOp::create(gb, gloc, noKey, zero, div);
         linalg::YieldOp::create(
-            gb, gloc, convertFloat(gb, gloc, out, args[2].getType()));
+            gb, gloc,
+            buildNormalize(gb, gloc, args[0], args[1], args[2].getType()));
       });
 }

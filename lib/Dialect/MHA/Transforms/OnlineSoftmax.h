@@ -25,8 +25,9 @@ struct ScoreMask {
   Value causalOffset;
 };
 
-/// Scalar pieces of the logit computation, shared with the reference
-/// lowering so that both compute the same thing.
+// Scalar pieces shared with the reference lowering (AttentionToLinalg.cpp),
+// so that every lowering computes the same thing.
+
 /// `x * scale`, then the float mask added or the bool mask / causal
 /// predicate as -inf. `maskValue` may be null; `visible` may be null.
 Value buildLogit(OpBuilder &b, Location loc, Value score, double scale,
@@ -35,10 +36,16 @@ Value buildLogit(OpBuilder &b, Location loc, Value score, double scale,
 /// exp(x - rowMax), or 0 when rowMax is -inf (the row sees no key).
 Value buildSafeExp(OpBuilder &b, Location loc, Value x, Value rowMax);
 
-/// Reads mask[.., row, col] of a mask as described in ScoreMask, broadcasting
-/// along size-1 dims.
-Value readMaskElement(OpBuilder &b, Location loc, Value mask, Value row,
-                      Value col);
+/// acc / l, or 0 where l = 0 (the row saw no key), converted to `resultType`.
+Value buildNormalize(OpBuilder &b, Location loc, Value acc, Value l,
+                     Type resultType);
+
+/// Reads the mask element for the score at `scoreIndices` = (batch, head,
+/// query, key): rank 2 masks are [Sq, Sk], rank 3 [B, Sq, Sk], rank 4
+/// [B|1, H|1, Sq|1, Sk|1], reading index 0 along size-1 dims (static, or
+/// dynamic and 1 at run time).
+Value readMaskElement(OpBuilder &b, Location loc, Value mask,
+                      ArrayRef<Value> scoreIndices);
 
 /// FlashAttention-2 for one query tile: `query [qt, dk]`, `key [Sk, dk]`,
 /// `value [Sk, dv]` and `dest [qt, dv]`, each possibly with the same number of

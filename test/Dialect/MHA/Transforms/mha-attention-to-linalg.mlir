@@ -17,12 +17,12 @@
 // CHECK: %[[S:.+]] = linalg.generic {indexing_maps = [#[[MAP_Q]], #[[MAP_K]], #[[MAP_S]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[Q]], %[[K]] : {{.*}}) outs(%{{.*}} : tensor<2x8x?x?xf32>)
 // CHECK: %[[OFFSET:.+]] = arith.subi %[[SK]], %[[SQ]] : index
 // CHECK: %[[LOGITS:.+]] = linalg.generic {indexing_maps = [#[[MAP_M2]], {{.*}}]{{.*}} ins(%[[M]] : tensor<?x?xi1>) outs(%[[S]] : tensor<2x8x?x?xf32>)
-// CHECK:   %[[X:.+]] = arith.mulf %{{.*}}, %[[SCALE]]
-// CHECK:   %[[XM:.+]] = arith.select %{{.*}}, %[[X]], %[[NEG_INF]]
 // CHECK:   %[[I:.+]] = linalg.index 2
 // CHECK:   %[[J:.+]] = linalg.index 3
 // CHECK:   %[[LAST:.+]] = arith.addi %[[I]], %[[OFFSET]]
 // CHECK:   %[[VIS:.+]] = arith.cmpi sle, %[[J]], %[[LAST]]
+// CHECK:   %[[X:.+]] = arith.mulf %{{.*}}, %[[SCALE]]
+// CHECK:   %[[XM:.+]] = arith.select %{{.*}}, %[[X]], %[[NEG_INF]]
 // CHECK:   arith.select %[[VIS]], %[[XM]], %[[NEG_INF]]
 // CHECK: %[[MAX:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[LOGITS]] : {{.*}})
 // CHECK:   arith.maximumf
@@ -78,9 +78,9 @@ func.func @f16_float_mask(%q: tensor<1x4x8x16xf16>, %k: tensor<1x4x6x16xf16>, %m
 // CHECK-SAME: %[[M:[^:]+]]: tensor<?x1x?x?xi1>
 // CHECK-DAG: %[[C0:.+]] = arith.constant 0 : index
 // CHECK-DAG: %[[C1:.+]] = arith.constant 1 : index
-// CHECK-DAG: %[[MB:.+]] = tensor.dim %[[M]], %[[C0]]
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<2x4x?x?xf32>)
 // CHECK:   %[[I0:.+]] = linalg.index 0
+// CHECK:   %[[MB:.+]] = tensor.dim %[[M]], %[[C0]]
 // CHECK:   %[[B1:.+]] = arith.cmpi eq, %[[MB]], %[[C1]]
 // CHECK:   %[[J0:.+]] = arith.select %[[B1]], %[[C0]], %[[I0]]
 // CHECK:   %[[V:.+]] = tensor.extract %[[M]][%[[J0]], %[[C0]], %{{.*}}, %{{.*}}]
