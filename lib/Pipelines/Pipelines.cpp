@@ -54,6 +54,7 @@ static void buildBufferizeAndLowerToLLVM(OpPassManager &pm,
 
 void mha::buildLowerToLoopsPipeline(OpPassManager &pm,
                                     const LowerToLoopsOptions &options) {
+  pm.addPass(createMHAInsertRuntimeChecksPass());
   pm.addPass(createMHADecomposePass());
   pm.addPass(createMHAAttentionToLinalgPass());
   pm.addPass(createCanonicalizerPass());
@@ -62,6 +63,7 @@ void mha::buildLowerToLoopsPipeline(OpPassManager &pm,
 
 void mha::buildLowerToCPUPipeline(OpPassManager &pm,
                                   const LowerToCPUOptions &options) {
+  pm.addPass(createMHAInsertRuntimeChecksPass());
   pm.addPass(createMHAFuseLayerPass(
       MHAFuseLayerPassOptions{options.qTileSize, options.kvTileSize}));
   pm.addPass(createMHATileAttentionPass(

@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <random>
 
@@ -583,6 +584,9 @@ int main(int argc, char **argv) {
     // Worker threads of multithreaded pipelines; the loops pipeline is serial.
     setenv("OMP_NUM_THREADS", threads->c_str(), 1);
   }
+  // Lowered code reports failed run-time checks with puts() and then aborts:
+  // line buffering gets the message out even when stdout is a pipe.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   MLIRContext context(registry);
   return run(context);
 }

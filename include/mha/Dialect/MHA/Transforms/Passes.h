@@ -9,6 +9,9 @@ namespace mlir {
 namespace affine {
 class AffineDialect;
 } // namespace affine
+namespace cf {
+class ControlFlowDialect;
+} // namespace cf
 namespace scf {
 class SCFDialect;
 } // namespace scf

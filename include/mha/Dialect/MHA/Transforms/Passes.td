@@ -154,4 +154,22 @@ def MHAFuseLayerPass : Pass<"mha-fuse-layer"> {
   ];
 }
 
+def MHAInsertRuntimeChecksPass : Pass<"mha-insert-runtime-checks"> {
+  let summary = "Check at run time the dynamic sizes the verifier could not";
+  let description = [{
+    The verifiers compare every size the types know; batch and sequence
+    lengths may be dynamic, and if they disagree at run time the lowered loops
+    read out of bounds. Before each `mha` op, this pass inserts one
+    `cf.assert` per pair of sizes that must agree (key and value lengths,
+    batch sizes, mask dims, result sizes) and that are not both static, with
+    the verifier's wording. A mismatch then stops the program with a message.
+    Both `mha-lower-to-*` pipelines run it first.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 #endif // MHA_DIALECT_MHA_TRANSFORMS_PASSES_TD

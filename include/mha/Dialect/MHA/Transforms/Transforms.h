@@ -14,6 +14,7 @@
 
 namespace mlir {
 class OpBuilder;
+class Operation;
 class RewriterBase;
 class Value;
 class RewritePatternSet;
@@ -30,6 +31,12 @@ FailureOr<AttentionOp> decomposeMultiHeadAttention(RewriterBase &rewriter,
 
 /// Adds the pattern that applies decomposeMultiHeadAttention.
 void populateDecomposeMultiHeadAttentionPatterns(RewritePatternSet &patterns);
+
+/// Inserts before `op` (an mha op) one cf.assert per pair of sizes that must
+/// agree and that are not both static, so that dynamic sizes that disagree at
+/// run time stop the program with the verifier's message instead of being
+/// read out of bounds.
+void insertRuntimeShapeChecks(OpBuilder &builder, Operation *op);
 
 /// Tile sizes of the FlashAttention-style lowering.
 struct TileOptions {
