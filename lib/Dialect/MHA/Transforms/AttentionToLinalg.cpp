@@ -166,15 +166,10 @@ FailureOr<Value> mha::lowerAttentionToLinalg(OpBuilder &b, AttentionOp op) {
       });
 
   // m[b, h, i] = max_j logits.
-  Value rowMax = buildGeneric(
+  Value rowMax = buildCombine(
       b, loc, logits,
       buildFilled(b, loc, rowsShape, -std::numeric_limits<double>::infinity()),
-      {scoresMap, rowsMap}, rowReduction,
-      [](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(
-            nb, nloc,
-            Value(arith::MaximumFOp::create(nb, nloc, args[0], args[1])));
-      });
+      {scoresMap, rowsMap}, rowReduction, Combine::Max);
 
   // p = exp(logits - m), and 0 on rows whose maximum is -inf (no visible
   // key): exp(-inf - -inf) would be NaN.
@@ -186,12 +181,9 @@ FailureOr<Value> mha::lowerAttentionToLinalg(OpBuilder &b, AttentionOp op) {
       });
 
   // l[b, h, i] = sum_j p.
-  Value rowSum = buildGeneric(
-      b, loc, probs, buildFilled(b, loc, rowsShape, 0.0), {scoresMap, rowsMap},
-      rowReduction, [](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(
-            nb, nloc, Value(arith::AddFOp::create(nb, nloc, args[0], args[1])));
-      });
+  Value rowSum =
+      buildCombine(b, loc, probs, buildFilled(b, loc, rowsShape, 0.0),
+                   {scoresMap, rowsMap}, rowReduction, Combine::Add);
 
   // acc[b, h, i, c] = sum_j p[b, h, i, j] * v[b, h / group, j, c]; loops
   // (b, h, i, c, j) so that the reduction is innermost.

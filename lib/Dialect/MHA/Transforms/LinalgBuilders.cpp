@@ -84,3 +84,25 @@ Value mha::buildFilled(OpBuilder &b, Location loc,
   Value cst = arith::ConstantOp::create(b, loc, b.getFloatAttr(f32, value));
   return linalg::FillOp::create(b, loc, cst, empty).getResult(0);
 }
+
+Value mha::buildCombine(OpBuilder &b, Location loc, Value input, Value init,
+                        ArrayRef<AffineMap> maps,
+                        ArrayRef<IteratorType> iterators, Combine combine) {
+  return buildGeneric(
+      b, loc, input, init, maps, iterators,
+      [combine](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value in = args[0], out = args[1], result;
+        switch (combine) {
+        case Combine::Max:
+          result = arith::MaximumFOp::create(nb, nloc, out, in);
+          break;
+        case Combine::Add:
+          result = arith::AddFOp::create(nb, nloc, out, in);
+          break;
+        case Combine::Mul:
+          result = arith::MulFOp::create(nb, nloc, out, in);
+          break;
+        }
+        linalg::YieldOp::create(nb, nloc, result);
+      });
+}

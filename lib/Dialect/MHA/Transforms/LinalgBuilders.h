@@ -34,6 +34,15 @@ Value buildGeneric(
     ArrayRef<AffineMap> maps, ArrayRef<utils::IteratorType> iterators,
     function_ref<void(OpBuilder &, Location, ValueRange)> body);
 
+/// How buildCombine merges an input element into the destination element.
+enum class Combine { Max, Add, Mul };
+
+/// `init[out] = combine(init[out], input[in])` over `iterators`: a row
+/// reduction (max, sum) or an elementwise rescale, depending on the maps.
+Value buildCombine(OpBuilder &b, Location loc, Value input, Value init,
+                   ArrayRef<AffineMap> maps,
+                   ArrayRef<utils::IteratorType> iterators, Combine combine);
+
 /// An f32 tensor of `shape` filled with `value`.
 Value buildFilled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> shape,
                   double value);

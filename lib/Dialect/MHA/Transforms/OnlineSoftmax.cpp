@@ -225,15 +225,10 @@ Value mha::buildOnlineSoftmaxAttention(OpBuilder &b, Location loc, Value query,
         // keeps loop-carried tensors in place only if the yielded value is
         // written into the iteration argument), so alpha = exp(m - m'), the
         // rescaling of what was accumulated so far, reads m before.
-        Value tileMax = buildGeneric(
+        Value tileMax = buildCombine(
             lb, lloc, logits,
             buildFilled(lb, lloc, {qt}, -std::numeric_limits<double>::infinity()),
-            {tileMap, rowMap}, rowReduce,
-            [](OpBuilder &gb, Location gloc, ValueRange args) {
-              linalg::YieldOp::create(
-                  gb, gloc,
-                  Value(arith::MaximumFOp::create(gb, gloc, args[0], args[1])));
-            });
+            {tileMap, rowMap}, rowReduce, Combine::Max);
         Value alpha = buildGeneric(
             lb, lloc, ValueRange{m, tileMax},
             tensor::EmptyOp::create(lb, lloc, ArrayRef<OpFoldResult>{qt},
@@ -245,13 +240,8 @@ Value mha::buildOnlineSoftmaxAttention(OpBuilder &b, Location loc, Value query,
                                       buildSafeExp(gb, gloc, args[0], mNew));
             });
         // m' = max(m, rowmax(s)).
-        Value mNew = buildGeneric(
-            lb, lloc, tileMax, m, {vecMap, vecMap}, {IteratorType::parallel},
-            [](OpBuilder &gb, Location gloc, ValueRange args) {
-              linalg::YieldOp::create(
-                  gb, gloc,
-                  Value(arith::MaximumFOp::create(gb, gloc, args[0], args[1])));
-            });
+        Value mNew = buildCombine(lb, lloc, tileMax, m, {vecMap, vecMap},
+                                  {IteratorType::parallel}, Combine::Max);
         // p = exp(s - m').
         Value probs = buildGeneric(
             lb, lloc, mNew, logits, {rowMap, tileMap}, par2,
@@ -260,28 +250,13 @@ Value mha::buildOnlineSoftmaxAttention(OpBuilder &b, Location loc, Value query,
                                       buildSafeExp(gb, gloc, args[1], args[0]));
             });
         // l = alpha · l + rowsum(p).
-        Value lScaled = buildGeneric(
-            lb, lloc, alpha, l, {vecMap, vecMap}, {IteratorType::parallel},
-            [](OpBuilder &gb, Location gloc, ValueRange args) {
-              linalg::YieldOp::create(
-                  gb, gloc,
-                  Value(arith::MulFOp::create(gb, gloc, args[1], args[0])));
-            });
-        Value lNew = buildGeneric(
-            lb, lloc, probs, lScaled, {tileMap, rowMap}, rowReduce,
-            [](OpBuilder &gb, Location gloc, ValueRange args) {
-              linalg::YieldOp::create(
-                  gb, gloc,
-                  Value(arith::AddFOp::create(gb, gloc, args[1], args[0])));
-            });
+        Value lScaled = buildCombine(lb, lloc, alpha, l, {vecMap, vecMap},
+                                     {IteratorType::parallel}, Combine::Mul);
+        Value lNew = buildCombine(lb, lloc, probs, lScaled, {tileMap, rowMap},
+                                  rowReduce, Combine::Add);
         // acc = alpha · acc + p · V, over (i, c, j).
-        Value accScaled = buildGeneric(
-            lb, lloc, alpha, acc, {rowMap, tileMap}, par2,
-            [](OpBuilder &gb, Location gloc, ValueRange args) {
-              linalg::YieldOp::create(
-                  gb, gloc,
-                  Value(arith::MulFOp::create(gb, gloc, args[1], args[0])));
-            });
+        Value accScaled = buildCombine(lb, lloc, alpha, acc, {rowMap, tileMap},
+                                       par2, Combine::Mul);
         AffineExpr ch = getAffineDimExpr(1, ctx), key3 = getAffineDimExpr(2, ctx);
         Value accNew = buildContraction(
             lb, lloc, probs, valueTile, accScaled,

@@ -64,21 +64,11 @@ public:
     if (orOne && !a.isDynamic() &&
         cast<ShapedType>(a.value.getType()).getDimSize(a.dim) == 1)
       return;
-    Location loc = op->getLoc();
-    Value lhs = tensor::DimOp::create(b, loc, a.value, a.dim);
-    Value rhs = tensor::DimOp::create(b, loc, ref.value, ref.dim);
-    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lhs, rhs);
-    if (orOne)
-      ok = arith::OrIOp::create(
-          b, loc, ok,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, lhs,
-                                arith::ConstantIndexOp::create(b, loc, 1)));
-    std::string message;
-    llvm::raw_string_ostream os(message);
-    os << op->getName() << " at " << describe(loc) << ": '" << a.name << "' dimension "
-       << a.dim << " (" << symbol << ") must " << (orOne ? "be 1 or " : "")
-       << "match '" << ref.name << "' dimension " << ref.dim << " at run time";
-    cf::AssertOp::create(b, loc, ok, message);
+    assertSize(
+        a,
+        [&] { return tensor::DimOp::create(b, op->getLoc(), ref.value, ref.dim); },
+        symbol, orOne,
+               ("'" + ref.name + "' dimension " + Twine(ref.dim)).str());
   }
 
   /// Asserts a == expected (or 1 when `orOne`) when `a` is dynamic.
@@ -86,22 +76,13 @@ public:
                StringRef what, bool orOne = false) {
     if (!a.isDynamic())
       return;
-    Location loc = op->getLoc();
-    Value size = tensor::DimOp::create(b, loc, a.value, a.dim);
-    Value ok = arith::CmpIOp::create(
-        b, loc, arith::CmpIPredicate::eq, size,
-        arith::ConstantIndexOp::create(b, loc, expected));
-    if (orOne)
-      ok = arith::OrIOp::create(
-          b, loc, ok,
-          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, size,
-                                arith::ConstantIndexOp::create(b, loc, 1)));
-    std::string message;
-    llvm::raw_string_ostream os(message);
-    os << op->getName() << " at " << describe(loc) << ": '" << a.name << "' dimension "
-       << a.dim << " (" << symbol << ") must " << (orOne ? "be 1 or " : "")
-       << "match " << what << " (" << expected << ") at run time";
-    cf::AssertOp::create(b, loc, ok, message);
+    assertSize(
+        a,
+        [&] {
+          return arith::ConstantIndexOp::create(b, op->getLoc(), expected);
+        },
+        symbol, orOne,
+               (what + " (" + Twine(expected) + ")").str());
   }
 
   /// The mask against the scores [B, H, Sq, Sk] the sizes `b`, `sq`, `sk`
@@ -129,6 +110,27 @@ public:
   }
 
 private:
+  /// cf.assert(size(a) == expected [|| size(a) == 1]) with the verifier's
+  /// wording: "'<a>' dimension <d> (<symbol>) must [be 1 or ]match <what>".
+  void assertSize(const Size &a, function_ref<Value()> makeExpected,
+                  StringRef symbol, bool orOne, StringRef what) {
+    Location loc = op->getLoc();
+    Value size = tensor::DimOp::create(b, loc, a.value, a.dim);
+    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, size,
+                                     makeExpected());
+    if (orOne)
+      ok = arith::OrIOp::create(
+          b, loc, ok,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, size,
+                                arith::ConstantIndexOp::create(b, loc, 1)));
+    std::string message;
+    llvm::raw_string_ostream os(message);
+    os << op->getName() << " at " << describe(loc) << ": '" << a.name
+       << "' dimension " << a.dim << " (" << symbol << ") must "
+       << (orOne ? "be 1 or " : "") << "match " << what << " at run time";
+    cf::AssertOp::create(b, loc, ok, message);
+  }
+
   OpBuilder &b;
   Operation *op;
 };
