@@ -112,41 +112,26 @@ public:
                 "'query' ("
              << floatType << "), found " << elementType;
 
-    // The score dims the mask's dims stand for, outermost first.
-    struct ScoreDim {
-      StringLiteral symbol;
-      StringLiteral meaning;
-      int64_t size;
-    };
-    ScoreDim bDim{"B", "batch size", b}, hDim{"H", "number of heads", h},
-        sqDim{"Sq", "query length", sq}, skDim{"Sk", "key length", sk};
-    SmallVector<ScoreDim, 4> dims;
-    switch (mask.getRank()) {
-    case 2:
-      dims = {sqDim, skDim};
-      break;
-    case 3:
-      dims = {bDim, sqDim, skDim};
-      break;
-    case 4:
-      dims = {bDim, hDim, sqDim, skDim};
-      break;
-    default:
+    std::optional<MaskLayout> layout = getMaskLayout(mask.getRank());
+    if (!layout)
       return op->emitOpError()
              << "'mask' must have rank 2 ([Sq, Sk]), 3 ([B, Sq, Sk]) or 4 "
                 "([B|1, H|1, Sq|1, Sk|1]), found rank "
              << mask.getRank();
-    }
-    bool broadcasts = mask.getRank() == 4;
-    for (auto [i, dim] : llvm::enumerate(dims)) {
-      int64_t found = mask.getDimSize(i);
-      if (ShapedType::isDynamic(found) || ShapedType::isDynamic(dim.size) ||
-          found == dim.size || (broadcasts && found == 1))
+    int64_t scoreSizes[] = {b, h, sq, sk};
+    StringLiteral meanings[] = {"batch size", "number of heads",
+                                "query length", "key length"};
+    for (auto [i, scoreDim] : llvm::enumerate(layout->scoreDims)) {
+      int64_t found = mask.getDimSize(i), expected = scoreSizes[scoreDim];
+      if (ShapedType::isDynamic(found) || ShapedType::isDynamic(expected) ||
+          found == expected || (layout->broadcasts && found == 1))
         continue;
       return op->emitOpError()
-             << "'mask' dimension " << i << " (" << dim.symbol << ") must "
-             << (broadcasts ? "be 1 or " : "") << "match the " << dim.meaning
-             << ": expected " << dim.size << ", found " << found;
+             << "'mask' dimension " << i << " ("
+             << getScoreDimSymbol(scoreDim) << ") must "
+             << (layout->broadcasts ? "be 1 or " : "") << "match the "
+             << meanings[scoreDim] << ": expected " << expected << ", found "
+             << found;
     }
     return success();
   }
@@ -187,7 +172,7 @@ int64_t MultiHeadAttentionOp::getHeadDimV() {
 double MultiHeadAttentionOp::getScaleOrDefault() {
   if (std::optional<APFloat> scale = getScale())
     return scale->convertToDouble();
-  return 1.0 / std::sqrt(static_cast<double>(getHeadDimQK()));
+  return getDefaultScale(getHeadDimQK());
 }
 
 LogicalResult MultiHeadAttentionOp::verify() {
@@ -346,54 +331,112 @@ LogicalResult MultiHeadAttentionOp::reifyResultShapes(
 }
 
 //===----------------------------------------------------------------------===//
-// AttentionOp
+// Rules shared by the ops, the lowerings and the run-time checks
 //===----------------------------------------------------------------------===//
 
-double AttentionOp::getScaleOrDefault() {
-  if (std::optional<APFloat> scale = getScale())
-    return scale->convertToDouble();
-  int64_t dk = cast<ShapedType>(getQuery().getType()).getDimSize(3);
+StringRef mha::getScoreDimSymbol(unsigned scoreDim) {
+  static constexpr StringLiteral symbols[] = {"B", "H", "Sq", "Sk"};
+  return symbols[scoreDim];
+}
+
+std::optional<MaskLayout> mha::getMaskLayout(int64_t rank) {
+  switch (rank) {
+  case 2:
+    return MaskLayout{{kQueries, kKeys}, /*broadcasts=*/false};
+  case 3:
+    return MaskLayout{{kBatch, kQueries, kKeys}, /*broadcasts=*/false};
+  case 4:
+    return MaskLayout{{kBatch, kHeads, kQueries, kKeys}, /*broadcasts=*/true};
+  default:
+    return std::nullopt;
+  }
+}
+
+OpFoldResult mha::getDefaultCausalOffset(OpBuilder &b, Location loc,
+                                         OpFoldResult sq, OpFoldResult sk) {
+  AffineExpr q, k;
+  bindSymbols(b.getContext(), q, k);
+  return affine::makeComposedFoldedAffineApply(b, loc, k - q, {sq, sk});
+}
+
+double mha::getDefaultScale(int64_t dk) {
   return 1.0 / std::sqrt(static_cast<double>(dk));
 }
 
-Value AttentionOp::getCausalOffsetOrDefault(OpBuilder &builder) {
-  if (Value offset = getCausalOffset())
-    return offset;
-  Location loc = getLoc();
-  Value sk = getValueOrCreateConstantIndexOp(
-      builder, loc, tensor::getMixedSize(builder, loc, getKey(), 2));
-  Value sq = getValueOrCreateConstantIndexOp(
-      builder, loc, tensor::getMixedSize(builder, loc, getQuery(), 2));
-  return arith::SubIOp::create(builder, loc, sk, sq);
+Value mha::sliceMaskForTile(OpBuilder &b, Location loc, Value mask,
+                            ArrayRef<OpFoldResult> offsets,
+                            ArrayRef<OpFoldResult> sizes) {
+  auto type = cast<ShapedType>(mask.getType());
+  MaskLayout layout = *getMaskLayout(type.getRank());
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  SmallVector<OpFoldResult> maskOffsets, maskSizes;
+  for (auto [d, scoreDim] : llvm::enumerate(layout.scoreDims)) {
+    OpFoldResult offset = offsets[scoreDim], size = sizes[scoreDim];
+    if (layout.broadcasts && type.getDimSize(d) == 1) {
+      offset = zero;
+      size = one;
+    }
+    maskOffsets.push_back(offset);
+    maskSizes.push_back(size);
+  }
+  SmallVector<OpFoldResult> strides(type.getRank(), one);
+  return tensor::ExtractSliceOp::create(b, loc, mask, maskOffsets, maskSizes,
+                                        strides);
 }
 
-LogicalResult AttentionOp::verify() {
-  ShapeVerifier v(getOperation());
-  if (failed(v.checkScale(getScale())))
-    return failure();
-  if (getCausalOffset() && !getCausal())
-    return emitOpError() << "'causal_offset' requires the 'causal' attribute";
+//===----------------------------------------------------------------------===//
+// AttentionOp and OnlineAttentionOp: shared verification
+//===----------------------------------------------------------------------===//
 
-  auto query = cast<ShapedType>(getQuery().getType());
-  auto key = cast<ShapedType>(getKey().getType());
-  auto value = cast<ShapedType>(getValue().getType());
-  auto init = cast<ShapedType>(getInit().getType());
+namespace {
+
+/// A destination of an attention op: [B, H, Sq, dv] or [B, H, Sq].
+struct AttentionOut {
+  StringRef name;
+  Value value;
+  ShapedType type() const { return cast<ShapedType>(value.getType()); }
+  bool hasHeadDim() const { return type().getRank() == 4; }
+};
+
+/// Verifies query, key, value, mask, scale and causal offset of an op on
+/// head-split tensors, and its destinations `outs` against them. With
+/// `outsHaveQueryType`, the destinations have the query's element type
+/// (mha.attention); otherwise their type is fixed by ODS (f32 state).
+LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
+                                      Value keyValue, Value valueValue,
+                                      Value mask, std::optional<APFloat> scale,
+                                      bool causal, Value causalOffset,
+                                      ArrayRef<AttentionOut> outs,
+                                      ArrayRef<int64_t> outRanks,
+                                      bool outsHaveQueryType) {
+  ShapeVerifier v(op);
+  if (failed(v.checkScale(scale)))
+    return failure();
+  if (causalOffset && !causal)
+    return op->emitOpError()
+           << "'causal_offset' requires the 'causal' attribute";
+
+  auto query = cast<ShapedType>(queryValue.getType());
+  auto key = cast<ShapedType>(keyValue.getType());
+  auto value = cast<ShapedType>(valueValue.getType());
   if (failed(v.checkRank("query", query, 4, "[B, H, Sq, dk]")) ||
       failed(v.checkRank("key", key, 4, "[B, Hkv, Sk, dk]")) ||
-      failed(v.checkRank("value", value, 4, "[B, Hkv, Sk, dv]")) ||
-      failed(v.checkRank("init", init, 4, "[B, H, Sq, dv]")))
+      failed(v.checkRank("value", value, 4, "[B, Hkv, Sk, dv]")))
     return failure();
-  if (getResult().getType() != getInit().getType())
-    return emitOpError() << "result type must match 'init' type: expected "
-                         << getInit().getType() << ", found "
-                         << getResult().getType();
+  for (auto [out, rank] : llvm::zip_equal(outs, outRanks))
+    if (failed(v.checkRank(out.name, out.type(), rank,
+                           rank == 4 ? "[B, H, Sq, dv]" : "[B, H, Sq]")))
+      return failure();
 
   Type floatType = query.getElementType();
-  StringRef names[] = {"key", "value", "init"};
-  ShapedType types[] = {key, value, init};
-  for (auto [name, type] : llvm::zip_equal(names, types))
-    if (failed(v.checkElementType(name, type, floatType, "'query'")))
-      return failure();
+  if (failed(v.checkElementType("key", key, floatType, "'query'")) ||
+      failed(v.checkElementType("value", value, floatType, "'query'")))
+    return failure();
+  if (outsHaveQueryType)
+    for (const AttentionOut &out : outs)
+      if (failed(v.checkElementType(out.name, out.type(), floatType,
+                                    "'query'")))
+        return failure();
 
   // Head counts and head dims are static: they shape the per-head matmuls.
   if (failed(v.checkStatic({"query", query, 1}, "H")) ||
@@ -403,26 +446,33 @@ LogicalResult AttentionOp::verify() {
     return failure();
   // The default scale is 1/sqrt(dk).
   if (query.getDimSize(3) <= 0)
-    return emitOpError() << "'query' dimension 3 (dk) must be positive, found "
-                         << query.getDimSize(3);
+    return op->emitOpError()
+           << "'query' dimension 3 (dk) must be positive, found "
+           << query.getDimSize(3);
 
-  FailureOr<int64_t> b = v.checkAgree({{"query", query, 0},
-                                       {"key", key, 0},
-                                       {"value", value, 0},
-                                       {"init", init, 0}},
-                                      "B");
+  SmallVector<DimRef> batchRefs = {
+      {"query", query, 0}, {"key", key, 0}, {"value", value, 0}};
+  SmallVector<DimRef> queryRefs = {{"query", query, 2}};
+  for (const AttentionOut &out : outs) {
+    batchRefs.push_back({out.name, out.type(), 0});
+    queryRefs.push_back({out.name, out.type(), 2});
+  }
+  FailureOr<int64_t> b = v.checkAgree(batchRefs, "B");
   if (failed(b) ||
       failed(v.checkDim({"key", key, 3}, "dk", query.getDimSize(3),
                         "'query' dimension 3")) ||
       failed(v.checkDim({"value", value, 1}, "Hkv", key.getDimSize(1),
-                        "'key' dimension 1")) ||
-      failed(v.checkDim({"init", init, 1}, "H", query.getDimSize(1),
-                        "'query' dimension 1")) ||
-      failed(v.checkDim({"init", init, 3}, "dv", value.getDimSize(3),
-                        "'value' dimension 3")))
+                        "'key' dimension 1")))
     return failure();
-  FailureOr<int64_t> sq =
-      v.checkAgree({{"query", query, 2}, {"init", init, 2}}, "Sq");
+  for (const AttentionOut &out : outs) {
+    if (failed(v.checkDim({out.name, out.type(), 1}, "H", query.getDimSize(1),
+                          "'query' dimension 1")) ||
+        (out.hasHeadDim() &&
+         failed(v.checkDim({out.name, out.type(), 3}, "dv",
+                           value.getDimSize(3), "'value' dimension 3"))))
+      return failure();
+  }
+  FailureOr<int64_t> sq = v.checkAgree(queryRefs, "Sq");
   if (failed(sq))
     return failure();
   FailureOr<int64_t> sk =
@@ -433,13 +483,193 @@ LogicalResult AttentionOp::verify() {
   int64_t numHeads = query.getDimSize(1);
   int64_t numKvHeads = key.getDimSize(1);
   if (numKvHeads <= 0 || numHeads % numKvHeads != 0)
-    return emitOpError() << "'key' dimension 1 (Hkv) must be positive and "
-                            "divide 'query' dimension 1 (H = "
-                         << numHeads << "), found " << numKvHeads;
+    return op->emitOpError() << "'key' dimension 1 (Hkv) must be positive and "
+                                "divide 'query' dimension 1 (H = "
+                             << numHeads << "), found " << numKvHeads;
 
-  if (Value mask = getMask())
+  if (mask)
     return v.checkMask(cast<ShapedType>(mask.getType()), floatType, *b,
                        numHeads, *sq, *sk);
+  return success();
+}
+
+/// The operands of an attention op sliced to a block of its scores.
+struct AttentionTile {
+  Value query, key, value, mask, causalOffset;
+  SmallVector<Operation *> slices;
+};
+
+/// Slices query, key, value and mask of an attention op to the block of
+/// scores `offsets` / `sizes` over (B, H, Sq, Sk), and moves the causal
+/// diagonal into the block's coordinates: query i0 + i sees key j0 + j iff
+/// j <= i + (causalOffset + i0 - j0). A tile of query heads reads the
+/// key/value heads of its groups; head tiles that neither divide nor are a
+/// multiple of the group size are rejected.
+FailureOr<AttentionTile>
+sliceAttentionOperands(OpBuilder &b, Operation *op, Value query, Value key,
+                       Value value, Value mask, Value causalOffset,
+                       ArrayRef<OpFoldResult> offsets,
+                       ArrayRef<OpFoldResult> sizes) {
+  Location loc = op->getLoc();
+  int64_t numHeads = cast<ShapedType>(query.getType()).getDimSize(1);
+  int64_t numKvHeads = cast<ShapedType>(key.getType()).getDimSize(1);
+  int64_t group = numHeads / numKvHeads;
+  OpFoldResult zero = b.getIndexAttr(0);
+
+  // Key/value heads of the query-head tile [h0, h0 + hs).
+  OpFoldResult kvOffset = zero, kvSize = b.getIndexAttr(numKvHeads);
+  std::optional<int64_t> headTile = getConstantIntValue(sizes[kHeads]);
+  if (!headTile || *headTile != numHeads) {
+    if (!headTile || (*headTile % group != 0 && group % *headTile != 0))
+      return op->emitOpError()
+             << "cannot tile " << numHeads << " query heads over "
+             << numKvHeads
+             << " key/value heads with a head tile size that neither divides "
+                "nor is a multiple of the group size "
+             << group;
+    AffineExpr h0;
+    bindDims(b.getContext(), h0);
+    kvOffset = affine::makeComposedFoldedAffineApply(b, loc, h0.floorDiv(group),
+                                                     {offsets[kHeads]});
+    kvSize = b.getIndexAttr(std::max<int64_t>(*headTile / group, 1));
+  }
+
+  AttentionTile tile;
+  auto slice = [&](Value source, ArrayRef<OpFoldResult> sliceOffsets,
+                   ArrayRef<OpFoldResult> sliceSizes) -> Value {
+    SmallVector<OpFoldResult> strides(sliceOffsets.size(), b.getIndexAttr(1));
+    auto op = tensor::ExtractSliceOp::create(b, loc, source, sliceOffsets,
+                                             sliceSizes, strides);
+    tile.slices.push_back(op);
+    return op;
+  };
+  auto dimOf = [&](Value v, int64_t d) {
+    return tensor::getMixedSize(b, loc, v, d);
+  };
+  tile.query = slice(query,
+                     {offsets[kBatch], offsets[kHeads], offsets[kQueries], zero},
+                     {sizes[kBatch], sizes[kHeads], sizes[kQueries],
+                      dimOf(query, 3)});
+  tile.key = slice(key, {offsets[kBatch], kvOffset, offsets[kKeys], zero},
+                   {sizes[kBatch], kvSize, sizes[kKeys], dimOf(key, 3)});
+  tile.value = slice(value, {offsets[kBatch], kvOffset, offsets[kKeys], zero},
+                     {sizes[kBatch], kvSize, sizes[kKeys], dimOf(value, 3)});
+  if (mask) {
+    tile.mask = sliceMaskForTile(b, loc, mask, offsets, sizes);
+    tile.slices.push_back(tile.mask.getDefiningOp());
+  }
+  if (causalOffset) {
+    AffineExpr off, i0, j0;
+    bindSymbols(b.getContext(), off, i0, j0);
+    tile.causalOffset = getValueOrCreateConstantIndexOp(
+        b, loc,
+        affine::makeComposedFoldedAffineApply(
+            b, loc, off + i0 - j0,
+            {causalOffset, offsets[kQueries], offsets[kKeys]}));
+  }
+  return tile;
+}
+
+/// A [B, H, Sq] or [B, H, Sq, dv] destination sliced to a block of queries.
+Value sliceOut(OpBuilder &b, Location loc, Value out,
+               ArrayRef<OpFoldResult> offsets, ArrayRef<OpFoldResult> sizes,
+               SmallVector<Operation *> &slices) {
+  auto type = cast<ShapedType>(out.getType());
+  SmallVector<OpFoldResult> outOffsets(offsets.take_front(3));
+  SmallVector<OpFoldResult> outSizes(sizes.take_front(3));
+  if (type.getRank() == 4) {
+    outOffsets.push_back(b.getIndexAttr(0));
+    outSizes.push_back(b.getIndexAttr(type.getDimSize(3)));
+  }
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  auto slice =
+      tensor::ExtractSliceOp::create(b, loc, out, outOffsets, outSizes, strides);
+  slices.push_back(slice);
+  return slice;
+}
+
+/// The position of the [B, H, Sq(, dv)] result tile of a tile of the
+/// iteration domain.
+void getOutTilePosition(OpBuilder &b, ShapedType resultType,
+                        ArrayRef<OpFoldResult> offsets,
+                        ArrayRef<OpFoldResult> sizes,
+                        SmallVector<OpFoldResult> &resultOffsets,
+                        SmallVector<OpFoldResult> &resultSizes) {
+  resultOffsets.assign(offsets.begin(), offsets.begin() + 3);
+  resultSizes.assign(sizes.begin(), sizes.begin() + 3);
+  if (resultType.getRank() == 4) {
+    resultOffsets.push_back(b.getIndexAttr(0));
+    resultSizes.push_back(b.getIndexAttr(resultType.getDimSize(3)));
+  }
+}
+
+/// Whether a result tile covers the whole head dim (the ops compute it whole).
+bool coversHeadDim(ShapedType resultType, ArrayRef<OpFoldResult> offsets,
+                   ArrayRef<OpFoldResult> sizes) {
+  return resultType.getRank() != 4 ||
+         (isConstantIntValue(offsets[3], 0) &&
+          isConstantIntValue(sizes[3], resultType.getDimSize(3)));
+}
+
+/// `scale`, or 1/sqrt(dk) of `query` [B, H, Sq, dk].
+double scaleOrDefault(std::optional<APFloat> scale, Value query) {
+  if (scale)
+    return scale->convertToDouble();
+  return getDefaultScale(cast<ShapedType>(query.getType()).getDimSize(3));
+}
+
+/// `offset`, or the default causal diagonal Sk - Sq of `query` [B, H, Sq, dk]
+/// and `key` [B, Hkv, Sk, dk].
+Value causalOffsetOrDefault(OpBuilder &b, Location loc, Value offset,
+                            Value query, Value key) {
+  if (offset)
+    return offset;
+  return getValueOrCreateConstantIndexOp(
+      b, loc,
+      getDefaultCausalOffset(b, loc, tensor::getMixedSize(b, loc, query, 2),
+                             tensor::getMixedSize(b, loc, key, 2)));
+}
+
+/// TilingInterface::generateResultTileValue of the attention ops: the tile of
+/// the iteration domain that produces the result tile, then that tile.
+template <typename OpTy>
+FailureOr<TilingResult> generateResultTile(OpTy op, OpBuilder &b,
+                                           unsigned resultNumber,
+                                           ArrayRef<OpFoldResult> offsets,
+                                           ArrayRef<OpFoldResult> sizes) {
+  SmallVector<OpFoldResult> domainOffsets, domainSizes;
+  if (failed(op.getIterationDomainTileFromResultTile(
+          b, resultNumber, offsets, sizes, domainOffsets, domainSizes)))
+    return failure();
+  return op.getTiledImplementation(b, domainOffsets, domainSizes);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// AttentionOp
+//===----------------------------------------------------------------------===//
+
+double AttentionOp::getScaleOrDefault() {
+  return scaleOrDefault(getScale(), getQuery());
+}
+
+Value AttentionOp::getCausalOffsetOrDefault(OpBuilder &builder) {
+  return causalOffsetOrDefault(builder, getLoc(), getCausalOffset(),
+                               getQuery(), getKey());
+}
+
+LogicalResult AttentionOp::verify() {
+  if (failed(verifyAttentionOperands(
+          getOperation(), getQuery(), getKey(), getValue(), getMask(),
+          getScale(), getCausal(), getCausalOffset(),
+          {AttentionOut{"init", getInit()}}, {4},
+          /*outsHaveQueryType=*/true)))
+    return failure();
+  if (getResult().getType() != getInit().getType())
+    return emitOpError() << "result type must match 'init' type: expected "
+                         << getInit().getType() << ", found "
+                         << getResult().getType();
   return success();
 }
 
@@ -451,12 +681,9 @@ LogicalResult AttentionOp::reifyResultShapes(
   return success();
 }
 
-//===----------------------------------------------------------------------===//
-// AttentionOp: TilingInterface
-//===----------------------------------------------------------------------===//
-
-// The loops are (B, H, Sq), all parallel. Keys are a reduction, but tiling
-// them needs the online softmax (mha-tile-attention), not a plain split.
+// TilingInterface: the loops are (B, H, Sq), all parallel. Keys are a
+// reduction only in the online form (mha.online_attention), whose state
+// makes them tileable; here a tile reads every key.
 
 SmallVector<utils::IteratorType> AttentionOp::getLoopIteratorTypes() {
   return SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel);
@@ -475,64 +702,8 @@ LogicalResult AttentionOp::getResultTilePosition(
     OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
     ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
     SmallVector<OpFoldResult> &resultSizes) {
-  resultOffsets.assign(offsets.begin(), offsets.end());
-  resultOffsets.push_back(b.getIndexAttr(0));
-  resultSizes.assign(sizes.begin(), sizes.end());
-  resultSizes.push_back(
-      b.getIndexAttr(cast<ShapedType>(getInit().getType()).getDimSize(3)));
+  getOutTilePosition(b, getType(), offsets, sizes, resultOffsets, resultSizes);
   return success();
-}
-
-/// The (offset, size) of a tile along a mask dim that is either full or 1:
-/// a static 1 stays whole, a dynamic size picks at run time.
-static std::pair<OpFoldResult, OpFoldResult>
-maskDimTile(OpBuilder &b, Location loc, Value mask, int64_t dim,
-            OpFoldResult offset, OpFoldResult size) {
-  auto type = cast<ShapedType>(mask.getType());
-  if (type.getDimSize(dim) == 1)
-    return {b.getIndexAttr(0), b.getIndexAttr(1)};
-  if (!type.isDynamicDim(dim))
-    return {offset, size};
-  Value extent = tensor::DimOp::create(b, loc, mask, dim);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value isOne = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq,
-                                      extent, one);
-  Value tileOffset = arith::SelectOp::create(
-      b, loc, isOne, zero, getValueOrCreateConstantIndexOp(b, loc, offset));
-  Value tileSize = arith::SelectOp::create(
-      b, loc, isOne, one, getValueOrCreateConstantIndexOp(b, loc, size));
-  return {tileOffset, tileSize};
-}
-
-Value mha::sliceMaskForTile(OpBuilder &b, Location loc, Value mask,
-                            ArrayRef<OpFoldResult> offsets,
-                            ArrayRef<OpFoldResult> sizes) {
-  int64_t rank = cast<ShapedType>(mask.getType()).getRank();
-  OpFoldResult zero = b.getIndexAttr(0);
-  OpFoldResult sk = tensor::getMixedSize(b, loc, mask, rank - 1);
-  SmallVector<OpFoldResult> maskOffsets, maskSizes;
-  switch (rank) {
-  case 2:
-    maskOffsets = {offsets[2], zero};
-    maskSizes = {sizes[2], sk};
-    break;
-  case 3:
-    maskOffsets = {offsets[0], offsets[2], zero};
-    maskSizes = {sizes[0], sizes[2], sk};
-    break;
-  default:
-    for (int64_t d = 0; d < 3; ++d) {
-      auto [offset, size] = maskDimTile(b, loc, mask, d, offsets[d], sizes[d]);
-      maskOffsets.push_back(offset);
-      maskSizes.push_back(size);
-    }
-    maskOffsets.push_back(zero);
-    maskSizes.push_back(sk);
-  }
-  SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
-  return tensor::ExtractSliceOp::create(b, loc, mask, maskOffsets, maskSizes,
-                                        strides);
 }
 
 FailureOr<TilingResult>
@@ -540,72 +711,182 @@ AttentionOp::getTiledImplementation(OpBuilder &b,
                                     ArrayRef<OpFoldResult> offsets,
                                     ArrayRef<OpFoldResult> sizes) {
   Location loc = getLoc();
-  auto queryType = cast<ShapedType>(getQuery().getType());
-  auto keyType = cast<ShapedType>(getKey().getType());
-  int64_t numHeads = queryType.getDimSize(1);
-  int64_t numKvHeads = keyType.getDimSize(1);
-  int64_t group = numHeads / numKvHeads;
-  OpFoldResult zero = b.getIndexAttr(0);
-
-  // Key/value heads of the query-head tile [h0, h0 + hs).
-  OpFoldResult kvOffset = zero, kvSize = b.getIndexAttr(numKvHeads);
-  std::optional<int64_t> headTile = getConstantIntValue(sizes[1]);
-  if (!headTile || *headTile != numHeads) {
-    if (!headTile || (*headTile % group != 0 && group % *headTile != 0))
-      return emitOpError() << "cannot tile " << numHeads << " query heads over "
-                           << numKvHeads
-                           << " key/value heads with a head tile size that "
-                              "neither divides nor is a multiple of the group "
-                              "size "
-                           << group;
-    AffineExpr h0;
-    bindDims(b.getContext(), h0);
-    kvOffset = affine::makeComposedFoldedAffineApply(b, loc, h0.floorDiv(group),
-                                                     {offsets[1]});
-    kvSize = b.getIndexAttr(std::max<int64_t>(*headTile / group, 1));
-  }
-
-  SmallVector<Operation *> slices;
-  auto slice = [&](Value source, ArrayRef<OpFoldResult> sliceOffsets,
-                   ArrayRef<OpFoldResult> sliceSizes) -> Value {
-    SmallVector<OpFoldResult> strides(sliceOffsets.size(), b.getIndexAttr(1));
-    auto op = tensor::ExtractSliceOp::create(b, loc, source, sliceOffsets,
-                                             sliceSizes, strides);
-    slices.push_back(op);
-    return op;
-  };
-  auto dimOf = [&](Value v, int64_t d) {
-    return tensor::getMixedSize(b, loc, v, d);
-  };
-
-  Value query = slice(getQuery(), {offsets[0], offsets[1], offsets[2], zero},
-                      {sizes[0], sizes[1], sizes[2], dimOf(getQuery(), 3)});
-  Value key = slice(getKey(), {offsets[0], kvOffset, zero, zero},
-                    {sizes[0], kvSize, dimOf(getKey(), 2), dimOf(getKey(), 3)});
-  Value value =
-      slice(getValue(), {offsets[0], kvOffset, zero, zero},
-            {sizes[0], kvSize, dimOf(getValue(), 2), dimOf(getValue(), 3)});
-  Value init = slice(getInit(), {offsets[0], offsets[1], offsets[2], zero},
-                     {sizes[0], sizes[1], sizes[2], dimOf(getInit(), 3)});
-
-  Value mask;
-  if (Value fullMask = getMask()) {
-    mask = sliceMaskForTile(b, loc, fullMask, offsets, sizes);
-    slices.push_back(mask.getDefiningOp());
-  }
-
-  // The tile keeps the diagonal of the whole op: query i0 + i sees key j iff
-  // j <= i + (i0 + causal offset).
-  Value causalOffset;
-  if (getCausal())
-    causalOffset = arith::AddIOp::create(
-        b, loc, getValueOrCreateConstantIndexOp(b, loc, offsets[2]),
-        getCausalOffsetOrDefault(b));
-
-  auto tiled = AttentionOp::create(b, loc, init.getType(), query, key, value,
-                                   mask, causalOffset, init, getScaleAttr(),
+  // All keys: the block of scores is [offsets, sizes] x [0, Sk).
+  SmallVector<OpFoldResult> scoreOffsets(offsets), scoreSizes(sizes);
+  scoreOffsets.push_back(b.getIndexAttr(0));
+  scoreSizes.push_back(tensor::getMixedSize(b, loc, getKey(), 2));
+  FailureOr<AttentionTile> tile = sliceAttentionOperands(
+      b, getOperation(), getQuery(), getKey(), getValue(), getMask(),
+      getCausal() ? getCausalOffsetOrDefault(b) : Value(), scoreOffsets,
+      scoreSizes);
+  if (failed(tile))
+    return failure();
+  Value init = sliceOut(b, loc, getInit(), offsets, sizes, tile->slices);
+  auto tiled = AttentionOp::create(b, loc, init.getType(), tile->query,
+                                   tile->key, tile->value, tile->mask,
+                                   tile->causalOffset, init, getScaleAttr(),
                                    getCausalAttr());
-  return TilingResult{{tiled}, {tiled.getResult()}, slices};
+  return TilingResult{{tiled}, {tiled.getResult()}, tile->slices};
+}
+
+LogicalResult AttentionOp::getIterationDomainTileFromResultTile(
+    OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes,
+    SmallVectorImpl<OpFoldResult> &iterDomainOffsets,
+    SmallVectorImpl<OpFoldResult> &iterDomainSizes) {
+  if (!coversHeadDim(getType(), offsets, sizes))
+    return failure();
+  iterDomainOffsets.assign(offsets.begin(), offsets.begin() + 3);
+  iterDomainSizes.assign(sizes.begin(), sizes.begin() + 3);
+  return success();
+}
+
+FailureOr<TilingResult>
+AttentionOp::generateResultTileValue(OpBuilder &b, unsigned resultNumber,
+                                     ArrayRef<OpFoldResult> offsets,
+                                     ArrayRef<OpFoldResult> sizes) {
+  return generateResultTile(*this, b, resultNumber, offsets, sizes);
+}
+
+bool AttentionOp::isOpFusableWithConsumerSlice(unsigned resultNumber,
+                                               ArrayRef<OpFoldResult> offsets,
+                                               ArrayRef<OpFoldResult> sizes) {
+  return coversHeadDim(getType(), offsets, sizes);
+}
+
+//===----------------------------------------------------------------------===//
+// OnlineAttentionOp
+//===----------------------------------------------------------------------===//
+
+double OnlineAttentionOp::getScaleOrDefault() {
+  return scaleOrDefault(getScale(), getQuery());
+}
+
+Value OnlineAttentionOp::getCausalOffsetOrDefault(OpBuilder &builder) {
+  return causalOffsetOrDefault(builder, getLoc(), getCausalOffset(),
+                               getQuery(), getKey());
+}
+
+LogicalResult OnlineAttentionOp::verify() {
+  if (failed(verifyAttentionOperands(
+          getOperation(), getQuery(), getKey(), getValue(), getMask(),
+          getScale(), getCausal(), getCausalOffset(),
+          {AttentionOut{"acc", getAcc()}, AttentionOut{"max", getMax()},
+           AttentionOut{"sum", getSum()}},
+          {4, 3, 3}, /*outsHaveQueryType=*/false)))
+    return failure();
+  for (auto [name, init, result] :
+       llvm::zip_equal(ArrayRef<StringRef>{"acc", "max", "sum"},
+                       getDpsInits(), getResults()))
+    if (init.getType() != result.getType())
+      return emitOpError() << "result type must match '" << name
+                           << "' type: expected " << init.getType()
+                           << ", found " << result.getType();
+  return success();
+}
+
+LogicalResult OnlineAttentionOp::reifyResultShapes(
+    OpBuilder &builder, ReifiedRankedShapedTypeDims &reifiedReturnShapes) {
+  for (Value init : getDpsInits())
+    reifiedReturnShapes.push_back(
+        tensor::getMixedSizes(builder, getLoc(), init));
+  return success();
+}
+
+// TilingInterface: (B, H, Sq) parallel, Sk a reduction that carries the
+// softmax state. With `causal`, the key range ends at the last key the last
+// query row sees, so that tiling keys never creates a block wholly above the
+// diagonal.
+
+SmallVector<utils::IteratorType> OnlineAttentionOp::getLoopIteratorTypes() {
+  SmallVector<utils::IteratorType> types(3, utils::IteratorType::parallel);
+  types.push_back(utils::IteratorType::reduction);
+  return types;
+}
+
+SmallVector<Range> OnlineAttentionOp::getIterationDomain(OpBuilder &b) {
+  Location loc = getLoc();
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  SmallVector<Range> domain;
+  for (int64_t d = 0; d < 3; ++d)
+    domain.push_back({zero, tensor::getMixedSize(b, loc, getQuery(), d), one});
+  OpFoldResult sk = tensor::getMixedSize(b, loc, getKey(), 2);
+  if (getCausal()) {
+    // min(Sk, max(0, Sq + causal_offset)): keys after that are invisible to
+    // every row.
+    AffineExpr sq, off;
+    bindSymbols(b.getContext(), sq, off);
+    OpFoldResult lastRowEnd = affine::makeComposedFoldedAffineMax(
+        b, loc, AffineMap::get(0, 2, {sq + off, getAffineConstantExpr(0, b.getContext())}, b.getContext()),
+        {domain[kQueries].size, getCausalOffsetOrDefault(b)});
+    AffineExpr s0, s1;
+    bindSymbols(b.getContext(), s0, s1);
+    sk = affine::makeComposedFoldedAffineMin(
+        b, loc, AffineMap::get(0, 2, {s0, s1}, b.getContext()),
+        {sk, lastRowEnd});
+  }
+  domain.push_back({zero, sk, one});
+  return domain;
+}
+
+LogicalResult OnlineAttentionOp::getResultTilePosition(
+    OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  getOutTilePosition(b, cast<ShapedType>(getResult(resultNumber).getType()),
+                     offsets, sizes, resultOffsets, resultSizes);
+  return success();
+}
+
+FailureOr<TilingResult>
+OnlineAttentionOp::getTiledImplementation(OpBuilder &b,
+                                          ArrayRef<OpFoldResult> offsets,
+                                          ArrayRef<OpFoldResult> sizes) {
+  Location loc = getLoc();
+  FailureOr<AttentionTile> tile = sliceAttentionOperands(
+      b, getOperation(), getQuery(), getKey(), getValue(), getMask(),
+      getCausal() ? getCausalOffsetOrDefault(b) : Value(), offsets, sizes);
+  if (failed(tile))
+    return failure();
+  SmallVector<Value> inits;
+  for (Value init : getDpsInits())
+    inits.push_back(sliceOut(b, loc, init, offsets, sizes, tile->slices));
+  auto tiled = OnlineAttentionOp::create(
+      b, loc, TypeRange(ValueRange(inits)), tile->query, tile->key,
+      tile->value, tile->mask, tile->causalOffset, inits[0], inits[1],
+      inits[2], getScaleAttr(), getCausalAttr());
+  return TilingResult{
+      {tiled}, SmallVector<Value>(tiled->getResults()), tile->slices};
+}
+
+LogicalResult OnlineAttentionOp::getIterationDomainTileFromResultTile(
+    OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes,
+    SmallVectorImpl<OpFoldResult> &iterDomainOffsets,
+    SmallVectorImpl<OpFoldResult> &iterDomainSizes) {
+  if (!coversHeadDim(cast<ShapedType>(getResult(resultNumber).getType()),
+                     offsets, sizes))
+    return failure();
+  // A tile of the state needs every key of the domain.
+  Range keys = getIterationDomain(b)[kKeys];
+  iterDomainOffsets.assign(offsets.begin(), offsets.begin() + 3);
+  iterDomainSizes.assign(sizes.begin(), sizes.begin() + 3);
+  iterDomainOffsets.push_back(keys.offset);
+  iterDomainSizes.push_back(keys.size);
+  return success();
+}
+
+FailureOr<TilingResult> OnlineAttentionOp::generateResultTileValue(
+    OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes) {
+  return generateResultTile(*this, b, resultNumber, offsets, sizes);
+}
+
+bool OnlineAttentionOp::isOpFusableWithConsumerSlice(
+    unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes) {
+  return coversHeadDim(cast<ShapedType>(getResult(resultNumber).getType()),
+                       offsets, sizes);
 }
 
 #define GET_OP_CLASSES

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Transform/IR/TransformDialect.h"
 
@@ -28,11 +29,11 @@ DiagnosedSilenceableFailure transform::MHADecomposeOp::applyToOne(
     transform::TransformRewriter &rewriter, MultiHeadAttentionOp target,
     transform::ApplyToEachResultList &results,
     transform::TransformState &state) {
-  FailureOr<AttentionOp> attention =
+  FailureOr<DecomposedLayer> layer =
       decomposeMultiHeadAttention(rewriter, target);
-  if (failed(attention))
+  if (failed(layer))
     return emitDefaultDefiniteFailure(target);
-  results.push_back(*attention);
+  results.push_back(layer->attention);
   return DiagnosedSilenceableFailure::success();
 }
 
@@ -44,14 +45,14 @@ DiagnosedSilenceableFailure transform::MHATileAttentionOp::applyToOne(
     transform::TransformRewriter &rewriter, AttentionOp target,
     transform::ApplyToEachResultList &results,
     transform::TransformState &state) {
-  rewriter.setInsertionPoint(target);
   FailureOr<TiledAttention> tiled = tileAttention(
       rewriter, target,
       TileOptions{static_cast<int64_t>(getQTileSize()),
                   static_cast<int64_t>(getKvTileSize())});
   if (failed(tiled))
     return emitDefaultDefiniteFailure(target);
-  results.push_back(tiled->loops.front());
+  results.push_back(tiled->parallelLoop);
+  results.push_back(tiled->keyLoop);
   return DiagnosedSilenceableFailure::success();
 }
 
@@ -63,21 +64,15 @@ DiagnosedSilenceableFailure transform::MHAFuseLayerOp::applyToOne(
     transform::TransformRewriter &rewriter, MultiHeadAttentionOp target,
     transform::ApplyToEachResultList &results,
     transform::TransformState &state) {
-  FailureOr<Value> fused = fuseMultiHeadAttention(
+  FailureOr<FusedLayer> fused = fuseMultiHeadAttention(
       rewriter, target,
       TileOptions{static_cast<int64_t>(getQTileSize()),
                   static_cast<int64_t>(getKvTileSize())});
   if (failed(fused))
     return emitDefaultDefiniteFailure(target);
-  // The outermost loop of the nest, behind the final conversion or cast.
-  Operation *loop = fused->getDefiningOp();
-  while (loop && !isa<scf::ForOp>(loop))
-    loop = loop->getNumOperands() ? loop->getOperand(0).getDefiningOp()
-                                  : nullptr;
-  rewriter.replaceOp(target, *fused);
-  if (!loop)
-    return emitDefaultDefiniteFailure(getOperation());
-  results.push_back(loop);
+  results.push_back(fused->parallelLoop);
+  results.push_back(fused->headLoop);
+  results.push_back(fused->keyLoop);
   return DiagnosedSilenceableFailure::success();
 }
 
@@ -92,8 +87,77 @@ DiagnosedSilenceableFailure transform::MHAAttentionToLinalgOp::applyToOne(
   FailureOr<Value> lowered = lowerAttentionToLinalg(rewriter, target);
   if (failed(lowered))
     return emitDefaultDefiniteFailure(target);
-  rewriter.replaceOp(target, *lowered);
   results.push_back(lowered->getDefiningOp());
+  return DiagnosedSilenceableFailure::success();
+}
+
+//===----------------------------------------------------------------------===//
+// DecomposeOnlineAttentionOp
+//===----------------------------------------------------------------------===//
+
+DiagnosedSilenceableFailure transform::MHADecomposeOnlineAttentionOp::applyToOne(
+    transform::TransformRewriter &rewriter, OnlineAttentionOp target,
+    transform::ApplyToEachResultList &results,
+    transform::TransformState &state) {
+  FailureOr<SmallVector<Value>> decomposed =
+      decomposeOnlineAttention(rewriter, target);
+  if (failed(decomposed))
+    return emitDefaultDefiniteFailure(target);
+  results.push_back(decomposed->front().getDefiningOp());
+  return DiagnosedSilenceableFailure::success();
+}
+
+//===----------------------------------------------------------------------===//
+// FuseConsumerOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult transform::MHAFuseConsumerOp::verify() {
+  if (getLoops().empty())
+    return emitOpError() << "expects at least one loop handle";
+  if (getLoops().size() != getUpdatedLoops().size())
+    return emitOpError() << "expects one result per loop handle: "
+                         << getLoops().size() << " loops, "
+                         << getUpdatedLoops().size() << " loop results";
+  return success();
+}
+
+void transform::MHAFuseConsumerOp::getEffects(
+    SmallVectorImpl<MemoryEffects::EffectInstance> &effects) {
+  consumesHandle(getConsumerMutable(), effects);
+  consumesHandle(getLoopsMutable(), effects);
+  producesHandle(getOperation()->getOpResults(), effects);
+  modifiesPayload(effects);
+}
+
+DiagnosedSilenceableFailure
+transform::MHAFuseConsumerOp::apply(transform::TransformRewriter &rewriter,
+                                    transform::TransformResults &results,
+                                    transform::TransformState &state) {
+  auto single = [&](Value handle) -> Operation * {
+    auto ops = state.getPayloadOps(handle);
+    return llvm::hasSingleElement(ops) ? *ops.begin() : nullptr;
+  };
+  Operation *consumer = single(getConsumer());
+  if (!consumer)
+    return emitDefiniteFailure() << "expects one consumer payload op";
+  SmallVector<LoopLikeOpInterface> loops;
+  for (Value handle : getLoops()) {
+    auto loop = dyn_cast_or_null<LoopLikeOpInterface>(single(handle));
+    if (!loop)
+      return emitDefiniteFailure() << "expects one loop payload op per handle";
+    loops.push_back(loop);
+  }
+  FailureOr<scf::SCFFuseConsumerOfSliceResult> fused =
+      scf::tileAndFuseConsumer(rewriter, consumer, loops);
+  if (failed(fused)) {
+    DiagnosedSilenceableFailure diag =
+        emitSilenceableError() << "could not fuse the consumer into the loops";
+    diag.attachNote(consumer->getLoc()) << "consumer";
+    return diag;
+  }
+  results.set(cast<OpResult>(getFusedConsumer()), fused->tiledOps);
+  for (auto [result, loop] : llvm::zip_equal(getUpdatedLoops(), loops))
+    results.set(cast<OpResult>(result), {loop.getOperation()});
   return DiagnosedSilenceableFailure::success();
 }
 

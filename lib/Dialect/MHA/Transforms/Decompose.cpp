@@ -10,10 +10,12 @@
 #include "mha/Dialect/MHA/IR/MHAOps.h"
 #include "mha/Dialect/MHA/Transforms/Passes.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
-#include "LinalgBuilders.h"
+#include "mha/Dialect/MHA/Utils/LinalgBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
@@ -29,35 +31,70 @@ using utils::IteratorType;
 
 namespace {
 
-/// An f32 accumulator of `shape`: the broadcast `bias` read through
-/// `biasMap`, or zeros without a bias. Starting from the bias folds the bias
-/// add into the contraction instead of a second pass over the result.
-Value buildAccumulator(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> shape,
-                       Value bias, AffineMap biasMap) {
-  Type f32 = b.getF32Type();
-  Value empty = tensor::EmptyOp::create(b, loc, shape, f32);
-  if (!bias) {
-    Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(f32));
-    return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+/// The layer's mask with every dynamic dim that broadcasts at run time (a
+/// rank-4 mask dim that is 1 when its score dim is not) expanded to the
+/// score size, so that mha.attention, whose dynamic mask dims must match the
+/// scores, receives it. Static size-1 dims stay: they broadcast through the
+/// indexing maps. The expansion only runs when a dim is 1 at run time.
+Value expandRuntimeMaskBroadcasts(OpBuilder &b, Location loc, Value mask,
+                                  ArrayRef<OpFoldResult> scoreSizes) {
+  auto type = cast<RankedTensorType>(mask.getType());
+  MaskLayout layout = *getMaskLayout(type.getRank());
+  if (!layout.broadcasts)
+    return mask;
+  for (auto [d, scoreDim] : llvm::enumerate(layout.scoreDims)) {
+    if (!type.isDynamicDim(d) || isConstantIntValue(scoreSizes[scoreDim], 1))
+      continue;
+    Value isOne = arith::CmpIOp::create(
+        b, loc, arith::CmpIPredicate::eq, tensor::DimOp::create(b, loc, mask, d),
+        arith::ConstantIndexOp::create(b, loc, 1));
+    Value current = mask;
+    auto ifOp = scf::IfOp::create(
+        b, loc, isOne,
+        [&](OpBuilder &tb, Location tloc) {
+          // mask[.., 0, ..] (rank-reduced) broadcast along d.
+          int64_t rank = type.getRank();
+          SmallVector<OpFoldResult> sizes =
+              tensor::getMixedSizes(tb, tloc, current);
+          SmallVector<OpFoldResult> fullSizes = sizes;
+          sizes[d] = tb.getIndexAttr(1);
+          fullSizes[d] = scoreSizes[scoreDim];
+          SmallVector<int64_t> rowShape(type.getShape());
+          rowShape.erase(rowShape.begin() + d);
+          Value row = tensor::ExtractSliceOp::create(
+              tb, tloc, RankedTensorType::get(rowShape, type.getElementType()),
+              current, SmallVector<OpFoldResult>(rank, tb.getIndexAttr(0)),
+              sizes, SmallVector<OpFoldResult>(rank, tb.getIndexAttr(1)));
+          Value empty = tensor::EmptyOp::create(tb, tloc, fullSizes,
+                                                type.getElementType());
+          Value expanded =
+              linalg::BroadcastOp::create(tb, tloc, row, empty,
+                                          ArrayRef<int64_t>{int64_t(d)})
+                  ->getResult(0);
+          scf::YieldOp::create(
+              tb, tloc,
+              Value(tensor::CastOp::create(tb, tloc, type, expanded)));
+        },
+        [&](OpBuilder &eb, Location eloc) {
+          scf::YieldOp::create(eb, eloc, current);
+        });
+    mask = ifOp.getResult(0);
   }
-  unsigned rank = shape.size();
-  auto generic = linalg::GenericOp::create(
-      b, loc, empty.getType(), ValueRange{bias}, ValueRange{empty},
-      ArrayRef<AffineMap>{biasMap, b.getMultiDimIdentityMap(rank)},
-      SmallVector<IteratorType>(rank, IteratorType::parallel),
-      [](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(
-            nb, nloc, convertFloat(nb, nloc, args[0], args[1].getType()));
-      });
-  return generic.getResult(0);
+  return mask;
 }
+
+/// A projection: its contraction and its result in the layer's element type.
+struct Projection {
+  Operation *contraction;
+  Value result;
+};
 
 /// Projects `input [B, S, E]` with `weight [E, heads * d]` (+ `bias`) straight
 /// into the head-split layout `[B, heads, S, d]`: loops (b, h, s, i, e),
 /// weight read at (e, h * d + i).
-Value buildInputProjection(OpBuilder &b, Location loc, Value input,
-                           Value weight, Value bias, int64_t heads, int64_t d,
-                           Type elementType) {
+Projection buildInputProjection(OpBuilder &b, Location loc, Value input,
+                                Value weight, Value bias, int64_t heads,
+                                int64_t d, Type elementType) {
   MLIRContext *ctx = b.getContext();
   AffineExpr bb, h, s, i, e;
   bindDims(ctx, bb, h, s, i, e);
@@ -65,22 +102,23 @@ Value buildInputProjection(OpBuilder &b, Location loc, Value input,
                                      b.getIndexAttr(heads),
                                      tensor::getMixedSize(b, loc, input, 1),
                                      b.getIndexAttr(d)};
-  Value acc = buildAccumulator(b, loc, shape, bias,
-                               AffineMap::get(4, 0, {h * d + i}, ctx));
+  Value acc =
+      buildAccumulatorInit(b, loc, shape, b.getF32Type(), bias,
+                           AffineMap::get(4, 0, {h * d + i}, ctx));
   acc = buildContraction(b, loc, input, weight, acc,
                          {AffineMap::get(5, 0, {bb, s, e}, ctx),
                           AffineMap::get(5, 0, {e, h * d + i}, ctx),
                           AffineMap::get(5, 0, {bb, h, s, i}, ctx)},
                          /*numReductions=*/1);
-  return convertTensor(b, loc, acc, elementType);
+  return {acc.getDefiningOp(), convertTensor(b, loc, acc, elementType)};
 }
 
 /// Merges the heads `[B, H, Sq, dv]` and projects them with `weight
 /// [H * dv, Eo]` (+ `bias`) into `[B, Sq, Eo]`: loops (b, s, o, h, i), weight
 /// read at (h * dv + i, o). The merge is the reduction over h and i.
-Value buildOutputProjection(OpBuilder &b, Location loc, Value heads,
-                            Value weight, Value bias, int64_t dv,
-                            Type elementType) {
+Projection buildOutputProjection(OpBuilder &b, Location loc, Value heads,
+                                 Value weight, Value bias, int64_t dv,
+                                 Type elementType) {
   MLIRContext *ctx = b.getContext();
   AffineExpr bb, s, o, h, i;
   bindDims(ctx, bb, s, o, h, i);
@@ -88,14 +126,14 @@ Value buildOutputProjection(OpBuilder &b, Location loc, Value heads,
   SmallVector<OpFoldResult> shape = {tensor::getMixedSize(b, loc, heads, 0),
                                      tensor::getMixedSize(b, loc, heads, 2),
                                      b.getIndexAttr(eo)};
-  Value acc =
-      buildAccumulator(b, loc, shape, bias, AffineMap::get(3, 0, {o}, ctx));
+  Value acc = buildAccumulatorInit(b, loc, shape, b.getF32Type(), bias,
+                                   AffineMap::get(3, 0, {o}, ctx));
   acc = buildContraction(b, loc, heads, weight, acc,
                          {AffineMap::get(5, 0, {bb, h, s, i}, ctx),
                           AffineMap::get(5, 0, {h * dv + i, o}, ctx),
                           AffineMap::get(5, 0, {bb, s, o}, ctx)},
                          /*numReductions=*/2);
-  return convertTensor(b, loc, acc, elementType);
+  return {acc.getDefiningOp(), convertTensor(b, loc, acc, elementType)};
 }
 
 struct DecomposeMultiHeadAttention final
@@ -122,7 +160,7 @@ struct MHADecomposePass final
 
 } // namespace
 
-FailureOr<AttentionOp>
+FailureOr<DecomposedLayer>
 mha::decomposeMultiHeadAttention(RewriterBase &rewriter,
                                  MultiHeadAttentionOp op) {
   OpBuilder::InsertionGuard guard(rewriter);
@@ -134,29 +172,44 @@ mha::decomposeMultiHeadAttention(RewriterBase &rewriter,
   int64_t dk = op.getHeadDimQK();
   int64_t dv = op.getHeadDimV();
 
-  Value q = buildInputProjection(rewriter, loc, op.getQuery(), op.getWQ(),
-                                 op.getBQ(), numHeads, dk, elementType);
-  Value k = buildInputProjection(rewriter, loc, op.getKey(), op.getWK(),
-                                 op.getBK(), numKvHeads, dk, elementType);
-  Value v = buildInputProjection(rewriter, loc, op.getValue(), op.getWV(),
-                                 op.getBV(), numKvHeads, dv, elementType);
+  DecomposedLayer layer;
+  Projection q = buildInputProjection(rewriter, loc, op.getQuery(), op.getWQ(),
+                                      op.getBQ(), numHeads, dk, elementType);
+  Projection k = buildInputProjection(rewriter, loc, op.getKey(), op.getWK(),
+                                      op.getBK(), numKvHeads, dk, elementType);
+  Projection v = buildInputProjection(rewriter, loc, op.getValue(), op.getWV(),
+                                      op.getBV(), numKvHeads, dv, elementType);
+  layer.queryProjection = q.contraction;
+  layer.keyProjection = k.contraction;
+  layer.valueProjection = v.contraction;
 
   SmallVector<OpFoldResult> headsShape = {
-      tensor::getMixedSize(rewriter, loc, q, 0), rewriter.getIndexAttr(numHeads),
-      tensor::getMixedSize(rewriter, loc, q, 2), rewriter.getIndexAttr(dv)};
+      tensor::getMixedSize(rewriter, loc, q.result, 0),
+      rewriter.getIndexAttr(numHeads),
+      tensor::getMixedSize(rewriter, loc, q.result, 2),
+      rewriter.getIndexAttr(dv)};
   Value init = tensor::EmptyOp::create(rewriter, loc, headsShape, elementType);
-  auto attention = AttentionOp::create(
-      rewriter, loc, init.getType(), q, k, v, op.getMask(),
-      /*causal_offset=*/Value(), init, op.getScaleAttr(), op.getCausalAttr());
+  Value mask = op.getMask();
+  if (mask)
+    mask = expandRuntimeMaskBroadcasts(
+        rewriter, loc, mask,
+        {headsShape[0], headsShape[1], headsShape[2],
+         tensor::getMixedSize(rewriter, loc, k.result, 2)});
+  layer.attention = AttentionOp::create(
+      rewriter, loc, init.getType(), q.result, k.result, v.result, mask, /*causal_offset=*/Value(), init, op.getScaleAttr(),
+      op.getCausalAttr());
 
-  Value result =
-      buildOutputProjection(rewriter, loc, attention.getResult(), op.getWO(),
-                            op.getBO(), dv, elementType);
+  Projection out =
+      buildOutputProjection(rewriter, loc, layer.attention.getResult(),
+                            op.getWO(), op.getBO(), dv, elementType);
+  layer.outputProjection = out.contraction;
+  Value result = out.result;
   // The result type may know more static sizes than the query did.
   if (result.getType() != op.getType())
     result = tensor::CastOp::create(rewriter, loc, op.getType(), result);
   rewriter.replaceOp(op, result);
-  return attention;
+  layer.result = result;
+  return layer;
 }
 
 void mha::populateDecomposeMultiHeadAttentionPatterns(

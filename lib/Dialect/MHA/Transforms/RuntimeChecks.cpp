@@ -87,25 +87,32 @@ public:
 
   /// The mask against the scores [B, H, Sq, Sk] the sizes `b`, `sq`, `sk`
   /// (and `h`, when the op knows H only as a number) stand for.
+  /// With `runtimeBroadcast` (the layer op), a dynamic rank-4 mask dim may
+  /// also be 1; on the core ops only a static 1 broadcasts.
   void mask(Value mask, const Size &batch, int64_t heads, const Size &sq,
-            const Size &sk) {
-    auto type = cast<ShapedType>(mask.getType());
-    switch (type.getRank()) {
-    case 2:
-      equal({mask, "mask", 0}, sq, "Sq");
-      equal({mask, "mask", 1}, sk, "Sk");
-      return;
-    case 3:
-      equal({mask, "mask", 0}, batch, "B");
-      equal({mask, "mask", 1}, sq, "Sq");
-      equal({mask, "mask", 2}, sk, "Sk");
-      return;
-    default:
-      equal({mask, "mask", 0}, batch, "B", /*orOne=*/true);
-      equalTo({mask, "mask", 1}, heads, "H", "the number of heads",
-              /*orOne=*/true);
-      equal({mask, "mask", 2}, sq, "Sq", /*orOne=*/true);
-      equal({mask, "mask", 3}, sk, "Sk", /*orOne=*/true);
+            const Size &sk, bool runtimeBroadcast) {
+    MaskLayout layout = *getMaskLayout(
+        cast<ShapedType>(mask.getType()).getRank());
+    for (auto [d, scoreDim] : llvm::enumerate(layout.scoreDims)) {
+      Size maskDim{mask, "mask", static_cast<int64_t>(d)};
+      StringRef symbol = getScoreDimSymbol(scoreDim);
+      bool orOne = layout.broadcasts &&
+                   (runtimeBroadcast ||
+                    cast<ShapedType>(mask.getType()).getDimSize(d) == 1);
+      switch (scoreDim) {
+      case kBatch:
+        equal(maskDim, batch, symbol, orOne);
+        break;
+      case kHeads:
+        equalTo(maskDim, heads, symbol, "the number of heads", orOne);
+        break;
+      case kQueries:
+        equal(maskDim, sq, symbol, orOne);
+        break;
+      case kKeys:
+        equal(maskDim, sk, symbol, orOne);
+        break;
+      }
     }
   }
 
@@ -165,7 +172,8 @@ void mha::insertRuntimeShapeChecks(OpBuilder &b, Operation *op) {
         check.equalTo({layer.getQuery(), "query", d}, resultType.getDimSize(d),
                       d == 0 ? "B" : "Sq", "the result type");
     if (Value mask = layer.getMask())
-      check.mask(mask, batch, layer.getNumHeads(), sq, sk);
+      check.mask(mask, batch, layer.getNumHeads(), sq, sk,
+                 /*runtimeBroadcast=*/true);
     return;
   }
   auto attention = cast<AttentionOp>(op);
@@ -179,5 +187,5 @@ void mha::insertRuntimeShapeChecks(OpBuilder &b, Operation *op) {
   if (Value mask = attention.getMask())
     check.mask(mask, batch,
                cast<ShapedType>(attention.getQuery().getType()).getDimSize(1),
-               sq, sk);
+               sq, sk, /*runtimeBroadcast=*/false);
 }

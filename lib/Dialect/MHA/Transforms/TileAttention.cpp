@@ -1,17 +1,18 @@
 //===- TileAttention.cpp - FlashAttention-style mha.attention ---*- C++ -*-===//
 //
-// mha.attention -> loops over (batch, head, query tile), built by upstream
-// scf::tileUsingSCF through the op's TilingInterface, around the online-
-// softmax loop over key/value tiles (OnlineSoftmax.h). No [Sq, Sk] tensor is
-// ever formed: the largest intermediate is a [q-tile, kv-tile] block.
+// mha.attention -> an scf.forall over (batch, head, query tile), built by
+// upstream scf::tileUsingSCF through the op's TilingInterface, and in each
+// tile the key loop: the tile's online form (mha.online_attention) with its
+// key dimension, a reduction of its TilingInterface, tiled by the same
+// upstream utility, and each block of keys decomposed into linalg. No
+// [Sq, Sk] tensor is ever formed: the largest intermediate is a
+// [q-tile, kv-tile] block of scores.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mha/Dialect/MHA/IR/MHAOps.h"
 #include "mha/Dialect/MHA/Transforms/Passes.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
-#include "LinalgBuilders.h"
-#include "OnlineSoftmax.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -30,27 +31,53 @@ namespace mlir::mha {
 using namespace mlir;
 using namespace mlir::mha;
 
-/// Replaces a one-batch, one-head tile of mha.attention ([1, 1, qt, d]) by
-/// the online-softmax loop, written into the tile's destination.
-static Value lowerHeadTile(RewriterBase &rewriter, AttentionOp tile,
-                           int64_t kvTileSize) {
-  rewriter.setInsertionPoint(tile);
-  ScoreMask mask{tile.getMask(),
-                 tile.getCausal() ? tile.getCausalOffsetOrDefault(rewriter)
-                                  : Value()};
-  return buildOnlineSoftmaxAttention(
-      rewriter, tile.getLoc(), tile.getQuery(), tile.getKey(), tile.getValue(),
-      tile.getScaleOrDefault(), mask, kvTileSize, tile.getInit());
+static LogicalResult checkTileSizes(Operation *op, const TileOptions &options) {
+  if (options.qTileSize > 0 && options.kvTileSize > 0)
+    return success();
+  return op->emitOpError() << "tile sizes must be positive, found q-tile-size="
+                           << options.qTileSize
+                           << " kv-tile-size=" << options.kvTileSize;
+}
+
+FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
+                                                   AttentionOp op,
+                                                   int64_t kvTileSize) {
+  if (failed(checkTileSizes(op, TileOptions{1, kvTileSize})))
+    return failure();
+  OpBuilder::InsertionGuard guard(rewriter);
+  FailureOr<OnlineAttentionOp> online = convertToOnlineAttention(rewriter, op);
+  if (failed(online))
+    return failure();
+  // The normalization that replaced `op` reads the online op's results.
+  Operation *normalize = *online->getResult(0).getUsers().begin();
+
+  // Keys are the online op's reduction dim (3): tiling it carries the state.
+  scf::SCFTilingOptions tiling;
+  tiling.setTileSizes({rewriter.getIndexAttr(0), rewriter.getIndexAttr(0),
+                       rewriter.getIndexAttr(0),
+                       rewriter.getIndexAttr(kvTileSize)});
+  rewriter.setInsertionPoint(*online);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(online->getOperation()), tiling);
+  if (failed(tiled))
+    return failure();
+  rewriter.replaceOp(*online, tiled->replacements);
+
+  auto block = cast<OnlineAttentionOp>(tiled->tiledOps.front());
+  if (failed(decomposeOnlineAttention(rewriter, block)))
+    return failure();
+  return AttentionKeyLoop{tiled->loops.front(), normalize->getResult(0)};
 }
 
 FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
                                              AttentionOp op,
                                              const TileOptions &options) {
-  if (options.qTileSize <= 0 || options.kvTileSize <= 0)
-    return op.emitOpError() << "tile sizes must be positive, found q-tile-size="
-                            << options.qTileSize
-                            << " kv-tile-size=" << options.kvTileSize;
+  if (failed(checkTileSizes(op, options)))
+    return failure();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
   scf::SCFTilingOptions tiling;
+  tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
   tiling.setTileSizes({rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
                        rewriter.getIndexAttr(options.qTileSize)});
   FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
@@ -59,10 +86,13 @@ FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
     return failure();
   rewriter.replaceOp(op, tiled->replacements);
 
-  auto tile = cast<AttentionOp>(tiled->tiledOps.back());
-  Value result = lowerHeadTile(rewriter, tile, options.kvTileSize);
-  rewriter.replaceOp(tile, result);
-  return TiledAttention{tiled->loops, tiled->replacements.front()};
+  auto tile = cast<AttentionOp>(tiled->tiledOps.front());
+  FailureOr<AttentionKeyLoop> keys =
+      tileAttentionKeys(rewriter, tile, options.kvTileSize);
+  if (failed(keys))
+    return failure();
+  return TiledAttention{tiled->loops.front(), keys->keyLoop,
+                        tiled->replacements.front()};
 }
 
 namespace {
@@ -76,11 +106,9 @@ struct MHATileAttentionPass final
     getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
     TileOptions options{qTileSize, kvTileSize};
-    for (AttentionOp op : ops) {
-      rewriter.setInsertionPoint(op);
+    for (AttentionOp op : ops)
       if (failed(tileAttention(rewriter, op, options)))
         return signalPassFailure();
-    }
   }
 };
 

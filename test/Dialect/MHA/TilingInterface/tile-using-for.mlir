@@ -8,6 +8,7 @@
 
 // CHECK-DAG: #[[MIN:.+]] = affine_map<(d0)[s0] -> (-d0 + s0, 32)>
 // CHECK-DAG: #[[KV:.+]] = affine_map<(d0) -> (d0 floordiv 4)>
+// CHECK-DAG: #[[DIAG:.+]] = affine_map<()[s0, s1, s2] -> (s0 - s1 + s2)>
 // CHECK-LABEL: func.func @gqa_causal_mask
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<2x8x?x16xf32>, %[[K:[^:]+]]: tensor<2x2x?x16xf32>, %[[V:[^:]+]]: tensor<2x2x?x16xf32>, %[[M:[^:]+]]: tensor<2x1x?x?xi1>, %[[INIT:[^:]+]]: tensor<2x8x?x16xf32>)
 // CHECK: scf.for %[[B:.+]] = %c0 to %c2 step %c1
@@ -18,10 +19,9 @@
 // CHECK:       %[[QT:.+]] = tensor.extract_slice %[[Q]][%[[B]], %[[H]], %[[I]], 0] [1, 4, %[[SZ]], 16]
 // CHECK:       %[[KT:.+]] = tensor.extract_slice %[[K]][%[[B]], %[[G]], 0, 0] [1, 1, %{{.*}}, 16]
 // CHECK:       %[[VT:.+]] = tensor.extract_slice %[[V]][%[[B]], %[[G]], 0, 0] [1, 1, %{{.*}}, 16]
-// CHECK:       %[[OT:.+]] = tensor.extract_slice %[[ACC]][%[[B]], %[[H]], %[[I]], 0] [1, 4, %[[SZ]], 16]
 // CHECK:       %[[MT:.+]] = tensor.extract_slice %[[M]][%[[B]], 0, %{{.*}}, 0] [1, 1, %{{.*}}, %{{.*}}]
-// CHECK:       %[[DIAG:.+]] = arith.subi
-// CHECK:       %[[OFF:.+]] = arith.addi %[[I]], %[[DIAG]]
+// CHECK:       %[[OFF:.+]] = affine.apply #[[DIAG]]()[%[[I]], %{{.*}}, %{{.*}}]
+// CHECK:       %[[OT:.+]] = tensor.extract_slice %[[ACC]][%[[B]], %[[H]], %[[I]], 0] [1, 4, %[[SZ]], 16]
 // CHECK:       %[[R:.+]] = mha.attention ins(%[[QT]], %[[KT]], %[[VT]] : tensor<1x4x?x16xf32>, tensor<1x1x?x16xf32>, tensor<1x1x?x16xf32>) mask(%[[MT]] : tensor<1x1x?x?xi1>) causal_offset(%[[OFF]]) outs(%[[OT]] : tensor<1x4x?x16xf32>) {causal}
 // CHECK:       tensor.insert_slice %[[R]] into %[[ACC]][%[[B]], %[[H]], %[[I]], 0] [1, 4, %[[SZ]], 16]
 func.func @gqa_causal_mask(%q: tensor<2x8x?x16xf32>, %k: tensor<2x2x?x16xf32>, %v: tensor<2x2x?x16xf32>,

@@ -1,12 +1,23 @@
 // RUN: mha-opt %s --split-input-file --transform-interpreter --verify-diagnostics | FileCheck %s
 
-// transform.mha.fuse_layer returns the outermost loop of the fused nest, and
-// transform.mha.attention_to_linalg the linalg.generic that produces the
+// transform.mha.fuse_layer returns a handle to each loop of the fused nest
+// (the forall over batch and query tiles, the head loop, the key loop),
+// transform.mha.tile_attention to its forall and key loop, and
+// transform.mha.attention_to_linalg to the linalg.generic that produces the
 // reference result.
 
 // CHECK-LABEL: func.func @fused
-// CHECK: scf.for
-// CHECK: } {fused_layer}
+// CHECK: scf.forall
+// CHECK:   scf.for
+// CHECK:     scf.for
+// CHECK:     } {key_loop}
+// CHECK:   } {head_loop}
+// CHECK: } {layer_forall}
+// CHECK-LABEL: func.func @tiled
+// CHECK: scf.forall
+// CHECK:   scf.for
+// CHECK:   } {key_loop}
+// CHECK: } {attention_forall}
 // CHECK-LABEL: func.func @reference
 // CHECK: linalg.generic {{.*}} attrs = {reference_result}
 func.func @fused(%x: tensor<1x8x16xf32>, %w: tensor<16x16xf32>) -> tensor<1x8x16xf32> {
@@ -14,6 +25,11 @@ func.func @fused(%x: tensor<1x8x16xf32>, %w: tensor<16x16xf32>) -> tensor<1x8x16
        : (tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<1x8x16xf32>, tensor<16x16xf32>,
           tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<1x8x16xf32>
   return %y : tensor<1x8x16xf32>
+}
+func.func @tiled(%q: tensor<1x2x8x4xf32>, %init: tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32> {
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>)
+         outs(%init : tensor<1x2x8x4xf32>) {tile_me} -> tensor<1x2x8x4xf32>
+  return %o : tensor<1x2x8x4xf32>
 }
 func.func @reference(%q: tensor<1x2x8x4xf32>, %init: tensor<1x2x8x4xf32>) -> tensor<1x2x8x4xf32> {
   %o = mha.attention ins(%q, %q, %q : tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>, tensor<1x2x8x4xf32>)
@@ -24,9 +40,17 @@ module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
     %layer = transform.structured.match ops{["mha.multi_head_attention"]} in %root
       : (!transform.any_op) -> !transform.any_op
-    %loop = transform.mha.fuse_layer %layer {q_tile_size = 4, kv_tile_size = 4}
+    %forall, %heads, %keys = transform.mha.fuse_layer %layer {q_tile_size = 4, kv_tile_size = 4}
+      : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    transform.annotate %forall "layer_forall" : !transform.any_op
+    transform.annotate %heads "head_loop" : !transform.any_op
+    transform.annotate %keys "key_loop" : !transform.any_op
+    %to_tile = transform.structured.match ops{["mha.attention"]} attributes {tile_me} in %root
       : (!transform.any_op) -> !transform.any_op
-    transform.annotate %loop "fused_layer" : !transform.any_op
+    %att_forall, %att_keys = transform.mha.tile_attention %to_tile {q_tile_size = 4, kv_tile_size = 4}
+      : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.annotate %att_forall "attention_forall" : !transform.any_op
+    transform.annotate %att_keys "key_loop" : !transform.any_op
     %att = transform.structured.match ops{["mha.attention"]} in %root
       : (!transform.any_op) -> !transform.any_op
     %result = transform.mha.attention_to_linalg %att : (!transform.any_op) -> !transform.any_op

@@ -1,48 +1,61 @@
 // RUN: mha-opt %s --mha-fuse-layer="q-tile-size=64 kv-tile-size=64" --canonicalize --cse | FileCheck %s
 
-// The whole layer in one loop nest. B=2, S=512, 4 query heads over 2 kv heads
-// (group 2), dk=16, dv=8, Eo=64:
-// - K and V of kv head g are projected once per (batch, g), outside the loops
-//   over the group's query heads and query tiles, from column slices of w_k /
-//   w_v (head split = weight slice, no transposed copy), biases as the
-//   accumulator's initial value;
-// - Q is projected inside the query-tile loop (producer fusion) and scaled in
-//   its epilogue;
-// - the output projection consumes each finished tile with the rows of w_o of
-//   its head, accumulating into the [1, qt, Eo] slice of the result;
+// The whole layer by upstream tile-and-fuse. B=2, S=512, 4 query heads over
+// 2 kv heads (group 2), dk=16, dv=8, Eo=64, causal:
+// - K and V are projected once, before the loop nest, for every batch and kv
+//   head (bias as the accumulator's initial value, head split as the weight's
+//   indexing map);
+// - an scf.forall over (batch, 64-query tile) owns its rows of the result:
+//   the output bias initializes them, nothing is carried across iterations;
+// - inside, an scf.for over the 4 query heads reduces the output projection:
+//   head h's Q projection (columns h*16.. of w_q and b_q) and its attention
+//   are fused into it, reading kv head h floordiv 2 and rows h*8.. of w_o;
+// - the attention is the key loop of the online form, ending at the causal
+//   bound of the query tile;
 // - neither the 512x512 scores nor the concatenated heads [2, 512, 32] exist.
 
+// CHECK-DAG: #[[KV_HEAD:.+]] = affine_map<(d0) -> (d0 floordiv 2)>
+// CHECK-DAG: #[[Q_COL:.+]] = affine_map<(d0) -> (d0 * 16)>
+// CHECK-DAG: #[[O_ROW:.+]] = affine_map<(d0) -> (d0 * 8)>
+// CHECK-DAG: #[[LAST_ROW:.+]] = affine_map<()[s0] -> (0, s0 + 64)>
 // CHECK-LABEL: func.func @layer
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<2x512x64xf32>, %[[KV:[^:]+]]: tensor<2x512x48xf32>, %[[WQ:[^:]+]]: tensor<64x64xf32>, %[[WK:[^:]+]]: tensor<48x32xf32>, %[[WV:[^:]+]]: tensor<48x16xf32>, %[[WO:[^:]+]]: tensor<32x64xf32>, %[[BQ:[^:]+]]: tensor<64xf32>, %[[BK:[^:]+]]: tensor<32xf32>, %[[BV:[^:]+]]: tensor<16xf32>, %[[BO:[^:]+]]: tensor<64xf32>)
 // CHECK-NOT: 512x512
 // CHECK-NOT: 2x512x32
-// CHECK-DAG: %[[SCALE:.+]] = arith.constant 2.500000e-01 : f32
-// CHECK: %[[Y0:.+]] = linalg.generic {{.*}} ins(%[[BO]] : tensor<64xf32>) outs(%{{.*}} : tensor<2x512x64xf32>)
-// CHECK: scf.for %[[B:.+]] = %c0 to %c2 step %c1 iter_args(%{{.*}} = %[[Y0]])
-// CHECK:   scf.for %[[G:.+]] = %c0 to %c2 step %c1
-// CHECK:     %[[KVB:.+]] = tensor.extract_slice %[[KV]][%[[B]], 0, 0] [1, 512, 48]
-// CHECK:     %[[WKG:.+]] = tensor.extract_slice %[[WK]][0, %{{.*}}] [48, 16]
-// CHECK:     %[[BKG:.+]] = tensor.extract_slice %[[BK]][%{{.*}}] [16]
-// CHECK:     %[[KACC:.+]] = linalg.generic {{.*}} ins(%[[BKG]] : tensor<16xf32>) outs(%{{.*}} : tensor<512x16xf32>)
-// CHECK:     %[[K:.+]] = linalg.generic {{.*}} ins(%[[KVB]], %[[WKG]] : tensor<1x512x48xf32>, tensor<48x16xf32>) outs(%[[KACC]] : tensor<512x16xf32>)
-// CHECK:     %[[WVG:.+]] = tensor.extract_slice %[[WV]][0, %{{.*}}] [48, 8]
-// CHECK:     %[[V:.+]] = linalg.generic {{.*}} ins(%[[KVB]], %[[WVG]] : tensor<1x512x48xf32>, tensor<48x8xf32>) outs(%{{.*}} : tensor<512x8xf32>)
-// CHECK:     scf.for %[[HH:.+]] = %c0 to %c2 step %c1
-// CHECK:       %[[WOH:.+]] = tensor.extract_slice %[[WO]][%{{.*}}, 0] [8, 64]
-// CHECK:       scf.for %[[I0:.+]] = %c0 to %c512 step %c64 iter_args(%[[Y:.+]] = %{{.*}})
-// CHECK:         %[[XT:.+]] = tensor.extract_slice %[[X]][%[[B]], %[[I0]], 0] [1, %{{.*}}, 64]
-// CHECK:         %[[WQH:.+]] = tensor.extract_slice %[[WQ]][0, %{{.*}}] [64, 16]
-// CHECK:         %[[QP:.+]] = linalg.generic {{.*}} ins(%[[XT]], %[[WQH]] : tensor<1x?x64xf32>, tensor<64x16xf32>)
-// CHECK:         %[[Q:.+]] = linalg.generic {{.*}} outs(%[[QP]] : tensor<?x16xf32>)
-// CHECK:           arith.mulf %{{.*}}, %[[SCALE]]
-// CHECK:         %[[ATT:.+]]:3 = scf.for
-// CHECK:           tensor.extract_slice %[[K]]
-// CHECK:           tensor.extract_slice %[[V]]
-// CHECK:         %[[O:.+]] = linalg.generic {{.*}} ins(%[[ATT]]#2, %[[ATT]]#1 : tensor<?x8xf32>, tensor<?xf32>)
-// CHECK:         %[[YT:.+]] = tensor.extract_slice %[[Y]][%[[B]], %[[I0]], 0] [1, %{{.*}}, 64]
-// CHECK:         %[[YN:.+]] = linalg.generic {{.*}} ins(%[[O]], %[[WOH]] : tensor<?x8xf32>, tensor<8x64xf32>) outs(%[[YT]] : tensor<1x?x64xf32>)
-// CHECK:         tensor.insert_slice %[[YN]] into %[[Y]][%[[B]], %[[I0]], 0] [1, %{{.*}}, 64]
-// CHECK-NOT: mha.multi_head_attention
+// CHECK-NOT: mha.
+// CHECK: %[[KACC:.+]] = linalg.generic {{.*}} ins(%[[BK]] : tensor<32xf32>) outs(%{{.*}} : tensor<2x2x512x16xf32>)
+// CHECK: %[[K:.+]] = linalg.generic {{.*}} ins(%[[KV]], %[[WK]] : tensor<2x512x48xf32>, tensor<48x32xf32>) outs(%[[KACC]] : tensor<2x2x512x16xf32>)
+// CHECK: %[[VACC:.+]] = linalg.generic {{.*}} ins(%[[BV]] : tensor<16xf32>)
+// CHECK: %[[V:.+]] = linalg.generic {{.*}} ins(%[[KV]], %[[WV]] : tensor<2x512x48xf32>, tensor<48x16xf32>) outs(%[[VACC]] : tensor<2x2x512x8xf32>)
+// CHECK: scf.forall (%[[B:.+]], %[[I0:.+]]) = (0, 0) to (2, 512) step (1, 64) shared_outs(%[[Y:.+]] = %{{.*}}) -> (tensor<2x512x64xf32>)
+// CHECK:   %[[XT:.+]] = tensor.extract_slice %[[X]][%[[B]], %[[I0]], 0] [1, 64, 64]
+// CHECK:   %[[KB:.+]] = tensor.extract_slice %[[K]][%[[B]], 0, 0, 0] [1, 2, 512, 16]
+// CHECK:   %[[VB:.+]] = tensor.extract_slice %[[V]][%[[B]], 0, 0, 0] [1, 2, 512, 8]
+// CHECK:   %[[YT:.+]] = tensor.extract_slice %[[Y]][%[[B]], %[[I0]], 0] [1, 64, 64]
+// CHECK:   %[[Y0:.+]] = linalg.generic {{.*}} ins(%[[BO]] : tensor<64xf32>) outs(%[[YT]] : tensor<1x64x64xf32>)
+// CHECK:   %[[YH:.+]] = scf.for %[[H:.+]] = %c0 to %c4 step %c1 iter_args(%[[YACC:.+]] = %[[Y0]]) -> (tensor<1x64x64xf32>)
+// CHECK:     %[[OROW:.+]] = affine.apply #[[O_ROW]](%[[H]])
+// CHECK:     %[[G:.+]] = affine.apply #[[KV_HEAD]](%[[H]])
+// CHECK:     %[[QCOL:.+]] = affine.apply #[[Q_COL]](%[[H]])
+// CHECK:     %[[WQH:.+]] = tensor.extract_slice %[[WQ]][0, %[[QCOL]]] [64, 16]
+// CHECK:     %[[BQH:.+]] = tensor.extract_slice %[[BQ]][%[[QCOL]]] [16]
+// CHECK:     %[[QACC:.+]] = linalg.generic {{.*}} ins(%[[BQH]] : tensor<16xf32>) outs(%{{.*}} : tensor<1x1x64x16xf32>)
+// CHECK:     %[[Q:.+]] = linalg.generic {{.*}} ins(%[[XT]], %[[WQH]] : tensor<1x64x64xf32>, tensor<64x16xf32>) outs(%[[QACC]] : tensor<1x1x64x16xf32>)
+// CHECK:     %[[KG:.+]] = tensor.extract_slice %[[KB]][0, %[[G]], 0, 0] [1, 1, 512, 16]
+// CHECK:     %[[VG:.+]] = tensor.extract_slice %[[VB]][0, %[[G]], 0, 0] [1, 1, 512, 8]
+// CHECK:     %[[POS:.+]] = affine.max #[[LAST_ROW]]()[%[[I0]]]
+// CHECK:     %[[END:.+]] = affine.min #{{.+}}()[%[[POS]]]
+// CHECK:     %[[ATT:.+]]:3 = scf.for %{{.*}} = %c0 to %[[END]] step %c64
+// CHECK:       tensor.extract_slice %[[KG]]
+// CHECK:       tensor.extract_slice %[[VG]]
+// CHECK:       linalg.generic {{.*}} ins(%[[Q]], %{{.*}} : tensor<1x1x64x16xf32>, tensor<1x1x?x16xf32>)
+// CHECK:     %[[O:.+]] = linalg.generic {{.*}} ins(%[[ATT]]#0, %[[ATT]]#2 : tensor<1x1x64x8xf32>, tensor<1x1x64xf32>)
+// CHECK:     %[[WOH:.+]] = tensor.extract_slice %[[WO]][%[[OROW]], 0] [8, 64]
+// CHECK:     %[[YN:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[O]], %[[WOH]] : tensor<1x1x64x8xf32>, tensor<8x64xf32>) outs(%[[YACC]] : tensor<1x64x64xf32>)
+// CHECK:     scf.yield %[[YN]]
+// CHECK:   scf.forall.in_parallel
+// CHECK:     tensor.parallel_insert_slice %[[YH]] into %[[Y]][%[[B]], %[[I0]], 0] [1, 64, 64]
+// CHECK-NOT: mha.
 func.func @layer(%x: tensor<2x512x64xf32>, %kv: tensor<2x512x48xf32>, %wq: tensor<64x64xf32>,
                  %wk: tensor<48x32xf32>, %wv: tensor<48x16xf32>, %wo: tensor<32x64xf32>,
                  %bq: tensor<64xf32>, %bk: tensor<32xf32>, %bv: tensor<16xf32>, %bo: tensor<64xf32>)

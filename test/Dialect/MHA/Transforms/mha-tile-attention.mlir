@@ -1,52 +1,60 @@
 // RUN: mha-opt %s --split-input-file --mha-tile-attention="q-tile-size=64 kv-tile-size=32" --canonicalize --cse | FileCheck %s
 
-// FlashAttention-2 structure: loops over heads and 64-query tiles (batch 1
-// folds away), then the online-softmax loop over 32-key tiles carrying the
-// running max m, sum l and accumulator in f32. Causal: the key loop of query
-// tile i0 stops at min(Sk, max(i0 + 64 + Sk - Sq, 0)), and only tiles whose
-// last key j0 + kt - 1 exceeds the tile's diagonal (i0 + Sk - Sq) evaluate
-// the causal predicate. No 256x256 tensor exists.
+// FlashAttention-2 structure: an scf.forall over (head, 64-query tile)
+// (batch 1 folds away), the tile's online form (f32 state fills), and the key
+// loop that upstream tiling makes of the online op's reduction dimension,
+// carrying acc, max and sum. Causal: the key range of query tile i0 ends at
+// min(Sk, max(0, i0 + 64 + Sk - Sq)) (part of the online op's iteration
+// domain), and a key block at j0 gets the diagonal i0 - j0 (Sq = Sk here);
+// only blocks whose last key exceeds it evaluate the causal predicate. The
+// mask is read through an indexing map. No 256x256 tensor exists.
 
+// CHECK-DAG: #[[LAST_ROW:.+]] = affine_map<()[s0] -> (0, s0 + 64)>
+// CHECK-DAG: #[[KV_END:.+]] = affine_map<()[s0] -> (256, s0)>
+// CHECK-DAG: #[[KT:.+]] = affine_map<(d0)[s0] -> (-d0 + s0, 32)>
+// CHECK-DAG: #[[DIAG:.+]] = affine_map<()[s0, s1] -> (s0 - s1)>
+// CHECK-DAG: #[[MASK_MAP:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
 // CHECK-LABEL: func.func @causal_gqa_bool_mask
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x2x256x16xf32>, %[[K:[^:]+]]: tensor<1x1x256x16xf32>, %[[V:[^:]+]]: tensor<1x1x256x8xf32>, %[[M:[^:]+]]: tensor<256x256xi1>, %[[INIT:[^:]+]]: tensor<1x2x256x8xf32>)
 // CHECK-NOT: 256x256xf32
-// CHECK: scf.for %[[H:.+]] = %c0 to %c2 step %c1
-// CHECK:   scf.for %[[I0:.+]] = %c0 to %c256 step %c64 iter_args(%[[OUT:.+]] = %{{.*}})
-// CHECK:     %[[QT:.+]] = tensor.extract_slice %[[Q]][0, %[[H]], %[[I0]], 0] [1, 1, 64, 16]
-// CHECK:     %[[DEST:.+]] = tensor.extract_slice %[[OUT]][0, %[[H]], %[[I0]], 0] [1, 1, 64, 8]
-// CHECK:     %[[MT:.+]] = tensor.extract_slice %[[M]][%[[I0]], 0] [64, 256]
-// CHECK:     %[[LAST:.+]] = arith.addi %[[I0]], %c64
-// CHECK:     %[[POS:.+]] = arith.maxsi %[[LAST]], %c0
-// CHECK:     %[[KV_END:.+]] = arith.minsi %[[POS]], %c256
-// CHECK:     %[[R:.+]]:3 = scf.for %[[J0:.+]] = %c0 to %[[KV_END]] step %c32 iter_args(%[[MAX:.+]] = %{{.*}}, %[[SUM:.+]] = %{{.*}}, %[[ACC:.+]] = %{{.*}}) -> (tensor<64xf32>, tensor<64xf32>, tensor<64x8xf32>)
-// CHECK:       %[[KT:.+]] = arith.minsi %{{.*}}, %c32
-// CHECK:       %[[S:.+]] = linalg.generic {{.*}} ins(%[[QT]], %{{.*}} : tensor<1x1x64x16xf32>, tensor<1x1x?x16xf32>) outs(%{{.*}} : tensor<64x?xf32>)
-// CHECK:       %[[END:.+]] = arith.addi %[[J0]], %[[KT]]
-// CHECK:       %[[TILE_LAST:.+]] = arith.subi %[[END]], %c1
-// CHECK:       %[[STRADDLES:.+]] = arith.cmpi sgt, %[[TILE_LAST]], %[[I0]]
-// CHECK:       %[[LOGITS:.+]] = scf.if %[[STRADDLES]] -> (tensor<64x?xf32>)
-// CHECK:         tensor.extract %[[MT]]
+// CHECK: scf.forall (%[[H:.+]], %[[I0:.+]]) = (0, 0) to (2, 256) step (1, 64) shared_outs(%[[OUT:.+]] = %[[INIT]])
+// CHECK:   %[[QT:.+]] = tensor.extract_slice %[[Q]][0, %[[H]], %[[I0]], 0] [1, 1, 64, 16]
+// CHECK:   %[[MT:.+]] = tensor.extract_slice %[[M]][%[[I0]], 0] [64, 256]
+// CHECK:   %[[DEST:.+]] = tensor.extract_slice %[[OUT]][0, %[[H]], %[[I0]], 0] [1, 1, 64, 8]
+// CHECK:   %[[POS:.+]] = affine.max #[[LAST_ROW]]()[%[[I0]]]
+// CHECK:   %[[END:.+]] = affine.min #[[KV_END]]()[%[[POS]]]
+// CHECK:   %[[R:.+]]:3 = scf.for %[[J0:.+]] = %c0 to %[[END]] step %c32 iter_args(%[[ACC:.+]] = %{{.*}}, %[[MAX:.+]] = %{{.*}}, %[[SUM:.+]] = %{{.*}}) -> (tensor<1x1x64x8xf32>, tensor<1x1x64xf32>, tensor<1x1x64xf32>)
+// CHECK:     %[[KT_SIZE:.+]] = affine.min #[[KT]](%[[J0]])[%[[END]]]
+// CHECK:     %[[MB:.+]] = tensor.extract_slice %[[MT]][0, %[[J0]]] [64, %[[KT_SIZE]]]
+// CHECK:     %[[OFF:.+]] = affine.apply #[[DIAG]]()[%[[I0]], %[[J0]]]
+// CHECK:     %[[S:.+]] = linalg.generic {{.*}} ins(%[[QT]], %{{.*}} : tensor<1x1x64x16xf32>, tensor<1x1x?x16xf32>) outs(%{{.*}} : tensor<1x1x64x?xf32>)
+// CHECK:     %[[BLOCK_LAST:.+]] = arith.subi %[[KT_SIZE]], %c1
+// CHECK:     %[[STRADDLES:.+]] = arith.cmpi sgt, %[[BLOCK_LAST]], %[[OFF]]
+// CHECK:     %[[LOGITS:.+]] = scf.if %[[STRADDLES]] -> (tensor<1x1x64x?xf32>)
+// CHECK:       linalg.generic {indexing_maps = [#[[MASK_MAP]], {{.*}}]{{.*}} ins(%[[MB]] : tensor<64x?xi1>)
 // CHECK:         arith.cmpi sle
-// CHECK:       } else {
+// CHECK:     } else {
+// CHECK:       linalg.generic {indexing_maps = [#[[MASK_MAP]], {{.*}}]{{.*}} ins(%[[MB]] : tensor<64x?xi1>)
 // CHECK-NOT:     arith.cmpi sle
-// CHECK:         tensor.extract %[[MT]]
-// CHECK:       }
-// CHECK:       %[[TMAX:.+]] = linalg.generic {{.*}} ins(%[[LOGITS]] : tensor<64x?xf32>)
-// CHECK:         arith.maximumf
-// CHECK:       %[[ALPHA:.+]] = linalg.generic {{.*}} ins(%[[MAX]], %[[TMAX]] : tensor<64xf32>, tensor<64xf32>)
-// CHECK:         math.exp
-// CHECK:       %[[NEW_MAX:.+]] = linalg.generic {{.*}} ins(%[[TMAX]] : tensor<64xf32>) outs(%[[MAX]] : tensor<64xf32>)
-// CHECK:       %[[P:.+]] = linalg.generic {{.*}} ins(%[[NEW_MAX]] : tensor<64xf32>) outs(%[[LOGITS]] : tensor<64x?xf32>)
-// CHECK:         math.exp
-// CHECK:       %[[SUM_SCALED:.+]] = linalg.generic {{.*}} ins(%[[ALPHA]] : tensor<64xf32>) outs(%[[SUM]] : tensor<64xf32>)
-// CHECK:       %[[NEW_SUM:.+]] = linalg.generic {{.*}} ins(%[[P]] : tensor<64x?xf32>) outs(%[[SUM_SCALED]] : tensor<64xf32>)
-// CHECK:       %[[ACC_SCALED:.+]] = linalg.generic {{.*}} ins(%[[ALPHA]] : tensor<64xf32>) outs(%[[ACC]] : tensor<64x8xf32>)
-// CHECK:       %[[NEW_ACC:.+]] = linalg.generic {{.*}} ins(%[[P]], %{{.*}} : tensor<64x?xf32>, tensor<1x1x?x8xf32>) outs(%[[ACC_SCALED]] : tensor<64x8xf32>)
-// CHECK:       scf.yield %[[NEW_MAX]], %[[NEW_SUM]], %[[NEW_ACC]]
-// CHECK:     %[[O:.+]] = linalg.generic {{.*}} ins(%[[R]]#2, %[[R]]#1 : tensor<64x8xf32>, tensor<64xf32>) outs(%[[DEST]] : tensor<1x1x64x8xf32>)
-// CHECK:       arith.divf
-// CHECK:     tensor.insert_slice %[[O]] into %[[OUT]][0, %[[H]], %[[I0]], 0] [1, 1, 64, 8]
-// CHECK-NOT: mha.attention
+// CHECK:     }
+// CHECK:     %[[TMAX:.+]] = linalg.generic {{.*}} ins(%[[LOGITS]] : tensor<1x1x64x?xf32>)
+// CHECK:       arith.maximumf
+// CHECK:     %[[ALPHA:.+]] = linalg.generic {{.*}} ins(%[[MAX]], %[[TMAX]] : tensor<1x1x64xf32>, tensor<1x1x64xf32>)
+// CHECK:       math.exp
+// CHECK:     %[[NEW_MAX:.+]] = linalg.generic {{.*}} ins(%[[TMAX]] : tensor<1x1x64xf32>) outs(%[[MAX]] : tensor<1x1x64xf32>)
+// CHECK:     %[[P:.+]] = linalg.generic {{.*}} ins(%[[NEW_MAX]] : tensor<1x1x64xf32>) outs(%[[LOGITS]] : tensor<1x1x64x?xf32>)
+// CHECK:       math.exp
+// CHECK:     %[[SUM_SCALED:.+]] = linalg.generic {{.*}} ins(%[[ALPHA]] : tensor<1x1x64xf32>) outs(%[[SUM]] : tensor<1x1x64xf32>)
+// CHECK:     %[[NEW_SUM:.+]] = linalg.generic {{.*}} ins(%[[P]] : tensor<1x1x64x?xf32>) outs(%[[SUM_SCALED]] : tensor<1x1x64xf32>)
+// CHECK:     %[[ACC_SCALED:.+]] = linalg.generic {{.*}} ins(%[[ALPHA]] : tensor<1x1x64xf32>) outs(%[[ACC]] : tensor<1x1x64x8xf32>)
+// CHECK:     %[[NEW_ACC:.+]] = linalg.generic {{.*}} ins(%[[P]], %{{.*}} : tensor<1x1x64x?xf32>, tensor<1x1x?x8xf32>) outs(%[[ACC_SCALED]] : tensor<1x1x64x8xf32>)
+// CHECK:     scf.yield %[[NEW_ACC]], %[[NEW_MAX]], %[[NEW_SUM]]
+// CHECK:   %[[O:.+]] = linalg.generic {{.*}} ins(%[[R]]#0, %[[R]]#2 : tensor<1x1x64x8xf32>, tensor<1x1x64xf32>) outs(%[[DEST]] : tensor<1x1x64x8xf32>)
+// CHECK:     arith.divf
+// CHECK:   scf.forall.in_parallel
+// CHECK:     tensor.parallel_insert_slice %[[O]] into %[[OUT]][0, %[[H]], %[[I0]], 0] [1, 1, 64, 8]
+// CHECK-NOT: mha.
+// CHECK-NOT: tensor.extract %
 func.func @causal_gqa_bool_mask(%q: tensor<1x2x256x16xf32>, %k: tensor<1x1x256x16xf32>, %v: tensor<1x1x256x8xf32>,
                                 %m: tensor<256x256xi1>, %init: tensor<1x2x256x8xf32>) -> tensor<1x2x256x8xf32> {
   %o = mha.attention ins(%q, %k, %v : tensor<1x2x256x16xf32>, tensor<1x1x256x16xf32>, tensor<1x1x256x8xf32>)
@@ -61,7 +69,7 @@ func.func @causal_gqa_bool_mask(%q: tensor<1x2x256x16xf32>, %k: tensor<1x1x256x1
 
 // CHECK-LABEL: func.func @dynamic_not_causal
 // CHECK-SAME: (%{{[^:]+}}: tensor<2x4x?x8xf16>, %[[K:[^:]+]]: tensor<2x4x?x8xf16>
-// CHECK: scf.for %[[I0:.+]] = %c0 to %{{.*}} step %c64
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %[[I0:.+]]) = (0, 0, 0) to (2, 4, %{{.*}}) step (1, 1, 64)
 // CHECK:   %[[QT:.+]] = affine.min
 // CHECK:   %[[SK:.+]] = tensor.dim %[[K]], %c2
 // CHECK:   scf.for %{{.*}} = %c0 to %[[SK]] step %c32

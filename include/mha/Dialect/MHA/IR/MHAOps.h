@@ -15,19 +15,50 @@
 #include "mlir/Interfaces/InferTypeOpInterface.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/TilingInterface.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 
 #define GET_OP_CLASSES
 #include "mha/Dialect/MHA/IR/MHAOps.h.inc"
 
 namespace mlir::mha {
 
-/// Slices an attention mask (rank 2 [Sq, Sk], 3 [B, Sq, Sk] or 4
-/// [B|1, H|1, Sq|1, Sk|1]) to the scores of batches, query heads and queries
-/// `offsets[0..2]` / `sizes[0..2]`, all keys. Dims of size 1 broadcast and are
-/// not sliced; a dynamic dim that is 1 at run time is kept whole too.
+//===----------------------------------------------------------------------===//
+// The rules every op, lowering and run-time check shares (one definition each)
+//===----------------------------------------------------------------------===//
+
+/// The dims of the scores an attention mask applies to, in order.
+enum ScoreDim : unsigned { kBatch = 0, kHeads = 1, kQueries = 2, kKeys = 3 };
+
+/// `B`, `H`, `Sq` or `Sk`: how diagnostics name a score dim.
+StringRef getScoreDimSymbol(unsigned scoreDim);
+
+/// How a mask's dims map onto the scores [B, H, Sq, Sk]: rank 2 is
+/// [Sq, Sk], rank 3 [B, Sq, Sk], both exact; rank 4 is [B|1, H|1, Sq|1, Sk|1]
+/// and broadcasts along its dims of size 1. mha.multi_head_attention also
+/// broadcasts a dynamic dim that is 1 at run time (its decomposition expands
+/// such dims); on mha.attention and mha.online_attention a dynamic dim must
+/// match the scores. Returns std::nullopt for other ranks.
+struct MaskLayout {
+  /// The score dim each mask dim stands for.
+  SmallVector<unsigned, 4> scoreDims;
+  /// Whether a mask dim of size 1 broadcasts along its score dim.
+  bool broadcasts;
+};
+std::optional<MaskLayout> getMaskLayout(int64_t rank);
+
+/// Slices a mask to the block of scores `offsets` / `sizes` (over B, H, Sq,
+/// Sk). Broadcasting dims (static size 1) stay at offset 0 and size 1.
 Value sliceMaskForTile(OpBuilder &b, Location loc, Value mask,
                        ArrayRef<OpFoldResult> offsets,
                        ArrayRef<OpFoldResult> sizes);
+
+/// The default causal diagonal `Sk - Sq` (bottom-right alignment): query i
+/// sees key j iff j <= i + (Sk - Sq).
+OpFoldResult getDefaultCausalOffset(OpBuilder &b, Location loc,
+                                    OpFoldResult sq, OpFoldResult sk);
+
+/// `1 / sqrt(dk)`, the default scale of a query of head width `dk`.
+double getDefaultScale(int64_t dk);
 
 } // namespace mlir::mha
 

@@ -13,6 +13,7 @@ include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/TilingInterface.td"
+include "mlir/Dialect/Linalg/IR/LinalgInterfaces.td"
 
 //===----------------------------------------------------------------------===//
 // MultiHeadAttentionOp
@@ -113,9 +114,12 @@ def MHA_AttentionOp : MHA_Op<"attention", [
     Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
     DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
                               ["reifyResultShapes"]>,
+    DeclareOpInterfaceMethods<AggregatedOpInterface, ["decomposeOperation"]>,
     DeclareOpInterfaceMethods<TilingInterface,
         ["getLoopIteratorTypes", "getIterationDomain",
-         "getTiledImplementation", "getResultTilePosition"]>]> {
+         "getTiledImplementation", "getResultTilePosition",
+         "generateResultTileValue", "getIterationDomainTileFromResultTile",
+         "isOpFusableWithConsumerSlice"]>]> {
   let summary = "Scaled dot-product attention on head-split tensors";
   let description = [{
     The core of multi-head attention, for every batch `b`, query head `h` and
@@ -147,7 +151,14 @@ def MHA_AttentionOp : MHA_Op<"attention", [
     heads when `t` is a multiple of the group size `H / Hkv`, or the one
     key/value head of its group when `t` divides the group size; other head
     tile sizes are rejected. Masks are sliced along the dims they have
-    (size-1 dims broadcast and are not sliced).
+    (size-1 dims broadcast and are not sliced). The op can be fused as a
+    producer into a consumer's tile (`generateResultTileValue`).
+
+    Decomposition (`AggregatedOpInterface`, e.g.
+    `transform.structured.decompose_interface`) rewrites it into the online
+    form: f32 fills of the running state, one `mha.online_attention` over all
+    keys, and the normalization `out = acc / sum` (0 where `sum = 0`) into
+    `init`. Tiling the key dimension of that op is the FlashAttention loop.
 
     Example:
 
@@ -189,6 +200,116 @@ def MHA_AttentionOp : MHA_Op<"attention", [
 
     // DestinationStyleOpInterface: `init` is the only destination.
     MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+  }];
+
+  let hasVerifier = 1;
+}
+
+
+//===----------------------------------------------------------------------===//
+// OnlineAttentionOp
+//===----------------------------------------------------------------------===//
+
+def MHA_OnlineAttentionOp : MHA_Op<"online_attention", [
+    Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
+                              ["reifyResultShapes"]>,
+    DeclareOpInterfaceMethods<AggregatedOpInterface, ["decomposeOperation"]>,
+    DeclareOpInterfaceMethods<TilingInterface,
+        ["getLoopIteratorTypes", "getIterationDomain",
+         "getTiledImplementation", "getResultTilePosition",
+         "generateResultTileValue", "getIterationDomainTileFromResultTile",
+         "isOpFusableWithConsumerSlice"]>]> {
+  let summary = "One step of the online softmax: attention state updated by "
+                "a block of keys";
+  let description = [{
+    The FlashAttention form of `mha.attention`. The op carries the running
+    softmax state of every query row, in f32, as destinations and results:
+    `acc [B, H, Sq, dv]` (unnormalized output), `max [B, H, Sq]` (running
+    maximum of the logits) and `sum [B, H, Sq]` (running sum of
+    `exp(logit - max)`). It folds the keys and values it is given into that
+    state: with `s[j]` the logits of a row (scaled scores, masked as in
+    `mha.attention`, `-inf` where invisible),
+
+    ```
+    max' = max(max, max_j s[j])
+    a    = exp(max - max')            (0 when max' = -inf)
+    p[j] = exp(s[j] - max')           (0 when max' = -inf)
+    sum' = a · sum + Σ_j p[j]
+    acc' = a · acc + Σ_j p[j] · v[j]
+    ```
+
+    Folding the keys in blocks gives the same state as folding them at once,
+    so the key dimension is an ordinary reduction dimension: the iteration
+    domain is `(B, H, Sq, Sk)` with `Sk` a reduction, and upstream tiling
+    (`scf::tileUsingSCF`, `transform.structured.tile_using_for`) of that
+    dimension produces the FlashAttention key loop, carrying the state.
+    Starting from `acc = 0, max = -inf, sum = 0` and ending with
+    `acc / sum` (0 where `sum = 0`) gives `mha.attention`.
+
+    Causal skipping is part of the iteration domain: with `causal`, query
+    `i` sees key `j` iff `j <= i + causal_offset` (default `Sk - Sq`), and the
+    key range of the domain ends at `min(Sk, max(0, Sq + causal_offset))`,
+    the last key the last row sees. Tiling queries first narrows that bound
+    for each query tile, so key tiles wholly above the diagonal are never
+    created. A tile at key offset `j0` gets `causal_offset - j0 + i0`.
+
+    Decomposition (`AggregatedOpInterface`) produces linalg ops on tensors:
+    the score block `q · kᵀ`, the logits (mask read through an indexing map
+    that broadcasts its size-1 dims; the causal predicate only evaluated, in
+    an `scf.if`, when the block straddles the diagonal), the row maximum, the
+    rescaling factors and the two updates.
+
+    Example:
+
+    ```mlir
+    %acc, %max, %sum = mha.online_attention
+        ins(%q, %k, %v : tensor<1x1x64x64xf32>, tensor<1x1x?x64xf32>,
+                         tensor<1x1x?x64xf32>)
+        causal_offset(%off)
+        outs(%acc0, %max0, %sum0 : tensor<1x1x64x64xf32>, tensor<1x1x64xf32>,
+                                   tensor<1x1x64xf32>)
+        {causal} -> tensor<1x1x64x64xf32>, tensor<1x1x64xf32>, tensor<1x1x64xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    MHA_FloatTensor:$query,
+    MHA_FloatTensor:$key,
+    MHA_FloatTensor:$value,
+    Optional<MHA_MaskTensor>:$mask,
+    Optional<Index>:$causal_offset,
+    RankedTensorOf<[F32]>:$acc,
+    RankedTensorOf<[F32]>:$max,
+    RankedTensorOf<[F32]>:$sum,
+    OptionalAttr<F32Attr>:$scale,
+    UnitAttr:$causal
+  );
+  let results = (outs RankedTensorOf<[F32]>:$result_acc,
+                      RankedTensorOf<[F32]>:$result_max,
+                      RankedTensorOf<[F32]>:$result_sum);
+
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,` type($value) `)`
+    (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`causal_offset` `(` $causal_offset^ `)`)?
+    `outs` `(` $acc `,` $max `,` $sum `:` type($acc) `,` type($max) `,` type($sum) `)`
+    attr-dict `->` type($result_acc) `,` type($result_max) `,` type($result_sum)
+  }];
+
+  let extraClassDeclaration = [{
+    /// `scale`, or `1/sqrt(dk)` if absent.
+    double getScaleOrDefault();
+
+    /// The causal diagonal: `causal_offset`, or `Sk - Sq` built at the
+    /// builder's insertion point. Only meaningful for causal ops.
+    Value getCausalOffsetOrDefault(OpBuilder &builder);
+
+    // DestinationStyleOpInterface: `acc`, `max` and `sum`.
+    MutableOperandRange getDpsInitsMutable() {
+      return MutableOperandRange(getOperation(),
+                                 getODSOperandIndexAndLength(5).first, 3);
+    }
   }];
 
   let hasVerifier = 1;

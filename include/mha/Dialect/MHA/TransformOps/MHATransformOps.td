@@ -52,20 +52,22 @@ def MHATileAttentionOp : MHA_TransformOp<"tile_attention"> {
   let summary = "Tile mha.attention FlashAttention-style (as "
                 "--mha-tile-attention)";
   let description = [{
-    Rewrites each targeted `mha.attention` into loops over batches, heads and
-    tiles of `q_tile_size` queries around the online-softmax loop over tiles
-    of `kv_tile_size` keys (see `--mha-tile-attention`). Returns a handle to
-    the outermost loop created for each target.
+    Rewrites each targeted `mha.attention` into an `scf.forall` over batches,
+    heads and tiles of `q_tile_size` queries around the online-softmax loop
+    over tiles of `kv_tile_size` keys (see `--mha-tile-attention`). Returns a
+    handle to the `scf.forall` and one to the key loop (`scf.for`) of each
+    target, so that a schedule can map the first to threads or workgroups.
 
     ```mlir
-    %loop = transform.mha.tile_attention %att {q_tile_size = 64, kv_tile_size = 32}
-      : (!transform.any_op) -> !transform.any_op
+    %forall, %keys = transform.mha.tile_attention %att {q_tile_size = 64, kv_tile_size = 32}
+      : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
     ```
   }];
   let arguments = (ins TransformHandleTypeInterface:$target,
                    DefaultValuedAttr<I64Attr, "64">:$q_tile_size,
                    DefaultValuedAttr<I64Attr, "64">:$kv_tile_size);
-  let results = (outs TransformHandleTypeInterface:$loop);
+  let results = (outs TransformHandleTypeInterface:$forall,
+                      TransformHandleTypeInterface:$key_loop);
   let extraClassDeclaration = [{
     ::mlir::DiagnosedSilenceableFailure applyToOne(
         ::mlir::transform::TransformRewriter &rewriter,
@@ -80,17 +82,21 @@ def MHAFuseLayerOp : MHA_TransformOp<"fuse_layer"> {
                 "--mha-fuse-layer)";
   let description = [{
     Rewrites each targeted `mha.multi_head_attention` into the fused, tiled
-    loop nest of `--mha-fuse-layer`. Returns a handle to its outermost loop.
+    loop nest of `--mha-fuse-layer`. Returns handles to its three loops: the
+    `scf.forall` over (batch, query tile), the `scf.for` over query heads
+    inside it, and the `scf.for` over key tiles inside that.
 
     ```mlir
-    %loop = transform.mha.fuse_layer %layer {q_tile_size = 64, kv_tile_size = 64}
-      : (!transform.any_op) -> !transform.any_op
+    %forall, %heads, %keys = transform.mha.fuse_layer %layer {q_tile_size = 64, kv_tile_size = 64}
+      : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
     ```
   }];
   let arguments = (ins TransformHandleTypeInterface:$target,
                    DefaultValuedAttr<I64Attr, "64">:$q_tile_size,
                    DefaultValuedAttr<I64Attr, "64">:$kv_tile_size);
-  let results = (outs TransformHandleTypeInterface:$loop);
+  let results = (outs TransformHandleTypeInterface:$forall,
+                      TransformHandleTypeInterface:$head_loop,
+                      TransformHandleTypeInterface:$key_loop);
   let extraClassDeclaration = [{
     ::mlir::DiagnosedSilenceableFailure applyToOne(
         ::mlir::transform::TransformRewriter &rewriter,
@@ -117,6 +123,70 @@ def MHAAttentionToLinalgOp : MHA_TransformOp<"attention_to_linalg"> {
         ::mlir::transform::ApplyToEachResultList &results,
         ::mlir::transform::TransformState &state);
   }];
+}
+
+def MHADecomposeOnlineAttentionOp
+    : MHA_TransformOp<"decompose_online_attention"> {
+  let summary = "Decompose mha.online_attention into linalg";
+  let description = [{
+    Rewrites each targeted `mha.online_attention` into linalg ops on tensors
+    (its `AggregatedOpInterface` decomposition: scores, logits, the running
+    maximum, rescaling and the two updates; see the op's description).
+    Upstream `transform.structured.decompose_interface` does the same for
+    single-result ops such as `mha.attention`; this op handles the three
+    results of the online form. Returns a handle to the contraction that
+    produces the new accumulator.
+
+    ```mlir
+    %acc = transform.mha.decompose_online_attention %block
+      : (!transform.any_op) -> !transform.any_op
+    ```
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$target);
+  let results = (outs TransformHandleTypeInterface:$accumulator);
+  let extraClassDeclaration = [{
+    ::mlir::DiagnosedSilenceableFailure applyToOne(
+        ::mlir::transform::TransformRewriter &rewriter,
+        ::mlir::mha::OnlineAttentionOp target,
+        ::mlir::transform::ApplyToEachResultList &results,
+        ::mlir::transform::TransformState &state);
+  }];
+}
+
+def MHAFuseConsumerOp : Op<Transform_Dialect, "mha.fuse_consumer",
+    [DeclareOpInterfaceMethods<TransformOpInterface>,
+     DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,
+     ReportTrackingListenerFailuresOpTrait]> {
+  let summary = "Fuse a consumer into the loop nest that produces its operand "
+                "(upstream scf::tileAndFuseConsumer)";
+  let description = [{
+    Moves the single payload op of `consumer` into the loop nest `loops`
+    (outermost first, one payload op each; the loops tiling made, e.g. by
+    `transform.structured.tile_using_forall`) that produces one of its
+    operands: each iteration computes the consumer on the tile its operand
+    tile feeds (`TilingInterface::getIterationDomainTileFromOperandTiles`), and
+    the loops yield the consumer's result. This is upstream's consumer fusion
+    (`scf::tileAndFuseConsumer`), which MLIR 22 only exposes as a test op.
+    An output projection fused into the attention's loop over query tiles
+    keeps the projection's accumulation local to each iteration.
+
+    Returns a handle to the fused consumer and one to each loop of the
+    updated nest. Consumes `consumer` and `loops`; fails silenceably when the
+    consumer cannot be fused.
+
+    ```mlir
+    %fused, %forall2 = transform.mha.fuse_consumer %out_proj into %forall
+      : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
+    ```
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$consumer,
+                   Variadic<TransformHandleTypeInterface>:$loops);
+  let results = (outs TransformHandleTypeInterface:$fused_consumer,
+                      Variadic<TransformHandleTypeInterface>:$updated_loops);
+  let assemblyFormat = [{
+    $consumer `into` $loops attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
 }
 
 #endif // MHA_DIALECT_MHA_TRANSFORMOPS_MHATRANSFORMOPS_TD

@@ -22,12 +22,28 @@ class RewritePatternSet;
 namespace mha {
 class AttentionOp;
 class MultiHeadAttentionOp;
+class OnlineAttentionOp;
+
+/// What decomposeMultiHeadAttention made.
+struct DecomposedLayer {
+  /// The contractions of the query, key, value and output projections
+  /// (linalg.generic). Each reads its bias, if any, as the initial value of
+  /// its accumulator.
+  Operation *queryProjection = nullptr;
+  Operation *keyProjection = nullptr;
+  Operation *valueProjection = nullptr;
+  Operation *outputProjection = nullptr;
+  /// The attention on the head-split projections.
+  AttentionOp attention;
+  /// The value that replaced the layer's result.
+  Value result;
+};
 
 /// Replaces `op` by its input projections, one `mha.attention` on the
 /// head-split projections, and the output projection (see the description of
-/// `mha-decompose`). Returns the `mha.attention` it created.
-FailureOr<AttentionOp> decomposeMultiHeadAttention(RewriterBase &rewriter,
-                                                   MultiHeadAttentionOp op);
+/// `mha-decompose`).
+FailureOr<DecomposedLayer> decomposeMultiHeadAttention(RewriterBase &rewriter,
+                                                       MultiHeadAttentionOp op);
 
 /// Adds the pattern that applies decomposeMultiHeadAttention.
 void populateDecomposeMultiHeadAttentionPatterns(RewritePatternSet &patterns);
@@ -46,46 +62,86 @@ struct TileOptions {
   int64_t kvTileSize = 64;
 };
 
-/// What tileAttention made.
-struct TiledAttention {
-  /// The loops over (batch, head, query tile), outermost first.
-  SmallVector<LoopLikeOpInterface> loops;
+/// Replaces `op` by its online form (its AggregatedOpInterface
+/// decomposition): f32 fills of the softmax state, one mha.online_attention
+/// over all keys, and the normalization into `init`. Returns the online op.
+FailureOr<OnlineAttentionOp> convertToOnlineAttention(RewriterBase &rewriter,
+                                                      AttentionOp op);
+
+/// Replaces `op` by linalg ops on tensors (its AggregatedOpInterface
+/// decomposition; see mha.online_attention). Returns the new state values.
+FailureOr<SmallVector<Value>>
+decomposeOnlineAttention(RewriterBase &rewriter, OnlineAttentionOp op);
+
+/// What tileAttentionKeys made.
+struct AttentionKeyLoop {
+  /// The scf.for over key tiles, carrying the online-softmax state.
+  LoopLikeOpInterface keyLoop;
   /// The value that replaced the op's result.
   Value result;
 };
 
-/// Rewrites `op` FlashAttention-2 style: loops over batches, heads and query
-/// tiles of `qTileSize` (upstream scf::tileUsingSCF over the op's
-/// TilingInterface), and in each an online-softmax loop over key/value tiles
-/// of `kvTileSize` with running maximum, sum and accumulator in f32. With
-/// `causal`, key tiles wholly above the diagonal are never visited and the
-/// causal predicate is evaluated only on tiles that straddle it. Sizes that are
-/// not multiples of the tiles, and dynamic sizes, are handled.
+/// Replaces `op` by its online form (mha.attention's decomposition: state
+/// fills, mha.online_attention, normalization), tiles the key dimension of
+/// the online op by `kvTileSize` with upstream scf::tileUsingSCF (the key
+/// range ends at the causal bound of the op's queries, so blocks above the
+/// diagonal are never created), and decomposes the tiled online op into
+/// linalg. `op` is usually one tile of queries of one head.
+FailureOr<AttentionKeyLoop> tileAttentionKeys(RewriterBase &rewriter,
+                                              AttentionOp op,
+                                              int64_t kvTileSize);
+
+/// What tileAttention made.
+struct TiledAttention {
+  /// The scf.forall over (batch, head, query tile).
+  LoopLikeOpInterface parallelLoop;
+  /// The scf.for over key tiles inside it (see tileAttentionKeys).
+  LoopLikeOpInterface keyLoop;
+  /// The value that replaced the op's result.
+  Value result;
+};
+
+/// Rewrites `op` FlashAttention-2 style: an scf.forall over batches, heads
+/// and tiles of `qTileSize` queries (upstream scf::tileUsingSCF over the op's
+/// TilingInterface), and in each the key loop of tileAttentionKeys. Sizes
+/// that are not multiples of the tiles, and dynamic sizes, are handled.
 FailureOr<TiledAttention> tileAttention(RewriterBase &rewriter, AttentionOp op,
                                         const TileOptions &options);
 
-/// Lowers the whole layer into one fused loop nest over (batch, kv head,
-/// query head of the group, query tile) around the online-softmax loop over
-/// key tiles: K and V projected once per (batch, kv head), Q per query tile
-/// (scaled in its epilogue), biases as accumulator initial values, head
-/// split/merge as weight slices, and the output projection accumulating each
-/// finished query tile into the f32 result. Returns the replacement value.
-FailureOr<Value> fuseMultiHeadAttention(RewriterBase &rewriter,
-                                        MultiHeadAttentionOp op,
-                                        const TileOptions &options);
+/// What fuseMultiHeadAttention made.
+struct FusedLayer {
+  /// The scf.forall over (batch, query tile): each iteration computes its
+  /// rows of the output projection, with no state shared across iterations.
+  LoopLikeOpInterface parallelLoop;
+  /// The scf.for over query heads inside it, accumulating each head's share
+  /// of the output projection.
+  LoopLikeOpInterface headLoop;
+  /// The scf.for over key tiles inside the head loop.
+  LoopLikeOpInterface keyLoop;
+  /// The value that replaced the layer's result.
+  Value result;
+};
 
-/// Adds the pattern that applies fuseMultiHeadAttention.
-void populateFuseMultiHeadAttentionPatterns(RewritePatternSet &patterns,
-                                            const TileOptions &options);
+/// Lowers the whole layer with upstream tile-and-fuse: the layer is
+/// decomposed, its output projection tiled over (batch, query tile) as an
+/// scf.forall with the attention, the query projection (bias and scale
+/// included) and the output bias fused as producers; the output projection's
+/// reduction over heads is then tiled with the attention and query
+/// projection of one head fused into it; the attention of one head and
+/// query tile becomes the key loop of tileAttentionKeys. The key and value
+/// projections are computed once, before the loop nest, for all batches and
+/// key/value heads.
+FailureOr<FusedLayer> fuseMultiHeadAttention(RewriterBase &rewriter,
+                                             MultiHeadAttentionOp op,
+                                             const TileOptions &options);
 
-/// Builds the reference linalg form of `op` before it: the scores
-/// [B, H, Sq, Sk] materialized in f32, scaled and masked (float masks added,
-/// bool masks and the causal predicate as -inf), a stable softmax that gives
-/// zeros on rows with no visible key, and the product with V, written into
-/// the op's `init`. Returns the value that replaces the op's result.
-FailureOr<Value> lowerAttentionToLinalg(OpBuilder &builder, AttentionOp op);
+/// Replaces `op` by the reference linalg form: its two decompositions
+/// (mha.attention -> online form -> linalg) without tiling, so the scores
+/// [B, H, Sq, Sk] are materialized in f32. Returns the value that replaced
+/// the op's result.
+FailureOr<Value> lowerAttentionToLinalg(RewriterBase &rewriter, AttentionOp op);
 
-/// Adds the pattern that replaces mha.attention by lowerAttentionToLinalg.
+/// Adds the pattern that applies lowerAttentionToLinalg.
 void populateAttentionToLinalgPatterns(RewritePatternSet &patterns);
 
 } // namespace mha

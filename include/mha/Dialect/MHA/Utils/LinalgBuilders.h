@@ -1,12 +1,13 @@
 //===- LinalgBuilders.h - linalg building blocks of the lowerings -*- C++ -*-===//
 //
-// Internal to lib/Dialect/MHA/Transforms: small builders that the lowerings
-// of the `mha` ops to linalg share.
+// Small builders that the decompositions of the `mha` ops into linalg share:
+// contractions that accumulate in f32, row reductions and rescales, fills
+// with the identity of a reduction, and element type conversions.
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef MHA_LIB_DIALECT_MHA_TRANSFORMS_LINALGBUILDERS_H
-#define MHA_LIB_DIALECT_MHA_TRANSFORMS_LINALGBUILDERS_H
+#ifndef MHA_DIALECT_MHA_UTILS_LINALGBUILDERS_H
+#define MHA_DIALECT_MHA_UTILS_LINALGBUILDERS_H
 
 #include "mlir/Dialect/Utils/StructuredOpsUtils.h"
 #include "mlir/IR/AffineMap.h"
@@ -14,9 +15,6 @@
 #include "mlir/IR/Value.h"
 
 namespace mlir::mha {
-
-/// Converts a float scalar between widths (a no-op when the types agree).
-Value convertFloat(OpBuilder &b, Location loc, Value v, Type to);
 
 /// Builds `acc[out] += lhs[lhsMap] * rhs[rhsMap]` (maps in that order), the
 /// last `numReductions` loops being reductions, accumulating in the element
@@ -26,7 +24,7 @@ Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
                        unsigned numReductions);
 
 /// Converts a tensor elementwise to `elementType` (a no-op when it has it).
-Value convertTensor(OpBuilder &b, Location loc, Value acc, Type elementType);
+Value convertTensor(OpBuilder &b, Location loc, Value tensor, Type elementType);
 
 /// A linalg.generic with one result, written into `init`.
 Value buildGeneric(
@@ -43,10 +41,21 @@ Value buildCombine(OpBuilder &b, Location loc, Value input, Value init,
                    ArrayRef<AffineMap> maps,
                    ArrayRef<utils::IteratorType> iterators, Combine combine);
 
-/// An f32 tensor of `shape` filled with `value`.
-Value buildFilled(OpBuilder &b, Location loc, ArrayRef<OpFoldResult> shape,
-                  double value);
+/// A tensor of `shape` (f32 unless `elementType` is given) filled with the
+/// identity of `combine` (-inf for Max, 0 for Add, 1 for Mul): the start of a
+/// reduction with it.
+Value buildIdentityFill(OpBuilder &b, Location loc,
+                        ArrayRef<OpFoldResult> shape, Combine combine,
+                        Type elementType = {});
+
+/// A tensor of `shape` and `elementType` initialized with `source` read
+/// through `sourceMap` (a broadcast, converted to `elementType`), or with
+/// zeros when `source` is null. Starting an accumulator from the bias folds
+/// the bias add into the contraction that accumulates into it.
+Value buildAccumulatorInit(OpBuilder &b, Location loc,
+                           ArrayRef<OpFoldResult> shape, Type elementType,
+                           Value source, AffineMap sourceMap);
 
 } // namespace mlir::mha
 
-#endif // MHA_LIB_DIALECT_MHA_TRANSFORMS_LINALGBUILDERS_H
+#endif // MHA_DIALECT_MHA_UTILS_LINALGBUILDERS_H

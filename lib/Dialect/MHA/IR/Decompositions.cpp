@@ -1,0 +1,279 @@
+//===- Decompositions.cpp - mha ops as linalg (AggregatedOpInterface) -----===//
+//
+// The two steps that take the attention ops down to linalg, each the op's
+// `AggregatedOpInterface::decomposeOperation` (so upstream's
+// `transform.structured.decompose_interface` applies them too):
+//
+//   mha.attention         -> f32 state fills, one mha.online_attention over
+//                            all keys, normalization out = acc / sum
+//   mha.online_attention  -> linalg ops on tensors for its block of keys:
+//
+//     s     = mask(q · kᵀ · scale)                   [B, H, Sq, Sk]
+//     max'  = max(max, rowmax(s))
+//     a     = exp(max - max')       (0 on rows with max' = -inf)
+//     p     = exp(s - max')         (0 on rows with max' = -inf)
+//     sum'  = a · sum + rowsum(p)
+//     acc'  = a · acc + p · v
+//
+// Decomposing the whole op materializes the whole score matrix (the
+// reference lowering); decomposing a tile of keys made by tiling the online
+// op's reduction dimension is the body of the FlashAttention loop.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mha/Dialect/MHA/IR/MHAOps.h"
+#include "mha/Dialect/MHA/Utils/LinalgBuilders.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+
+using namespace mlir;
+using namespace mlir::mha;
+using utils::IteratorType;
+
+namespace {
+
+Value f32Constant(OpBuilder &b, Location loc, double value) {
+  return arith::ConstantOp::create(b, loc,
+                                   b.getFloatAttr(b.getF32Type(), value));
+}
+
+Value negInf(OpBuilder &b, Location loc) {
+  return arith::ConstantOp::create(
+      b, loc,
+      b.getFloatAttr(b.getF32Type(),
+                     APFloat::getInf(APFloat::IEEEsingle(), /*Negative=*/true)));
+}
+
+/// `score * scale`, then the float mask added or the bool mask / causal
+/// predicate as -inf. `maskValue` and `visible` may be null.
+Value buildLogit(OpBuilder &b, Location loc, Value score, double scale,
+                 Value maskValue, Value visible) {
+  Value x = arith::MulFOp::create(b, loc, score, f32Constant(b, loc, scale));
+  if (maskValue) {
+    if (maskValue.getType().isInteger(1))
+      x = arith::SelectOp::create(b, loc, maskValue, x, negInf(b, loc));
+    else
+      x = arith::AddFOp::create(
+          b, loc, x,
+          convertScalarToDtype(b, loc, maskValue, b.getF32Type(),
+                               /*isUnsignedCast=*/false));
+  }
+  if (visible)
+    x = arith::SelectOp::create(b, loc, visible, x, negInf(b, loc));
+  return x;
+}
+
+/// exp(x - rowMax), or 0 when rowMax is -inf (the row sees no key yet):
+/// exp(-inf - -inf) would be NaN.
+Value buildSafeExp(OpBuilder &b, Location loc, Value x, Value rowMax) {
+  Value noKey = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
+                                      rowMax, negInf(b, loc));
+  Value e =
+      math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, rowMax));
+  return arith::SelectOp::create(b, loc, noKey, f32Constant(b, loc, 0.0), e);
+}
+
+/// The indexing map that reads a mask over the score loops (b, h, i, j):
+/// the dims it stands for, with a broadcasting dim of size 1 read at 0.
+AffineMap getMaskMap(MLIRContext *ctx, ShapedType maskType) {
+  MaskLayout layout = *getMaskLayout(maskType.getRank());
+  SmallVector<AffineExpr> exprs;
+  for (auto [d, scoreDim] : llvm::enumerate(layout.scoreDims))
+    exprs.push_back(layout.broadcasts && maskType.getDimSize(d) == 1
+                        ? getAffineConstantExpr(0, ctx)
+                        : getAffineDimExpr(scoreDim, ctx));
+  return AffineMap::get(4, 0, exprs, ctx);
+}
+
+} // namespace
+
+//===----------------------------------------------------------------------===//
+// AttentionOp -> online form
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<Value>> AttentionOp::decomposeOperation(OpBuilder &b) {
+  Location loc = getLoc();
+  MLIRContext *ctx = b.getContext();
+  SmallVector<OpFoldResult> accShape = tensor::getMixedSizes(b, loc, getInit());
+  ArrayRef<OpFoldResult> rowShape = ArrayRef(accShape).take_front(3);
+  Value acc = buildIdentityFill(b, loc, accShape, Combine::Add);
+  Value max = buildIdentityFill(b, loc, rowShape, Combine::Max);
+  Value sum = buildIdentityFill(b, loc, rowShape, Combine::Add);
+  auto online = OnlineAttentionOp::create(
+      b, loc, TypeRange{acc.getType(), max.getType(), sum.getType()},
+      getQuery(), getKey(), getValue(), getMask(), getCausalOffset(), acc,
+      max, sum, getScaleAttr(), getCausalAttr());
+
+  // out = acc / sum, 0 where sum = 0 (a row that saw no key), converted to
+  // the element type and written into `init`.
+  AffineExpr bb, h, i, c;
+  bindDims(ctx, bb, h, i, c);
+  AffineMap id = AffineMap::get(4, 0, {bb, h, i, c}, ctx);
+  AffineMap rows = AffineMap::get(4, 0, {bb, h, i}, ctx);
+  Value out = buildGeneric(
+      b, loc, ValueRange{online.getResultAcc(), online.getResultSum()},
+      getInit(), {id, rows, id},
+      SmallVector<IteratorType>(4, IteratorType::parallel),
+      [](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value zero = f32Constant(nb, nloc, 0.0);
+        Value noKey = arith::CmpFOp::create(nb, nloc, arith::CmpFPredicate::OEQ,
+                                            args[1], zero);
+        Value div = arith::DivFOp::create(nb, nloc, args[0], args[1]);
+        Value normalized = arith::SelectOp::create(nb, nloc, noKey, zero, div);
+        linalg::YieldOp::create(
+            nb, nloc,
+            convertScalarToDtype(nb, nloc, normalized, args[2].getType(),
+                                 /*isUnsignedCast=*/false));
+      });
+  return SmallVector<Value>{out};
+}
+
+//===----------------------------------------------------------------------===//
+// OnlineAttentionOp -> linalg
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<Value>>
+OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
+  Location loc = getLoc();
+  MLIRContext *ctx = b.getContext();
+  auto queryType = cast<ShapedType>(getQuery().getType());
+  int64_t numHeads = queryType.getDimSize(1);
+  int64_t group =
+      numHeads / cast<ShapedType>(getKey().getType()).getDimSize(1);
+  OpFoldResult sk = tensor::getMixedSize(b, loc, getKey(), 2);
+  SmallVector<OpFoldResult> scoreShape = {
+      tensor::getMixedSize(b, loc, getQuery(), 0), b.getIndexAttr(numHeads),
+      tensor::getMixedSize(b, loc, getQuery(), 2), sk};
+  ArrayRef<OpFoldResult> rowShape = ArrayRef(scoreShape).take_front(3);
+
+  // Loops (b, h, i, j, c): batch, query head, query, key, head channel.
+  // Query head h reads key/value head h floordiv group, without copies.
+  AffineExpr bb, h, i, j, c;
+  bindDims(ctx, bb, h, i, j, c);
+  AffineExpr kvHead = h.floorDiv(group);
+  auto map5 = [&](ArrayRef<AffineExpr> e) {
+    return AffineMap::get(5, 0, e, ctx);
+  };
+  auto map4 = [&](ArrayRef<AffineExpr> e) {
+    return AffineMap::get(4, 0, e, ctx);
+  };
+  auto map3 = [&](ArrayRef<AffineExpr> e) {
+    return AffineMap::get(3, 0, e, ctx);
+  };
+  AffineMap scoresMap = map4({bb, h, i, j}), rowsOfScores = map4({bb, h, i});
+  AffineMap rowsMap = map3({bb, h, i});
+  SmallVector<IteratorType> parallel3(3, IteratorType::parallel);
+  SmallVector<IteratorType> parallel4(4, IteratorType::parallel);
+  SmallVector<IteratorType> rowReduction = {
+      IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
+      IteratorType::reduction};
+
+  // s = q · kᵀ, in f32.
+  Value scores = buildContraction(
+      b, loc, getQuery(), getKey(),
+      buildIdentityFill(b, loc, scoreShape, Combine::Add),
+      {map5({bb, h, i, c}), map5({bb, kvHead, j, c}), map5({bb, h, i, j})},
+      /*numReductions=*/1);
+
+  // Logits, in place: scale, then the mask; the causal predicate only
+  // where it can fail.
+  SmallVector<Value> maskInputs;
+  SmallVector<AffineMap> logitMaps;
+  if (Value mask = getMask()) {
+    maskInputs.push_back(mask);
+    logitMaps.push_back(getMaskMap(ctx, cast<ShapedType>(mask.getType())));
+  }
+  logitMaps.push_back(scoresMap);
+  double scale = getScaleOrDefault();
+  Value causalOffset = getCausal() ? getCausalOffsetOrDefault(b) : Value();
+  auto buildLogits = [&](OpBuilder &nb, Location nloc,
+                         bool withCausal) -> Value {
+    return buildGeneric(
+        nb, nloc, maskInputs, scores, logitMaps, parallel4,
+        [&](OpBuilder &gb, Location gloc, ValueRange args) {
+          Value visible;
+          if (withCausal) {
+            Value row = linalg::IndexOp::create(gb, gloc, 2);
+            Value col = linalg::IndexOp::create(gb, gloc, 3);
+            visible = arith::CmpIOp::create(
+                gb, gloc, arith::CmpIPredicate::sle, col,
+                arith::AddIOp::create(gb, gloc, row, causalOffset));
+          }
+          linalg::YieldOp::create(
+              gb, gloc,
+              buildLogit(gb, gloc, args.back(), scale,
+                         maskInputs.empty() ? Value() : args[0], visible));
+        });
+  };
+  Value logits;
+  if (!causalOffset) {
+    logits = buildLogits(b, loc, false);
+  } else {
+    // The block straddles the diagonal iff its last key is beyond what its
+    // first row sees: Sk - 1 > causal_offset.
+    Value lastKey = arith::SubIOp::create(
+        b, loc, getValueOrCreateConstantIndexOp(b, loc, sk),
+        arith::ConstantIndexOp::create(b, loc, 1));
+    Value straddles = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
+                                            lastKey, causalOffset);
+    auto ifOp = scf::IfOp::create(
+        b, loc, straddles,
+        [&](OpBuilder &tb, Location tloc) {
+          scf::YieldOp::create(tb, tloc, buildLogits(tb, tloc, true));
+        },
+        [&](OpBuilder &eb, Location eloc) {
+          scf::YieldOp::create(eb, eloc, buildLogits(eb, eloc, false));
+        });
+    logits = ifOp.getResult(0);
+  }
+
+  // The state is updated in place (bufferization keeps loop-carried tensors
+  // in place only when the new value is written into the old one), so the
+  // rescaling a = exp(max - max') is computed before max is overwritten.
+  Value max = getMax(), sum = getSum(), acc = getAcc();
+  Value blockMax =
+      buildCombine(b, loc, logits,
+                   buildIdentityFill(b, loc, rowShape, Combine::Max),
+                   {scoresMap, rowsOfScores}, rowReduction, Combine::Max);
+  Value rescale = buildGeneric(
+      b, loc, ValueRange{max, blockMax},
+      tensor::EmptyOp::create(b, loc, rowShape, b.getF32Type()),
+      {rowsMap, rowsMap, rowsMap}, parallel3,
+      [](OpBuilder &gb, Location gloc, ValueRange args) {
+        Value newMax = arith::MaximumFOp::create(gb, gloc, args[0], args[1]);
+        linalg::YieldOp::create(gb, gloc,
+                                buildSafeExp(gb, gloc, args[0], newMax));
+      });
+  Value newMax = buildCombine(b, loc, blockMax, max, {rowsMap, rowsMap},
+                              parallel3, Combine::Max);
+  // p = exp(s - max'), in place of the logits.
+  Value probs = buildGeneric(
+      b, loc, newMax, logits, {rowsOfScores, scoresMap}, parallel4,
+      [](OpBuilder &gb, Location gloc, ValueRange args) {
+        linalg::YieldOp::create(gb, gloc,
+                                buildSafeExp(gb, gloc, args[1], args[0]));
+      });
+  // sum' = a · sum + rowsum(p).
+  Value newSum = buildCombine(
+      b, loc, probs,
+      buildCombine(b, loc, rescale, sum, {rowsMap, rowsMap}, parallel3,
+                   Combine::Mul),
+      {scoresMap, rowsOfScores}, rowReduction, Combine::Add);
+  // acc' = a · acc + p · v, over loops (b, h, i, c, j).
+  AffineExpr ch = getAffineDimExpr(3, ctx), key = getAffineDimExpr(4, ctx);
+  Value accScaled =
+      buildCombine(b, loc, rescale, acc, {rowsOfScores, map4({bb, h, i, j})},
+                   parallel4, Combine::Mul);
+  Value newAcc = buildContraction(
+      b, loc, probs, getValue(), accScaled,
+      {map5({bb, h, i, key}), map5({bb, kvHead, key, ch}),
+       map5({bb, h, i, ch})},
+      /*numReductions=*/1);
+  return SmallVector<Value>{newAcc, newMax, newSum};
+}
