@@ -643,3 +643,74 @@ func.func @att_zero_head_dim(%q: tensor<1x2x4x0xf32>, %init: tensor<1x2x4x0xf32>
          outs(%init : tensor<1x2x4x0xf32>) -> tensor<1x2x4x0xf32>
   return %o : tensor<1x2x4x0xf32>
 }
+
+// -----
+
+func.func @online_acc_rank(%q: tensor<1x2x4x8xf32>, %acc: tensor<1x2x4xf32>, %m: tensor<1x2x4xf32>) -> tensor<1x2x4xf32> {
+  // expected-error @+1 {{'acc' must have rank 4 ([B, H, Sq, dv]), found rank 3}}
+  %r:3 = mha.online_attention ins(%q, %q, %q : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+           outs(%acc, %m, %m : tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
+           -> tensor<1x2x4xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>
+  return %r#1 : tensor<1x2x4xf32>
+}
+
+// -----
+
+func.func @online_max_rank(%q: tensor<1x2x4x8xf32>, %acc: tensor<1x2x4x8xf32>, %m: tensor<1x2x4x1xf32>, %s: tensor<1x2x4xf32>) -> tensor<1x2x4xf32> {
+  // expected-error @+1 {{'max' must have rank 3 ([B, H, Sq]), found rank 4}}
+  %r:3 = mha.online_attention ins(%q, %q, %q : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+           outs(%acc, %m, %s : tensor<1x2x4x8xf32>, tensor<1x2x4x1xf32>, tensor<1x2x4xf32>)
+           -> tensor<1x2x4x8xf32>, tensor<1x2x4x1xf32>, tensor<1x2x4xf32>
+  return %r#2 : tensor<1x2x4xf32>
+}
+
+// -----
+
+func.func @online_sum_queries(%q: tensor<1x2x4x8xf32>, %acc: tensor<1x2x4x8xf32>, %m: tensor<1x2x4xf32>, %s: tensor<1x2x5xf32>) -> tensor<1x2x5xf32> {
+  // expected-error @+1 {{'sum' dimension 2 (Sq) must match 'query' dimension 2: expected 4, found 5}}
+  %r:3 = mha.online_attention ins(%q, %q, %q : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+           outs(%acc, %m, %s : tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x5xf32>)
+           -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x5xf32>
+  return %r#2 : tensor<1x2x5xf32>
+}
+
+// -----
+
+func.func @online_acc_heads(%q: tensor<1x2x4x8xf32>, %acc: tensor<1x3x4x8xf32>, %m: tensor<1x2x4xf32>) -> tensor<1x3x4x8xf32> {
+  // expected-error @+1 {{'acc' dimension 1 (H) must match 'query' dimension 1: expected 2, found 3}}
+  %r:3 = mha.online_attention ins(%q, %q, %q : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+           outs(%acc, %m, %m : tensor<1x3x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
+           -> tensor<1x3x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>
+  return %r#0 : tensor<1x3x4x8xf32>
+}
+
+// -----
+
+func.func @online_result_type(%q: tensor<1x2x4x8xf32>, %acc: tensor<1x2x4x8xf32>, %m: tensor<1x2x4xf32>) -> tensor<1x2x?xf32> {
+  // expected-error @+1 {{result type must match 'max' type: expected 'tensor<1x2x4xf32>', found 'tensor<1x2x?xf32>'}}
+  %r:3 = mha.online_attention ins(%q, %q, %q : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+           outs(%acc, %m, %m : tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
+           -> tensor<1x2x4x8xf32>, tensor<1x2x?xf32>, tensor<1x2x4xf32>
+  return %r#1 : tensor<1x2x?xf32>
+}
+
+// -----
+
+func.func @online_state_type(%q: tensor<1x2x4x8xf16>, %acc: tensor<1x2x4x8xf16>, %m: tensor<1x2x4xf32>) -> tensor<1x2x4xf32> {
+  // expected-error @+1 {{operand #3 must be ranked tensor of 32-bit float values, but got 'tensor<1x2x4x8xf16>'}}
+  %r:3 = mha.online_attention ins(%q, %q, %q : tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>)
+           outs(%acc, %m, %m : tensor<1x2x4x8xf16>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
+           -> tensor<1x2x4x8xf16>, tensor<1x2x4xf32>, tensor<1x2x4xf32>
+  return %r#1 : tensor<1x2x4xf32>
+}
+
+// -----
+
+func.func @online_mask_keys(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x6x8xf32>, %mask: tensor<1x1x4x5xi1>, %acc: tensor<1x2x4x8xf32>, %m: tensor<1x2x4xf32>) -> tensor<1x2x4xf32> {
+  // expected-error @+1 {{'mask' dimension 3 (Sk) must be 1 or match the key length: expected 6, found 5}}
+  %r:3 = mha.online_attention ins(%q, %k, %k : tensor<1x2x4x8xf32>, tensor<1x2x6x8xf32>, tensor<1x2x6x8xf32>)
+           mask(%mask : tensor<1x1x4x5xi1>)
+           outs(%acc, %m, %m : tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
+           -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>
+  return %r#1 : tensor<1x2x4xf32>
+}

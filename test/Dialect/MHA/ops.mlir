@@ -140,3 +140,20 @@ func.func @attention_causal_offset(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x16x8x
          causal_offset(%off) outs(%init : tensor<1x2x4x8xf32>) {causal} -> tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>
 }
+
+// The online form: the softmax state as destinations and results, with a
+// mask and an explicit causal diagonal.
+// CHECK-LABEL: func.func @online_attention
+// CHECK: %{{.*}}, %{{.*}}, %{{.*}} = mha.online_attention ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<2x4x?x16xf16>, tensor<2x2x?x16xf16>, tensor<2x2x?x8xf16>) mask(%{{.*}} : tensor<2x1x?x?xi1>) causal_offset(%{{.*}}) outs(%{{.*}}, %{{.*}}, %{{.*}} : tensor<2x4x?x8xf32>, tensor<2x4x?xf32>, tensor<2x4x?xf32>) {causal, scale = 2.500000e-01 : f32} -> tensor<2x4x?x8xf32>, tensor<2x4x?xf32>, tensor<2x4x?xf32>
+// GENERIC-LABEL: sym_name = "online_attention"
+// GENERIC: "mha.online_attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1>, scale = 2.500000e-01 : f32}>
+func.func @online_attention(%q: tensor<2x4x?x16xf16>, %k: tensor<2x2x?x16xf16>, %v: tensor<2x2x?x8xf16>,
+                            %m: tensor<2x1x?x?xi1>, %off: index, %acc: tensor<2x4x?x8xf32>,
+                            %max: tensor<2x4x?xf32>, %sum: tensor<2x4x?xf32>)
+    -> (tensor<2x4x?x8xf32>, tensor<2x4x?xf32>, tensor<2x4x?xf32>) {
+  %r:3 = mha.online_attention ins(%q, %k, %v : tensor<2x4x?x16xf16>, tensor<2x2x?x16xf16>, tensor<2x2x?x8xf16>)
+           mask(%m : tensor<2x1x?x?xi1>) causal_offset(%off)
+           outs(%acc, %max, %sum : tensor<2x4x?x8xf32>, tensor<2x4x?xf32>, tensor<2x4x?xf32>)
+           {causal, scale = 0.25 : f32} -> tensor<2x4x?x8xf32>, tensor<2x4x?xf32>, tensor<2x4x?xf32>
+  return %r#0, %r#1, %r#2 : tensor<2x4x?x8xf32>, tensor<2x4x?xf32>, tensor<2x4x?xf32>
+}

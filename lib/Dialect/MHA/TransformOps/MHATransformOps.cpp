@@ -149,7 +149,9 @@ transform::MHAFuseConsumerOp::apply(transform::TransformRewriter &rewriter,
   }
   FailureOr<scf::SCFFuseConsumerOfSliceResult> fused =
       scf::tileAndFuseConsumer(rewriter, consumer, loops);
-  if (failed(fused)) {
+  // Upstream succeeds without doing anything when no operand of the
+  // consumer comes from the loops.
+  if (failed(fused) || fused->tiledOps.empty()) {
     DiagnosedSilenceableFailure diag =
         emitSilenceableError() << "could not fuse the consumer into the loops";
     diag.attachNote(consumer->getLoc()) << "consumer";

@@ -77,3 +77,43 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// transform.mha.fuse_consumer needs one result handle per loop handle.
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %a = transform.structured.match ops{["linalg.generic"]} in %root : (!transform.any_op) -> !transform.any_op
+    %b = transform.structured.match ops{["scf.forall"]} in %root : (!transform.any_op) -> !transform.any_op
+    // expected-error @below {{expects one result per loop handle: 1 loops, 0 loop results}}
+    %fused = transform.mha.fuse_consumer %a into %b : (!transform.any_op, !transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+}
+
+// -----
+
+// A consumer that does not read the loop nest's result cannot be fused: the
+// transform fails silenceably and says which op.
+func.func @not_a_consumer(%x: tensor<8xf32>, %y: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) {
+  %loop = scf.forall (%i) in (2) shared_outs(%o = %x) -> (tensor<8xf32>) {
+    scf.forall.in_parallel {}
+  }
+  // expected-note @below {{consumer}}
+  %c = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]}
+         outs(%y : tensor<8xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %out : f32
+  } -> tensor<8xf32>
+  return %loop, %c : tensor<8xf32>, tensor<8xf32>
+}
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %c = transform.structured.match ops{["linalg.generic"]} in %root : (!transform.any_op) -> !transform.any_op
+    %l = transform.structured.match ops{["scf.forall"]} in %root : (!transform.any_op) -> !transform.any_op
+    // expected-error @below {{could not fuse the consumer into the loops}}
+    %fused, %l2 = transform.mha.fuse_consumer %c into %l
+      : (!transform.any_op, !transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}

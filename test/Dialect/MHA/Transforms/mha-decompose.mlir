@@ -80,3 +80,29 @@ func.func @attention_untouched(%q: tensor<1x2x4x8xf32>, %init: tensor<1x2x4x8xf3
          outs(%init : tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// A dynamic rank-4 mask dim may be 1 at run time on the layer op, while
+// mha.attention takes only static 1s as broadcasts: each dynamic dim whose
+// score dim is not 1 is expanded (linalg.broadcast) when it is 1 at run time.
+// The static 1 (heads) stays and broadcasts through the indexing map.
+// CHECK-LABEL: func.func @dynamic_mask
+// CHECK-SAME: %[[M:[^:]+]]: tensor<?x1x?x?xi1>
+// CHECK: %[[B1:.+]] = arith.cmpi eq, %{{.*}}, %c1
+// CHECK: %[[M0:.+]] = scf.if %[[B1]] -> (tensor<?x1x?x?xi1>)
+// CHECK:   linalg.broadcast ins(%{{.*}} : tensor<1x?x?xi1>) outs(%{{.*}} : tensor<2x1x?x?xi1>) dimensions = [0]
+// CHECK: } else {
+// CHECK:   scf.yield %[[M]]
+// CHECK: %[[M2:.+]] = scf.if %{{.*}} -> (tensor<?x1x?x?xi1>)
+// CHECK:   linalg.broadcast {{.*}} dimensions = [2]
+// CHECK: %[[M3:.+]] = scf.if %{{.*}} -> (tensor<?x1x?x?xi1>)
+// CHECK:   linalg.broadcast {{.*}} dimensions = [3]
+// CHECK-NOT: dimensions = [1]
+// CHECK: mha.attention {{.*}} mask(%[[M3]] : tensor<?x1x?x?xi1>)
+func.func @dynamic_mask(%x: tensor<2x?x16xf32>, %w: tensor<16x16xf32>, %m: tensor<?x1x?x?xi1>) -> tensor<2x?x16xf32> {
+  %y = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w mask(%m) {num_heads = 2 : i64}
+       : (tensor<2x?x16xf32>, tensor<2x?x16xf32>, tensor<2x?x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>,
+          tensor<16x16xf32>, tensor<16x16xf32>, tensor<?x1x?x?xi1>) -> tensor<2x?x16xf32>
+  return %y : tensor<2x?x16xf32>
+}

@@ -39,3 +39,45 @@ func.func @static(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x6x8xf32>, %m: tensor<4
          mask(%m : tensor<4x6xi1>) outs(%init : tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// On mha.attention (and mha.online_attention) only a static 1 broadcasts: a
+// dynamic mask dim must match its score dim exactly (the layer's
+// decomposition has expanded dims that are 1 at run time).
+// CHECK-LABEL: func.func @core_op_mask
+// CHECK-NOT: 'mask' dimension 1
+// CHECK: cf.assert %{{.*}}, "{{.*}}'mask' dimension 2 (Sq) must match 'query' dimension 2 at run time"
+// CHECK: cf.assert %{{.*}}, "{{.*}}'mask' dimension 3 (Sk) must match 'key' dimension 2 at run time"
+// CHECK: mha.attention
+func.func @core_op_mask(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %m: tensor<1x1x?x?xi1>,
+                        %init: tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32> {
+  %o = mha.attention ins(%q, %k, %k : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>)
+         mask(%m : tensor<1x1x?x?xi1>) outs(%init : tensor<1x2x?x8xf32>) -> tensor<1x2x?x8xf32>
+  return %o : tensor<1x2x?x8xf32>
+}
+
+// -----
+
+// The online form gets the same checks, its state included.
+// CHECK-LABEL: func.func @online
+// CHECK: cf.assert %{{.*}}, "mha.online_attention at {{.*}}: 'acc' dimension 2 (Sq) must match 'query' dimension 2 at run time"
+// CHECK: cf.assert %{{.*}}, "{{.*}}'max' dimension 2 (Sq) must match 'query' dimension 2 at run time"
+// CHECK: cf.assert %{{.*}}, "{{.*}}'value' dimension 2 (Sk) must match 'key' dimension 2 at run time"
+// CHECK: mha.online_attention
+func.func @online(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1x2x?x8xf32>,
+                  %acc: tensor<1x2x4x8xf32>, %max: tensor<1x2x?xf32>, %sum: tensor<1x2x4xf32>)
+    -> tensor<1x2x?xf32> {
+  %r:3 = mha.online_attention ins(%q, %k, %v : tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>, tensor<1x2x?x8xf32>)
+           outs(%acc, %max, %sum : tensor<1x2x4x8xf32>, tensor<1x2x?xf32>, tensor<1x2x4xf32>)
+           -> tensor<1x2x4x8xf32>, tensor<1x2x?xf32>, tensor<1x2x4xf32>
+  return %r#1 : tensor<1x2x?xf32>
+}
+
+// -----
+
+// The checks are the ops' RuntimeVerifiableOpInterface, so upstream's
+// --generate-runtime-verification inserts them too, with its own framing.
+// RUN: mha-opt %s --split-input-file --generate-runtime-verification | FileCheck %s --check-prefix=UPSTREAM
+// UPSTREAM-LABEL: func.func @core_op_mask
+// UPSTREAM: cf.assert %{{.*}}, "ERROR: Runtime op verification failed{{.*}}mha.attention{{.*}}'mask' dimension 2 (Sq) must match 'query' dimension 2 at run time

@@ -28,6 +28,8 @@ def MHA_Dialect : Dialect {
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
+    // Run-time verification creates cf.assert.
+    "::mlir::cf::ControlFlowDialect",
     // Decompositions (AggregatedOpInterface) create these.
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",

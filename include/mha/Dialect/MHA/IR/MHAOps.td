@@ -11,6 +11,7 @@
 include "mha/Dialect/MHA/IR/MHABase.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
+include "mlir/Interfaces/RuntimeVerifiableOpInterface.td"
 include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/TilingInterface.td"
 include "mlir/Dialect/Linalg/IR/LinalgInterfaces.td"
@@ -22,7 +23,8 @@ include "mlir/Dialect/Linalg/IR/LinalgInterfaces.td"
 def MHA_MultiHeadAttentionOp : MHA_Op<"multi_head_attention", [
     Pure, AttrSizedOperandSegments,
     DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
-                              ["reifyResultShapes"]>]> {
+                              ["reifyResultShapes"]>,
+    DeclareOpInterfaceMethods<RuntimeVerifiableOpInterface>]> {
   let summary = "The whole multi-head attention layer";
   let description = [{
     Computes `MultiHead(Q, K, V) = Concat(head_1..head_H) · W_o (+ b_o)` with
@@ -114,6 +116,7 @@ def MHA_AttentionOp : MHA_Op<"attention", [
     Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
     DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
                               ["reifyResultShapes"]>,
+    DeclareOpInterfaceMethods<RuntimeVerifiableOpInterface>,
     DeclareOpInterfaceMethods<AggregatedOpInterface, ["decomposeOperation"]>,
     DeclareOpInterfaceMethods<TilingInterface,
         ["getLoopIteratorTypes", "getIterationDomain",
@@ -214,6 +217,7 @@ def MHA_OnlineAttentionOp : MHA_Op<"online_attention", [
     Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
     DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
                               ["reifyResultShapes"]>,
+    DeclareOpInterfaceMethods<RuntimeVerifiableOpInterface>,
     DeclareOpInterfaceMethods<AggregatedOpInterface, ["decomposeOperation"]>,
     DeclareOpInterfaceMethods<TilingInterface,
         ["getLoopIteratorTypes", "getIterationDomain",

@@ -1,0 +1,183 @@
+//===- RuntimeVerification.cpp - run-time checks of the mha ops -----------===//
+//
+// RuntimeVerifiableOpInterface of the mha ops. The verifiers compare every
+// size the types know; batch and sequence lengths may be dynamic, and if
+// they disagree at run time the lowered loops read out of bounds. Each op
+// asserts (cf.assert) every pair of sizes that must agree and that are not
+// both static, with the verifier's wording. Upstream's
+// --generate-runtime-verification calls this, and so does
+// --mha-insert-runtime-checks (for the mha ops only, with messages that name
+// the op and its source location).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mha/Dialect/MHA/IR/MHAOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+using namespace mlir;
+using namespace mlir::mha;
+
+namespace {
+
+/// One size of one operand, as the verifier names it.
+struct Size {
+  Value value;
+  StringRef name;
+  int64_t dim;
+  bool isDynamic() const {
+    return cast<ShapedType>(value.getType()).isDynamicDim(dim);
+  }
+};
+
+class CheckBuilder {
+public:
+  CheckBuilder(OpBuilder &b, Operation *op, Location loc,
+               function_ref<std::string(Operation *, StringRef)> message)
+      : b(b), op(op), loc(loc), message(message) {}
+
+  /// Asserts a == ref (or a == 1 when `orOne`) unless both are static.
+  void equal(const Size &a, const Size &ref, StringRef symbol,
+             bool orOne = false) {
+    if ((!a.isDynamic() && !ref.isDynamic()) ||
+        (a.value == ref.value && a.dim == ref.dim))
+      return;
+    if (orOne && !a.isDynamic() &&
+        cast<ShapedType>(a.value.getType()).getDimSize(a.dim) == 1)
+      return;
+    assertSize(
+        a,
+        [&] { return tensor::DimOp::create(b, loc, ref.value, ref.dim); },
+        symbol, orOne,
+               ("'" + ref.name + "' dimension " + Twine(ref.dim)).str());
+  }
+
+  /// Asserts a == expected (or 1 when `orOne`) when `a` is dynamic.
+  void equalTo(const Size &a, int64_t expected, StringRef symbol,
+               StringRef what, bool orOne = false) {
+    if (!a.isDynamic())
+      return;
+    assertSize(
+        a,
+        [&] {
+          return arith::ConstantIndexOp::create(b, loc, expected);
+        },
+        symbol, orOne,
+               (what + " (" + Twine(expected) + ")").str());
+  }
+
+  /// The mask against the scores [B, H, Sq, Sk] the sizes `b`, `sq`, `sk`
+  /// (and `h`, when the op knows H only as a number) stand for.
+  /// With `runtimeBroadcast` (the layer op), a dynamic rank-4 mask dim may
+  /// also be 1; on the core ops only a static 1 broadcasts.
+  void mask(Value mask, const Size &batch, int64_t heads, const Size &sq,
+            const Size &sk, bool runtimeBroadcast) {
+    MaskLayout layout = *getMaskLayout(
+        cast<ShapedType>(mask.getType()).getRank());
+    for (auto [d, scoreDim] : llvm::enumerate(layout.scoreDims)) {
+      Size maskDim{mask, "mask", static_cast<int64_t>(d)};
+      StringRef symbol = getScoreDimSymbol(scoreDim);
+      bool orOne = layout.broadcasts &&
+                   (runtimeBroadcast ||
+                    cast<ShapedType>(mask.getType()).getDimSize(d) == 1);
+      switch (scoreDim) {
+      case kBatch:
+        equal(maskDim, batch, symbol, orOne);
+        break;
+      case kHeads:
+        equalTo(maskDim, heads, symbol, "the number of heads", orOne);
+        break;
+      case kQueries:
+        equal(maskDim, sq, symbol, orOne);
+        break;
+      case kKeys:
+        equal(maskDim, sk, symbol, orOne);
+        break;
+      }
+    }
+  }
+
+private:
+  /// cf.assert(size(a) == expected [|| size(a) == 1]) with the verifier's
+  /// wording: "'<a>' dimension <d> (<symbol>) must [be 1 or ]match <what>".
+  void assertSize(const Size &a, function_ref<Value()> makeExpected,
+                  StringRef symbol, bool orOne, StringRef what) {
+    Value size = tensor::DimOp::create(b, loc, a.value, a.dim);
+    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, size,
+                                     makeExpected());
+    if (orOne)
+      ok = arith::OrIOp::create(
+          b, loc, ok,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, size,
+                                arith::ConstantIndexOp::create(b, loc, 1)));
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "'" << a.name << "' dimension " << a.dim << " (" << symbol
+       << ") must " << (orOne ? "be 1 or " : "") << "match " << what
+       << " at run time";
+    cf::AssertOp::create(b, loc, ok, message(op, text));
+  }
+
+  OpBuilder &b;
+  Operation *op;
+  Location loc;
+  function_ref<std::string(Operation *, StringRef)> message;
+};
+
+/// The checks of mha.attention and mha.online_attention: query, key, value
+/// and mask, and destinations `outs` shaped [B, H, Sq(, dv)].
+void checkAttentionOperands(CheckBuilder &check, Value query, Value key,
+                            Value value, Value mask,
+                            ArrayRef<std::pair<StringRef, Value>> outs) {
+  Size batch{query, "query", 0}, sq{query, "query", 2}, sk{key, "key", 2};
+  check.equal({key, "key", 0}, batch, "B");
+  check.equal({value, "value", 0}, batch, "B");
+  for (auto [name, out] : outs) {
+    check.equal({out, name, 0}, batch, "B");
+    check.equal({out, name, 2}, sq, "Sq");
+  }
+  check.equal({value, "value", 2}, sk, "Sk");
+  if (mask)
+    check.mask(mask, batch,
+               cast<ShapedType>(query.getType()).getDimSize(1), sq, sk,
+               /*runtimeBroadcast=*/false);
+}
+
+} // namespace
+
+void MultiHeadAttentionOp::generateRuntimeVerification(
+    OpBuilder &b, Location loc,
+    function_ref<std::string(Operation *, StringRef)> generateErrorMessage) {
+  CheckBuilder check(b, getOperation(), loc, generateErrorMessage);
+  Size batch{getQuery(), "query", 0}, sq{getQuery(), "query", 1},
+      sk{getKey(), "key", 1};
+  check.equal({getKey(), "key", 0}, batch, "B");
+  check.equal({getValue(), "value", 0}, batch, "B");
+  check.equal({getValue(), "value", 1}, sk, "Sk");
+  // A result type more static than the query pins the query's sizes.
+  auto resultType = cast<ShapedType>(getType());
+  for (int64_t d = 0; d < 2; ++d)
+    if (!resultType.isDynamicDim(d))
+      check.equalTo({getQuery(), "query", d}, resultType.getDimSize(d),
+                    d == 0 ? "B" : "Sq", "the result type");
+  if (Value mask = getMask())
+    check.mask(mask, batch, getNumHeads(), sq, sk, /*runtimeBroadcast=*/true);
+}
+
+void AttentionOp::generateRuntimeVerification(
+    OpBuilder &b, Location loc,
+    function_ref<std::string(Operation *, StringRef)> generateErrorMessage) {
+  CheckBuilder check(b, getOperation(), loc, generateErrorMessage);
+  checkAttentionOperands(check, getQuery(), getKey(), getValue(), getMask(),
+                         {{"init", getInit()}});
+}
+
+void OnlineAttentionOp::generateRuntimeVerification(
+    OpBuilder &b, Location loc,
+    function_ref<std::string(Operation *, StringRef)> generateErrorMessage) {
+  CheckBuilder check(b, getOperation(), loc, generateErrorMessage);
+  checkAttentionOperands(check, getQuery(), getKey(), getValue(), getMask(),
+                         {{"acc", getAcc()}, {"max", getMax()}, {"sum", getSum()}});
+}
