@@ -1,4 +1,15 @@
 //===- Pipelines.cpp - MHA end-to-end pipelines -----------------*- C++ -*-===//
+//
+// The pipelines are sequences of stages, each a function that other
+// pipelines (the GPU ones) reuse:
+//
+//   tiling (tensors) -> decomposition (linalg on tensors) -> [vectorization]
+//     -> bufferization -> lowering to LLVM (CPU)
+//
+// The vectorization of the CPU path goes between decomposition and
+// bufferization, where the ops are linalg on tensors inside the loop nest.
+//
+//===----------------------------------------------------------------------===//
 
 #include "mha/Pipelines/Pipelines.h"
 
@@ -10,17 +21,32 @@
 #include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/SCF/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
-/// Linalg on tensors -> LLVM: one-shot bufferization, deallocation, scalar
-/// loops and the conversions to the LLVM dialect. Shared by every CPU
-/// pipeline; what differs between them is the linalg they start from.
-static void buildBufferizeAndLowerToLLVM(OpPassManager &pm,
-                                         bool emitCInterface) {
+// The mha passes run on the whole module (they walk it), so mha ops in
+// nested modules or in functions of any kind are lowered too.
+
+void mha::buildTilingStage(OpPassManager &pm, int64_t qTileSize,
+                           int64_t kvTileSize) {
+  pm.addPass(createMHAInsertRuntimeChecksPass());
+  pm.addPass(createMHAFuseLayerPass(
+      MHAFuseLayerPassOptions{qTileSize, kvTileSize, /*decompose=*/false}));
+  pm.addPass(createMHATileAttentionPass(
+      MHATileAttentionPassOptions{qTileSize, kvTileSize, /*decompose=*/false}));
+}
+
+void mha::buildDecompositionStage(OpPassManager &pm) {
+  pm.addPass(createMHADecomposePass());
+  pm.addPass(createMHAAttentionToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+}
+
+void mha::buildBufferizationStage(OpPassManager &pm) {
   // Identity layouts at function boundaries keep the calling convention
   // plain (contiguous row-major memrefs).
   bufferization::OneShotBufferizePassOptions bufferize;
@@ -34,10 +60,14 @@ static void buildBufferizeAndLowerToLLVM(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
+}
 
-  // Buffers -> loops -> LLVM. lower-affine comes after the passes that make
-  // affine.apply ops: linalg-to-loops (head split, GQA head mapping) and
+void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface) {
+  // Buffers -> loops -> LLVM. Parallel loops run serially for now.
+  // lower-affine comes after the passes that make affine.apply ops:
+  // linalg-to-loops (head split, GQA head mapping) and
   // expand-strided-metadata (offsets of dynamic subviews, from tiling).
+  pm.addNestedPass<func::FuncOp>(createForallToForLoopPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
@@ -49,27 +79,21 @@ static void buildBufferizeAndLowerToLLVM(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-// The mha passes run on the whole module (they walk it), so mha ops in
-// nested modules or in functions of any kind are lowered too.
-
 void mha::buildLowerToLoopsPipeline(OpPassManager &pm,
                                     const LowerToLoopsOptions &options) {
   pm.addPass(createMHAInsertRuntimeChecksPass());
-  pm.addPass(createMHADecomposePass());
-  pm.addPass(createMHAAttentionToLinalgPass());
-  pm.addPass(createCanonicalizerPass());
-  buildBufferizeAndLowerToLLVM(pm, options.emitCInterface);
+  buildDecompositionStage(pm);
+  buildBufferizationStage(pm);
+  buildCPUToLLVMStage(pm, options.emitCInterface);
 }
 
 void mha::buildLowerToCPUPipeline(OpPassManager &pm,
                                   const LowerToCPUOptions &options) {
-  pm.addPass(createMHAInsertRuntimeChecksPass());
-  pm.addPass(createMHAFuseLayerPass(
-      MHAFuseLayerPassOptions{options.qTileSize, options.kvTileSize}));
-  pm.addPass(createMHATileAttentionPass(
-      MHATileAttentionPassOptions{options.qTileSize, options.kvTileSize}));
-  pm.addPass(createCanonicalizerPass());
-  buildBufferizeAndLowerToLLVM(pm, options.emitCInterface);
+  buildTilingStage(pm, options.qTileSize, options.kvTileSize);
+  buildDecompositionStage(pm);
+  // Vectorization of the linalg ops inside the loop nest goes here.
+  buildBufferizationStage(pm);
+  buildCPUToLLVMStage(pm, options.emitCInterface);
 }
 
 void mha::registerMHAPipelines() {

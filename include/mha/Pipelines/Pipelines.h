@@ -11,6 +11,8 @@
 
 #include "mlir/Pass/PassOptions.h"
 
+#include <cstdint>
+
 namespace mlir {
 class OpPassManager;
 
@@ -26,9 +28,8 @@ struct LowerToLoopsOptions : public PassPipelineOptions<LowerToLoopsOptions> {
 };
 
 /// The reference path, from `mha` ops on tensors to the LLVM dialect:
-/// mha-decompose, mha-attention-to-linalg, one-shot bufferization (function
-/// boundaries included, identity layouts), buffer deallocation, linalg to
-/// scf loops, and the conversions to LLVM. Runs on a builtin.module.
+/// run-time checks, then the decomposition, bufferization and CPU-to-LLVM
+/// stages (materialized scores, scalar loops). Runs on a builtin.module.
 void buildLowerToLoopsPipeline(OpPassManager &pm,
                                const LowerToLoopsOptions &options);
 
@@ -47,13 +48,39 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::init(false)};
 };
 
-/// The tiled path, from `mha` ops on tensors to the LLVM dialect:
-/// mha-fuse-layer (the whole layer in one loop nest: projections fused around
-/// FlashAttention-2, no [Sq, Sk] buffer, causal tiles above the diagonal
-/// skipped), mha-tile-attention for standalone mha.attention ops, then
-/// bufferization and the conversions to LLVM as in the loops pipeline.
+/// The tiled path, from `mha` ops on tensors to the LLVM dialect: the tiling
+/// stage (the whole layer by tile-and-fuse: an scf.forall over batch and
+/// query tiles, projections fused around FlashAttention-2, no [Sq, Sk]
+/// buffer, causal blocks above the diagonal never created), then the
+/// decomposition, bufferization and CPU-to-LLVM stages.
 void buildLowerToCPUPipeline(OpPassManager &pm,
                              const LowerToCPUOptions &options);
+
+//===----------------------------------------------------------------------===//
+// Stages: the pieces the pipelines are made of, in order. Pipelines for other
+// targets reuse them (a GPU pipeline maps the tiling stage's scf.forall to
+// workgroups before decomposing).
+//===----------------------------------------------------------------------===//
+
+/// Tensor-level tiling and fusion: mha-insert-runtime-checks, mha-fuse-layer
+/// (whole layers) and mha-tile-attention (standalone mha.attention), leaving
+/// each key block as an mha.online_attention in the key loops.
+void buildTilingStage(OpPassManager &pm, int64_t qTileSize,
+                      int64_t kvTileSize);
+
+/// Decomposition into linalg on tensors: mha-decompose for layers still
+/// whole, mha-attention-to-linalg for attention ops left (the reference form)
+/// and for key blocks, then canonicalization.
+void buildDecompositionStage(OpPassManager &pm);
+
+/// One-shot bufferization (function boundaries included, identity layouts),
+/// buffer deallocation, bufferization to memref.
+void buildBufferizationStage(OpPassManager &pm);
+
+/// Buffers to the LLVM dialect on the CPU: scf.forall to scf.for, linalg to
+/// loops, strided metadata, affine, memref, scf, the rest, and (with
+/// `emitCInterface`) `_mlir_ciface_` wrappers.
+void buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface);
 
 /// Registers `mha-lower-to-loops` (and later pipelines) with the global
 /// pipeline registry.

@@ -42,6 +42,17 @@ struct LowerAttentionToLinalg final : OpRewritePattern<AttentionOp> {
   }
 };
 
+struct DecomposeOnlineAttention final : OpRewritePattern<OnlineAttentionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(OnlineAttentionOp op,
+                                PatternRewriter &rewriter) const override {
+    if (failed(decomposeOnlineAttention(rewriter, op)))
+      return rewriter.notifyMatchFailure(op, "could not decompose");
+    return success();
+  }
+};
+
 struct MHAAttentionToLinalgPass final
     : mha::impl::MHAAttentionToLinalgPassBase<MHAAttentionToLinalgPass> {
   void runOnOperation() override {
@@ -95,5 +106,6 @@ FailureOr<Value> mha::lowerAttentionToLinalg(RewriterBase &rewriter,
 }
 
 void mha::populateAttentionToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerAttentionToLinalg>(patterns.getContext());
+  patterns.add<LowerAttentionToLinalg, DecomposeOnlineAttention>(
+      patterns.getContext());
 }

@@ -94,7 +94,7 @@ struct MHAFuseLayerPass final
     SmallVector<MultiHeadAttentionOp> ops;
     getOperation()->walk([&](MultiHeadAttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
-    TileOptions options{qTileSize, kvTileSize};
+    TileOptions options{qTileSize, kvTileSize, decompose};
     for (MultiHeadAttentionOp op : ops)
       if (failed(fuseMultiHeadAttention(rewriter, op, options)))
         return signalPassFailure();
@@ -174,8 +174,8 @@ FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
       headAttention = attention;
   if (!headAttention)
     return op.emitOpError() << "could not fuse the attention into the head loop";
-  FailureOr<AttentionKeyLoop> keys =
-      tileAttentionKeys(rewriter, headAttention, options.kvTileSize);
+  FailureOr<AttentionKeyLoop> keys = tileAttentionKeys(
+      rewriter, headAttention, options.kvTileSize, options.decompose);
   if (failed(keys))
     return failure();
   return FusedLayer{parallelLoop, heads->loops.front(), keys->keyLoop,

@@ -41,7 +41,8 @@ static LogicalResult checkTileSizes(Operation *op, const TileOptions &options) {
 
 FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
                                                    AttentionOp op,
-                                                   int64_t kvTileSize) {
+                                                   int64_t kvTileSize,
+                                                   bool decompose) {
   if (failed(checkTileSizes(op, TileOptions{1, kvTileSize})))
     return failure();
   OpBuilder::InsertionGuard guard(rewriter);
@@ -64,9 +65,14 @@ FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
   rewriter.replaceOp(*online, tiled->replacements);
 
   auto block = cast<OnlineAttentionOp>(tiled->tiledOps.front());
+  AttentionKeyLoop result{tiled->loops.front(), block,
+                          normalize->getResult(0)};
+  if (!decompose)
+    return result;
   if (failed(decomposeOnlineAttention(rewriter, block)))
     return failure();
-  return AttentionKeyLoop{tiled->loops.front(), normalize->getResult(0)};
+  result.block = nullptr;
+  return result;
 }
 
 FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
@@ -87,8 +93,8 @@ FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
   rewriter.replaceOp(op, tiled->replacements);
 
   auto tile = cast<AttentionOp>(tiled->tiledOps.front());
-  FailureOr<AttentionKeyLoop> keys =
-      tileAttentionKeys(rewriter, tile, options.kvTileSize);
+  FailureOr<AttentionKeyLoop> keys = tileAttentionKeys(
+      rewriter, tile, options.kvTileSize, options.decompose);
   if (failed(keys))
     return failure();
   return TiledAttention{tiled->loops.front(), keys->keyLoop,
@@ -105,7 +111,7 @@ struct MHATileAttentionPass final
     SmallVector<AttentionOp> ops;
     getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
-    TileOptions options{qTileSize, kvTileSize};
+    TileOptions options{qTileSize, kvTileSize, decompose};
     for (AttentionOp op : ops)
       if (failed(tileAttention(rewriter, op, options)))
         return signalPassFailure();

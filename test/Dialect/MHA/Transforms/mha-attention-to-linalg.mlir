@@ -122,3 +122,27 @@ func.func @explicit_causal_offset(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x16x8xf
          causal_offset(%off) outs(%init : tensor<1x2x4x8xf32>) {causal} -> tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>
 }
+
+// -----
+
+// A key block in online form (what the tiling stage leaves) decomposes in
+// place: the state it was given is rescaled and updated, nothing is
+// normalized.
+// CHECK-LABEL: func.func @online_block
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x1x16x8xf32>, %[[K:[^:]+]]: tensor<1x1x?x8xf32>, %[[ACC:[^:]+]]: tensor<1x1x16x8xf32>, %[[MAX:[^:]+]]: tensor<1x1x16xf32>, %[[SUM:[^:]+]]: tensor<1x1x16xf32>)
+// CHECK: %[[S:.+]] = linalg.generic {{.*}} ins(%[[Q]], %[[K]] : {{.*}})
+// CHECK: %[[NEW_MAX:.+]] = linalg.generic {{.*}} outs(%[[MAX]] : tensor<1x1x16xf32>)
+// CHECK: %[[SCALED_SUM:.+]] = linalg.generic {{.*}} outs(%[[SUM]] : tensor<1x1x16xf32>)
+// CHECK: %[[NEW_SUM:.+]] = linalg.generic {{.*}} outs(%[[SCALED_SUM]] : tensor<1x1x16xf32>)
+// CHECK: %[[SCALED_ACC:.+]] = linalg.generic {{.*}} outs(%[[ACC]] : tensor<1x1x16x8xf32>)
+// CHECK: %[[NEW_ACC:.+]] = linalg.generic {{.*}} ins(%{{.*}}, %[[K]] : {{.*}}) outs(%[[SCALED_ACC]] : tensor<1x1x16x8xf32>)
+// CHECK-NOT: arith.divf
+// CHECK: return %[[NEW_ACC]], %[[NEW_MAX]], %[[NEW_SUM]]
+func.func @online_block(%q: tensor<1x1x16x8xf32>, %k: tensor<1x1x?x8xf32>, %acc: tensor<1x1x16x8xf32>,
+                        %max: tensor<1x1x16xf32>, %sum: tensor<1x1x16xf32>)
+    -> (tensor<1x1x16x8xf32>, tensor<1x1x16xf32>, tensor<1x1x16xf32>) {
+  %r:3 = mha.online_attention ins(%q, %k, %k : tensor<1x1x16x8xf32>, tensor<1x1x?x8xf32>, tensor<1x1x?x8xf32>)
+           outs(%acc, %max, %sum : tensor<1x1x16x8xf32>, tensor<1x1x16xf32>, tensor<1x1x16xf32>)
+           -> tensor<1x1x16x8xf32>, tensor<1x1x16xf32>, tensor<1x1x16xf32>
+  return %r#0, %r#1, %r#2 : tensor<1x1x16x8xf32>, tensor<1x1x16xf32>, tensor<1x1x16xf32>
+}

@@ -89,3 +89,22 @@ func.func @dynamic_not_causal(%q: tensor<2x4x?x8xf16>, %k: tensor<2x4x?x8xf16>, 
 // Tile sizes must be positive.
 // RUN: not mha-opt %s --split-input-file --mha-tile-attention="q-tile-size=0" 2>&1 | FileCheck %s --check-prefix=ERROR
 // ERROR: error: 'mha.attention' op tile sizes must be positive, found q-tile-size=0 kv-tile-size=64
+
+// -----
+
+// With decompose=false (as the mha-lower-to-cpu tiling stage runs it) each
+// key block stays an mha.online_attention inside the key loop, for a later
+// decomposition stage (mha-attention-to-linalg).
+// RUN: mha-opt %s --split-input-file --mha-tile-attention="q-tile-size=16 kv-tile-size=8 decompose=false" | FileCheck %s --check-prefix=BLOCKS
+// BLOCKS-LABEL: func.func @blocks
+// BLOCKS: scf.forall
+// BLOCKS:   scf.for
+// BLOCKS:     mha.online_attention {{.*}} -> tensor<1x1x16x8xf32>, tensor<1x1x16xf32>, tensor<1x1x16xf32>
+// BLOCKS-NOT: linalg.generic {{.*}}"reduction"
+// BLOCKS:   linalg.generic
+// BLOCKS:     arith.divf
+func.func @blocks(%q: tensor<1x2x32x8xf32>, %init: tensor<1x2x32x8xf32>) -> tensor<1x2x32x8xf32> {
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x32x8xf32>, tensor<1x2x32x8xf32>, tensor<1x2x32x8xf32>)
+         outs(%init : tensor<1x2x32x8xf32>) -> tensor<1x2x32x8xf32>
+  return %o : tensor<1x2x32x8xf32>
+}

@@ -43,30 +43,33 @@ def MHADecomposePass : Pass<"mha-decompose"> {
 }
 
 def MHAAttentionToLinalgPass : Pass<"mha-attention-to-linalg"> {
-  let summary = "Lower mha.attention to linalg with materialized scores "
-                "(the reference lowering)";
+  let summary = "Lower mha.attention and mha.online_attention to linalg "
+                "(the reference lowering; the decomposition stage)";
   let description = [{
-    Rewrites every `mha.attention` into `linalg.generic` ops on tensors:
+    Applies the ops' decompositions (`AggregatedOpInterface`):
 
-    1. `s = q · kᵀ` into an f32 `[B, H, Sq, Sk]` tensor; query head `h` reads
-       key/value head `h floordiv (H / Hkv)` through the indexing map;
-    2. the logits: `s · scale`, plus the float mask, or `-inf` where the bool
-       mask is false or the key is after the query's causal limit
-       (`j > i + Sk - Sq`); masks broadcast through their indexing maps;
-    3. a stable softmax: the row maximum `m`, `p = exp(s - m)` (0 on rows whose
-       maximum is `-inf`), the row sum `l`;
-    4. `acc = p · v` and `out = acc / l` (0 where `l = 0`: a query that sees no
-       key gives zeros, not NaN), converted to the element type and written into
-       the op's destination.
-
-    This is the simple form that every faster lowering is checked against: it
-    holds the whole score matrix. Dynamic `B`, `Sq` and `Sk` are supported; a
-    rank-4 mask broadcasts along its static size-1 dims.
+    - `mha.attention` becomes its online form (f32 state fills, one
+      `mha.online_attention` over all keys, `out = acc / sum`, 0 where
+      `sum = 0`, converted to the element type and written into `init`), and
+      that online op linalg; untiled, this materializes the scores
+      `[B, H, Sq, Sk]`: the reference lowering every faster path is held
+      against;
+    - `mha.online_attention` (e.g. the key blocks `mha-tile-attention` and
+      `mha-fuse-layer` leave with `decompose=false`) becomes linalg ops on
+      tensors: `s = q · kᵀ` in f32 (query head `h` reads key/value head
+      `h floordiv (H / Hkv)` through the indexing map), the logits (scale, the
+      float mask added or the bool mask as `-inf`, the mask read through an
+      indexing map that broadcasts its static size-1 dims; the causal
+      predicate `j > i + causal_offset` as `-inf`, only in the branch of an
+      `scf.if` taken by blocks that straddle the diagonal), the row maximum,
+      the rescaling `exp(max - max')` and the updates of `sum` and `acc`, all
+      guarded so that rows with no visible key stay at zero.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
   ];
 }
@@ -75,33 +78,36 @@ def MHATileAttentionPass : Pass<"mha-tile-attention"> {
   let summary = "Tile mha.attention FlashAttention-style (online softmax over "
                 "key/value tiles)";
   let description = [{
-    Rewrites every `mha.attention` into loops over batches, heads and tiles of
-    `q-tile-size` queries (upstream `scf::tileUsingSCF` through the op's
-    `TilingInterface`), each holding the FlashAttention-2 loop over tiles of
-    `kv-tile-size` keys:
+    Rewrites every `mha.attention` with upstream tiling through the ops'
+    `TilingInterface`:
 
-    ```
-    m = -inf, l = 0, acc = 0                      (f32, per query row)
-    for each key tile:
-      s = mask(q · kᵀ · scale)                    [q-tile, kv-tile]
-      m' = max(m, rowmax(s)); p = exp(s - m'); alpha = exp(m - m')
-      l = alpha · l + rowsum(p); acc = alpha · acc + p · v; m = m'
-    out = acc / l                                 (0 where l = 0)
-    ```
+    1. an `scf.forall` over batches, heads and tiles of `q-tile-size` queries
+       (`scf::tileUsingSCF` on `mha.attention`);
+    2. each tile in its online form (`mha.online_attention` between f32 state
+       fills and the normalization `acc / sum`);
+    3. an `scf.for` over tiles of `kv-tile-size` keys (`scf::tileUsingSCF` on
+       the online op's key dimension, a reduction carrying `acc`, `max` and
+       `sum`): the FlashAttention-2 loop;
+    4. with `decompose` (the default), each key block decomposed into linalg
+       (see `mha-attention-to-linalg`).
 
     Memory is O(S·d): the largest intermediate is one `[q-tile, kv-tile]`
-    block of scores. With `causal`, the key loop of a query tile stops after
-    the last key its last row sees, so tiles wholly above the diagonal are
-    never visited, and the causal predicate is only evaluated on tiles that
-    straddle the diagonal. Masks are read per tile. Sizes that are not
-    multiples of the tiles and dynamic sizes are handled (the last tiles are
-    smaller). Query head `h` reads key/value head `h / (H / Hkv)`.
+    block of scores. With `causal`, the key range of each query tile ends at
+    the last key its last row sees (part of the online op's iteration
+    domain), so blocks wholly above the diagonal are never created, and the
+    causal predicate is only evaluated on blocks that straddle the diagonal.
+    Masks are sliced per block and read through indexing maps. Sizes that
+    are not multiples of the tiles and dynamic sizes are handled (the last
+    tiles are smaller). Query head `h` reads key/value head `h / (H / Hkv)`.
   }];
   let options = [
     Option<"qTileSize", "q-tile-size", "int64_t", /*default=*/"64",
            "Queries per tile (rows of the score block)">,
     Option<"kvTileSize", "kv-tile-size", "int64_t", /*default=*/"64",
            "Keys per online-softmax step (columns of the score block)">,
+    Option<"decompose", "decompose", "bool", /*default=*/"true",
+           "Decompose each key block into linalg; false leaves the "
+           "mha.online_attention blocks for a later mha-attention-to-linalg">,
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
@@ -114,36 +120,41 @@ def MHATileAttentionPass : Pass<"mha-tile-attention"> {
 }
 
 def MHAFuseLayerPass : Pass<"mha-fuse-layer"> {
-  let summary = "Lower mha.multi_head_attention into one fused, tiled loop "
-                "nest (projections fused around FlashAttention)";
+  let summary = "Lower mha.multi_head_attention by upstream tile-and-fuse "
+                "(projections fused around FlashAttention)";
   let description = [{
-    Rewrites every `mha.multi_head_attention` into
+    Decomposes every `mha.multi_head_attention` (as `mha-decompose`) and
+    tiles and fuses it with upstream `scf::tileConsumerAndFuseProducersUsingSCF`,
+    the output projection being the root:
 
     ```
-    Y = b_o (or 0)                                        [B, Sq, Eo], f32
-    for b < B, for kv head g < Hkv:
-      K = key[b] · w_k[:, g] (+ b_k[g])                  [Sk, dk], once per (b, g)
-      V = value[b] · w_v[:, g] (+ b_v[g])                [Sk, dv]
-      for query head h of group g, for query tile i0:
-        Q = (query[b, i0:] · w_q[:, h] (+ b_q[h])) · scale      [q-tile, dk]
-        O = online softmax of Q over key tiles of K, V          [q-tile, dv]
-        Y[b, i0:] += O · w_o[h, :]
+    K, V = key · w_k (+ b_k), value · w_v (+ b_v)       once, before the loops
+    scf.forall (b, query tile i0)                        parallel
+      Y = b_o (or 0)                                     this tile's rows, f32
+      scf.for query head h (iter_args Y)
+        Q = query[b, i0:] · w_q[:, h] (+ b_q[h])         fused producer
+        O = attention of Q over K, V of kv head h / (H / Hkv)
+            (the key loop of mha-tile-attention)
+        Y += O · w_o[h, :]
     ```
 
-    The head split and merge are column and row slices of the weights
-    (strided views, no copies). K and V are computed once per batch and kv
-    head and reused by every query head of the group (GQA/MQA) and every query
-    tile; Q is computed per query tile inside the loop (producer fusion), with
-    the bias as its accumulator's initial value and the scale as its epilogue;
-    the output projection consumes each finished tile, so the concatenated
-    heads `[B, Sq, H·dv]` never exist. The attention itself is the loop of
-    `mha-tile-attention` (same options, same causal tile skipping).
+    Each iteration of the forall owns its rows of the result: nothing is
+    carried across iterations, so the loop can be distributed to threads or
+    GPU workgroups. K and V are computed once for every query tile and every
+    query head of their group (GQA/MQA); Q per head and query tile, with the
+    bias as its accumulator's initial value. The head split and merge are
+    indexing maps of the projections, so the weights are sliced, not copied,
+    and the concatenated heads `[B, Sq, H·dv]` never exist. `decompose` as in
+    `mha-tile-attention`.
   }];
   let options = [
     Option<"qTileSize", "q-tile-size", "int64_t", /*default=*/"64",
            "Queries per tile (rows of the score block)">,
     Option<"kvTileSize", "kv-tile-size", "int64_t", /*default=*/"64",
            "Keys per online-softmax step (columns of the score block)">,
+    Option<"decompose", "decompose", "bool", /*default=*/"true",
+           "Decompose each key block into linalg; false leaves the "
+           "mha.online_attention blocks for a later mha-attention-to-linalg">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
@@ -161,9 +172,14 @@ def MHAInsertRuntimeChecksPass : Pass<"mha-insert-runtime-checks"> {
     lengths may be dynamic, and if they disagree at run time the lowered loops
     read out of bounds. Before each `mha` op, this pass inserts one
     `cf.assert` per pair of sizes that must agree (key and value lengths,
-    batch sizes, mask dims, result sizes) and that are not both static, with
-    the verifier's wording. A mismatch then stops the program with a message.
-    Both `mha-lower-to-*` pipelines run it first.
+    batch sizes, mask dims, result and state sizes) and that are not both
+    static, with the verifier's wording, prefixed by the op's name and source
+    location. A mismatch then stops the program with a message. Both
+    `mha-lower-to-*` pipelines run it first.
+
+    The checks are the ops' `RuntimeVerifiableOpInterface`, so upstream's
+    `--generate-runtime-verification` inserts them as well; this pass checks
+    the mha ops only (upstream's also checks every tensor and memref op).
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -60,6 +60,10 @@ struct TileOptions {
   int64_t qTileSize = 64;
   /// Keys per step of the online softmax: the columns of the score block.
   int64_t kvTileSize = 64;
+  /// Decompose each key block (mha.online_attention) into linalg right away;
+  /// when false the blocks stay, for a later decomposition stage
+  /// (mha-attention-to-linalg) after other transformations of the loops.
+  bool decompose = true;
 };
 
 /// Replaces `op` by its online form (its AggregatedOpInterface
@@ -77,6 +81,9 @@ decomposeOnlineAttention(RewriterBase &rewriter, OnlineAttentionOp op);
 struct AttentionKeyLoop {
   /// The scf.for over key tiles, carrying the online-softmax state.
   LoopLikeOpInterface keyLoop;
+  /// The mha.online_attention of one key block inside it; null once
+  /// decomposed.
+  Operation *block = nullptr;
   /// The value that replaced the op's result.
   Value result;
 };
@@ -85,11 +92,12 @@ struct AttentionKeyLoop {
 /// fills, mha.online_attention, normalization), tiles the key dimension of
 /// the online op by `kvTileSize` with upstream scf::tileUsingSCF (the key
 /// range ends at the causal bound of the op's queries, so blocks above the
-/// diagonal are never created), and decomposes the tiled online op into
-/// linalg. `op` is usually one tile of queries of one head.
+/// diagonal are never created), and (with `decompose`) decomposes the tiled
+/// online op into linalg. `op` is usually one tile of queries of one head.
 FailureOr<AttentionKeyLoop> tileAttentionKeys(RewriterBase &rewriter,
                                               AttentionOp op,
-                                              int64_t kvTileSize);
+                                              int64_t kvTileSize,
+                                              bool decompose = true);
 
 /// What tileAttention made.
 struct TiledAttention {
@@ -141,7 +149,8 @@ FailureOr<FusedLayer> fuseMultiHeadAttention(RewriterBase &rewriter,
 /// the op's result.
 FailureOr<Value> lowerAttentionToLinalg(RewriterBase &rewriter, AttentionOp op);
 
-/// Adds the pattern that applies lowerAttentionToLinalg.
+/// Adds the patterns that lower mha.attention (lowerAttentionToLinalg) and
+/// decompose mha.online_attention (decomposeOnlineAttention) into linalg.
 void populateAttentionToLinalgPatterns(RewritePatternSet &patterns);
 
 } // namespace mha
