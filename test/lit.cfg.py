@@ -59,6 +59,17 @@ if python_has("numpy"):
 if python_has("torch"):
     config.available_features.add("torch")
 config.substitutions.append(("%python", python))
+
+# The host's CPU features as the kernel reports them, independently of LLVM's
+# detection, for the tests that check mha-run's JIT targets this host.
+try:
+    with open("/proc/cpuinfo") as cpuinfo:
+        flags = next((line.split(":", 1)[1].split() for line in cpuinfo
+                      if line.startswith("flags")), [])
+except OSError:
+    flags = []
+if "avx512f" in flags:
+    config.available_features.add("host-avx512f")
 config.substitutions.append(
     ("%check_mha", "%s %s --mha-run %s" % (
         python,

@@ -18,6 +18,8 @@
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/SourceMgr.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -41,8 +43,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ScopedDiagnosticHandler silence(&context, [](Diagnostic &) {
     return success();
   });
-  StringRef text(reinterpret_cast<const char *>(data), size);
-  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, &context);
+  // libFuzzer's bytes end exactly at `size`, but MLIR's lexer stops at a NUL
+  // terminator and reads the byte past the end to find it: parse a copy,
+  // which MemoryBuffer terminates.
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(
+      llvm::MemoryBuffer::getMemBufferCopy(
+          StringRef(reinterpret_cast<const char *>(data), size), "input"),
+      SMLoc());
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module || failed(verify(*module)))
     return 0;
 

@@ -1,12 +1,19 @@
 //===- mha-run.cpp - JIT-compile and run an mha function --------*- C++ -*-===//
 //
-// Lowers a file through one of the MHA pipelines, JIT-compiles it with the
-// MLIR ExecutionEngine and calls one function on .npy inputs (or
-// deterministic random data): writes or summarizes the results, compares them
-// with expected outputs, and times repeated calls.
+// Lowers a file through one of the registered MHA pipelines (or a textual
+// pass pipeline), JIT-compiles it for the host CPU with the MLIR
+// ExecutionEngine and calls one function on .npy inputs (or deterministic
+// random data): writes or summarizes the results, compares them with expected
+// outputs, and times repeated calls.
 //
-// Exit codes: 0 success, 1 results differ from the expected outputs, 2 bad
-// usage or input (one message naming the argument), 3 compilation failed.
+// Exit codes:
+//   0  success;
+//   1  results differ from the expected outputs;
+//   2  bad usage or input (one message naming the argument);
+//   3  compilation failed (a pass of the pipeline, or the JIT);
+//   4  run-time failure (calling the compiled function reported an error).
+// A failed run-time check in the lowered code aborts the process instead
+// (SIGABRT, after printing the check's message).
 //
 //===----------------------------------------------------------------------===//
 
@@ -27,13 +34,17 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
 
 #include <algorithm>
 #include <chrono>
@@ -48,15 +59,25 @@ namespace cl = llvm::cl;
 
 namespace {
 
-enum ExitCode { kOk = 0, kMismatch = 1, kBadInput = 2, kCompileError = 3 };
+enum ExitCode {
+  kOk = 0,
+  kMismatch = 1,
+  kBadInput = 2,
+  kCompileError = 3,
+  kRunError = 4,
+};
+
+/// `--pipeline=NAME` runs the registered pipeline `mha-lower-to-NAME`.
+constexpr StringLiteral kPipelinePrefix = "mha-lower-to-";
 
 cl::OptionCategory category("mha-run options");
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir file>"),
                                cl::Required, cl::cat(category));
 cl::opt<std::string> pipelineName(
     "pipeline",
-    cl::desc("loops | cpu | gpu | a textual pass pipeline "
-             "(builtin.module(...)) ending in the LLVM dialect"),
+    cl::desc("NAME[{OPTIONS}]: the registered pipeline mha-lower-to-NAME "
+             "(loops, cpu, ...) with its options; or a textual pass pipeline "
+             "'builtin.module(...)' ending in the LLVM dialect"),
     cl::init("loops"), cl::cat(category));
 cl::opt<std::string> entryName("entry", cl::desc("Function to call"),
                                cl::init("main"), cl::cat(category));
@@ -82,6 +103,15 @@ cl::opt<double> rtol("rtol", cl::desc("Relative tolerance"), cl::init(1e-4),
 cl::opt<unsigned> benchmark("benchmark",
                             cl::desc("Time N calls after a warm-up call"),
                             cl::init(0), cl::cat(category));
+cl::opt<bool> printTarget(
+    "print-target",
+    cl::desc("Print the target triple, CPU and features the JIT compiles for"),
+    cl::init(false), cl::cat(category));
+cl::opt<std::string> dumpObjectFile(
+    "dump-object-file",
+    cl::desc("Write the object code the JIT generated to this file (after "
+             "the first call)"),
+    cl::value_desc("path"), cl::cat(category));
 
 /// Reports a usage or input error and returns kBadInput.
 int badInput(const Twine &message) {
@@ -263,7 +293,98 @@ bool compare(unsigned index, const NpyArray &got, const NpyArray &want,
   return bad == 0;
 }
 
+/// The NAME of every registered `mha-lower-to-NAME` pipeline, sorted. MLIR's
+/// pass registry has no public iteration; the command-line parser it offers
+/// drivers like mlir-opt adds one option per registered pass and pipeline
+/// when it has no flag name of its own, so one is built (after mha-run's own
+/// options were parsed, so it adds no flags to mha-run) and LLVM's option map
+/// is read back.
+SmallVector<std::string> registeredPipelineNames() {
+  static PassPipelineCLParser everyPass("", "Registered passes and pipelines");
+  SmallVector<std::string> names;
+  for (auto &option : cl::getRegisteredOptions()) {
+    StringRef arg = option.first;
+    if (arg.starts_with(kPipelinePrefix) && PassPipelineInfo::lookup(arg))
+      names.push_back(arg.drop_front(kPipelinePrefix.size()).str());
+  }
+  llvm::sort(names);
+  return names;
+}
+
+/// Adds what `--pipeline` names to `pm`: `NAME[{OPTIONS}]` resolves to the
+/// registered pipeline `mha-lower-to-NAME` (so a new pipeline needs no change
+/// here), `builtin.module(...)` is parsed as a textual pipeline. Reports
+/// errors itself.
+LogicalResult addPipeline(PassManager &pm, StringRef spec) {
+  auto fail = [&](const Twine &message) {
+    llvm::errs() << "mha-run: error: --pipeline=" << spec << ": " << message
+                 << "\n";
+    return failure();
+  };
+  StringRef text = spec.trim();
+  if (text.consume_front("builtin.module(")) {
+    std::string error;
+    llvm::raw_string_ostream os(error);
+    if (!text.consume_back(")") || failed(parsePassPipeline(text, pm, os)))
+      return fail(error.empty() ? "expected 'builtin.module(...)'"
+                                : StringRef(error).trim());
+    return success();
+  }
+
+  StringRef name = text.take_until([](char c) { return c == '{'; });
+  StringRef options = text.drop_front(name.size());
+  if (!options.empty() &&
+      (!options.consume_front("{") || !options.consume_back("}")))
+    return fail("expected NAME or NAME{OPTIONS}");
+  const PassPipelineInfo *pipeline =
+      PassPipelineInfo::lookup((kPipelinePrefix + name).str());
+  if (name.empty() || !pipeline) {
+    std::string available;
+    for (const std::string &known : registeredPipelineNames())
+      available += (available.empty() ? "" : ", ") + known;
+    return fail("unknown pipeline '" + name + "'; expected one of " +
+                available + " (the registered " + kPipelinePrefix +
+                "* pipelines) or 'builtin.module(...)'");
+  }
+  // Option errors are printed by the options parser itself, before this.
+  std::string error;
+  if (failed(pipeline->addToPipeline(pm, options, [&](const Twine &message) {
+        error = message.str();
+        return failure();
+      })))
+    return fail("invalid options for '" + pipeline->getPassArgument() + "'" +
+                (error.empty() ? "" : ": " + error));
+  return success();
+}
+
+/// The host's target machine: its triple, CPU name and features as LLVM
+/// detects them, with -O3 code generation.
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine() {
+  llvm::Expected<llvm::orc::JITTargetMachineBuilder> builder =
+      llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return builder.takeError();
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  return builder->createTargetMachine();
+}
+
+/// `target: TRIPLE, cpu CPU, features +A,+B,...` (enabled features only).
+void printTargetMachine(const llvm::TargetMachine &tm) {
+  SmallVector<StringRef> features;
+  StringRef(tm.getTargetFeatureString()).split(features, ',', -1, false);
+  llvm::erase_if(features, [](StringRef f) { return !f.starts_with("+"); });
+  llvm::sort(features);
+  llvm::outs() << "target: " << tm.getTargetTriple().str() << ", cpu "
+               << tm.getTargetCPU() << ", features "
+               << llvm::join(features, ",") << "\n";
+}
+
 int run(MLIRContext &context) {
+  // The pipeline first: a usage error, reported before any input is read.
+  PassManager pm(&context);
+  if (failed(addPipeline(pm, pipelineName)))
+    return kBadInput;
+
   // Parse and find the entry function before lowering: its signature says
   // what the arguments must look like.
   std::string errorMessage;
@@ -362,6 +483,9 @@ int run(MLIRContext &context) {
     }
     args.push_back(std::move(array));
   }
+  if (!dumpObjectFile.empty() &&
+      !openOutputFile(dumpObjectFile, &errorMessage)) // Not kept: a check.
+    return badInput("--dump-object-file: " + errorMessage);
   if (!outputs.empty() && outputs.size() != signature.getNumResults())
     return badInput(llvm::formatv("'@{0}' returns {1} result(s), {2} --output "
                                   "given",
@@ -386,42 +510,44 @@ int run(MLIRContext &context) {
   double flops = countFlops(func, args);
 
   // Lower.
-  PassManager pm(&context);
-  if (pipelineName == "loops") {
-    mha::buildLowerToLoopsPipeline(pm, mha::LowerToLoopsOptions());
-  } else if (pipelineName == "cpu") {
-    mha::buildLowerToCPUPipeline(pm, mha::LowerToCPUOptions());
-  } else if (pipelineName == "gpu") {
-    return badInput("--pipeline=" + pipelineName + " is not available yet");
-  } else {
-    StringRef text = StringRef(pipelineName).trim();
-    if (!text.consume_front("builtin.module(") || !text.consume_back(")"))
-      return badInput("--pipeline: expected loops, cpu, gpu or "
-                      "'builtin.module(...)', found '" +
-                      pipelineName + "'");
-    std::string error;
-    llvm::raw_string_ostream os(error);
-    if (failed(parsePassPipeline(text, pm, os)))
-      return badInput("--pipeline: " + error);
-  }
   if (failed(pm.run(*module))) {
     llvm::errs() << "mha-run: error: lowering '" << inputFile
                  << "' through --pipeline=" << pipelineName << " failed\n";
     return kCompileError;
   }
 
-  // JIT.
-  auto transformer = makeOptimizingTransformer(/*optLevel=*/3, /*sizeLevel=*/0,
-                                               /*targetMachine=*/nullptr);
+  // JIT for the host: the LLVM optimizer needs the target machine for its
+  // cost models (without it the loop vectorizer sees no vector registers),
+  // and code generation uses it for the instruction set. The engine takes
+  // ownership of its own copy; `optimizerTarget` must outlive `transformer`.
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> optimizerTarget =
+      createHostTargetMachine();
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> codegenTarget =
+      createHostTargetMachine();
+  if (!optimizerTarget || !codegenTarget) {
+    llvm::Error error = llvm::joinErrors(optimizerTarget.takeError(),
+                                         codegenTarget.takeError());
+    llvm::errs() << "mha-run: error: no target machine for the host: "
+                 << llvm::toString(std::move(error)) << "\n";
+    return kCompileError;
+  }
+  if (printTarget)
+    printTargetMachine(**codegenTarget);
+  auto transformer = makeOptimizingTransformer(
+      /*optLevel=*/3, /*sizeLevel=*/0, optimizerTarget->get());
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
+  engineOptions.enableObjectDump = !dumpObjectFile.empty();
   // Runtime functions lowered code may call (memrefCopy for buffer copies).
   SmallVector<StringRef> sharedLibs;
   if (llvm::sys::fs::exists(MHA_RUNNER_UTILS_LIBS))
     sharedLibs.push_back(MHA_RUNNER_UTILS_LIBS);
   engineOptions.sharedLibPaths = sharedLibs;
-  engineOptions.jitCodeGenOptLevel = llvm::CodeGenOptLevel::Aggressive;
-  auto engine = ExecutionEngine::create(*module, engineOptions);
+  // The engine generates code with the target machine it is given, so the
+  // -O3 code generation level is set on that machine, not through
+  // ExecutionEngineOptions::jitCodeGenOptLevel.
+  auto engine = ExecutionEngine::create(*module, engineOptions,
+                                        std::move(*codegenTarget));
   if (!engine) {
     llvm::errs() << "mha-run: error: JIT compilation failed: "
                  << llvm::toString(engine.takeError()) << "\n";
@@ -458,11 +584,16 @@ int run(MLIRContext &context) {
       at += 3 + 2 * cast<RankedTensorType>(type).getRank();
     }
   };
-  if (llvm::Error error = call()) {
+  auto callFailed = [&](llvm::Error error) {
     llvm::errs() << "mha-run: error: calling '@" << entryName
                  << "' failed: " << llvm::toString(std::move(error)) << "\n";
-    return kCompileError;
-  }
+    return kRunError;
+  };
+  if (llvm::Error error = call())
+    return callFailed(std::move(error));
+  // The JIT compiles at the first lookup: the object code exists now.
+  if (!dumpObjectFile.empty())
+    (*engine)->dumpToObjectFile(dumpObjectFile);
 
   // Unpack the results (strided reads: they need not be contiguous).
   SmallVector<NpyArray> results;
@@ -521,13 +652,13 @@ int run(MLIRContext &context) {
 
   if (benchmark > 0) {
     if (llvm::Error error = call()) // Warm-up.
-      return badInput(llvm::toString(std::move(error)));
+      return callFailed(std::move(error));
     freeResults();
     std::vector<double> ms;
     for (unsigned i = 0; i < benchmark; ++i) {
       auto start = std::chrono::steady_clock::now();
       if (llvm::Error error = call())
-        return badInput(llvm::toString(std::move(error)));
+        return callFailed(std::move(error));
       auto stop = std::chrono::steady_clock::now();
       freeResults();
       ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
