@@ -178,8 +178,7 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
   Value scores = buildContraction(
       b, loc, getQuery(), getKey(),
       buildIdentityFill(b, loc, scoreShape, Combine::Add),
-      {map5({bb, h, i, c}), map5({bb, kvHead, j, c}), map5({bb, h, i, j})},
-      /*numReductions=*/1);
+      {map5({bb, h, i, c}), map5({bb, kvHead, j, c}), map5({bb, h, i, j})});
 
   // Logits, in place: scale, then the mask; the causal predicate only
   // where it can fail.
@@ -265,15 +264,15 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
       buildCombine(b, loc, rescale, sum, {rowsMap, rowsMap}, parallel3,
                    Combine::Mul),
       {scoresMap, rowsOfScores}, rowReduction, Combine::Add);
-  // acc' = a · acc + p · v, over loops (b, h, i, c, j).
-  AffineExpr ch = getAffineDimExpr(3, ctx), key = getAffineDimExpr(4, ctx);
+  // acc' = a · acc + p · v, over loops (b, h, i, j, c): the reduction over
+  // keys outside the loop over channels, which walks rows of v and acc.
+  AffineExpr key = getAffineDimExpr(3, ctx), ch = getAffineDimExpr(4, ctx);
   Value accScaled =
       buildCombine(b, loc, rescale, acc, {rowsOfScores, map4({bb, h, i, j})},
                    parallel4, Combine::Mul);
   Value newAcc = buildContraction(
       b, loc, probs, getValue(), accScaled,
       {map5({bb, h, i, key}), map5({bb, kvHead, key, ch}),
-       map5({bb, h, i, ch})},
-      /*numReductions=*/1);
+       map5({bb, h, i, ch})});
   return SmallVector<Value>{newAcc, newMax, newSum};
 }

@@ -90,49 +90,53 @@ struct Projection {
 };
 
 /// Projects `input [B, S, E]` with `weight [E, heads * d]` (+ `bias`) straight
-/// into the head-split layout `[B, heads, S, d]`: loops (b, h, s, i, e),
-/// weight read at (e, h * d + i).
+/// into the head-split layout `[B, heads, S, d]`: loops (b, h, s, e, i),
+/// weight read at (e, h * d + i). The reduction over e is outside the loop
+/// over i, so the innermost loop walks a row of the weight and of the result.
 Projection buildInputProjection(OpBuilder &b, Location loc, Value input,
                                 Value weight, Value bias, int64_t heads,
                                 int64_t d, Type elementType) {
   MLIRContext *ctx = b.getContext();
-  AffineExpr bb, h, s, i, e;
-  bindDims(ctx, bb, h, s, i, e);
+  AffineExpr bb, h, s, e, i;
+  bindDims(ctx, bb, h, s, e, i);
   SmallVector<OpFoldResult> shape = {tensor::getMixedSize(b, loc, input, 0),
                                      b.getIndexAttr(heads),
                                      tensor::getMixedSize(b, loc, input, 1),
                                      b.getIndexAttr(d)};
-  Value acc =
-      buildAccumulatorInit(b, loc, shape, b.getF32Type(), bias,
-                           AffineMap::get(4, 0, {h * d + i}, ctx));
+  // The bias over the result's dims (b, h, s, i): column h * d + i.
+  Value acc = buildAccumulatorInit(
+      b, loc, shape, b.getF32Type(), bias,
+      AffineMap::get(4, 0, {getAffineDimExpr(1, ctx) * d + getAffineDimExpr(3, ctx)},
+                     ctx));
   acc = buildContraction(b, loc, input, weight, acc,
                          {AffineMap::get(5, 0, {bb, s, e}, ctx),
                           AffineMap::get(5, 0, {e, h * d + i}, ctx),
-                          AffineMap::get(5, 0, {bb, h, s, i}, ctx)},
-                         /*numReductions=*/1);
+                          AffineMap::get(5, 0, {bb, h, s, i}, ctx)});
   return {acc.getDefiningOp(), convertTensor(b, loc, acc, elementType)};
 }
 
 /// Merges the heads `[B, H, Sq, dv]` and projects them with `weight
-/// [H * dv, Eo]` (+ `bias`) into `[B, Sq, Eo]`: loops (b, s, o, h, i), weight
-/// read at (h * dv + i, o). The merge is the reduction over h and i.
+/// [H * dv, Eo]` (+ `bias`) into `[B, Sq, Eo]`: loops (b, s, h, i, o), weight
+/// read at (h * dv + i, o). The merge is the reduction over h and i, outside
+/// the loop over o, which walks a row of the weight and of the result.
 Projection buildOutputProjection(OpBuilder &b, Location loc, Value heads,
                                  Value weight, Value bias, int64_t dv,
                                  Type elementType) {
   MLIRContext *ctx = b.getContext();
-  AffineExpr bb, s, o, h, i;
-  bindDims(ctx, bb, s, o, h, i);
+  AffineExpr bb, s, h, i, o;
+  bindDims(ctx, bb, s, h, i, o);
   int64_t eo = cast<ShapedType>(weight.getType()).getDimSize(1);
   SmallVector<OpFoldResult> shape = {tensor::getMixedSize(b, loc, heads, 0),
                                      tensor::getMixedSize(b, loc, heads, 2),
                                      b.getIndexAttr(eo)};
+  // The bias over the result's dims (b, s, o).
   Value acc = buildAccumulatorInit(b, loc, shape, b.getF32Type(), bias,
-                                   AffineMap::get(3, 0, {o}, ctx));
+                                   AffineMap::get(3, 0, {getAffineDimExpr(2, ctx)},
+                                                  ctx));
   acc = buildContraction(b, loc, heads, weight, acc,
                          {AffineMap::get(5, 0, {bb, h, s, i}, ctx),
                           AffineMap::get(5, 0, {h * dv + i, o}, ctx),
-                          AffineMap::get(5, 0, {bb, s, o}, ctx)},
-                         /*numReductions=*/2);
+                          AffineMap::get(5, 0, {bb, s, o}, ctx)});
   return {acc.getDefiningOp(), convertTensor(b, loc, acc, elementType)};
 }
 

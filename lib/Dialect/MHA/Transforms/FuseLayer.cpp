@@ -138,7 +138,7 @@ FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
   for (Operation *o : keyValueOps)
     fusable.erase(o);
 
-  // Output projection over (b, s, o, h, i): an scf.forall over batches and
+  // Output projection over (b, s, h, i, o): an scf.forall over batches and
   // query tiles; the attention, Q projection and bias inits fused into it.
   Value layerResult = layer->result;
   bool resultIsProjection =
@@ -160,7 +160,7 @@ FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
   llvm::SmallPtrSet<Operation *, 16> rowFusable(
       rows->tiledAndFusedOps.begin(), rows->tiledAndFusedOps.end());
   FailureOr<scf::SCFTileAndFuseResult> heads = tileAndFuse(
-      rewriter, rowProjection, {0, 0, 0, 1, 0},
+      rewriter, rowProjection, {0, 0, 1, 0, 0},
       scf::SCFTilingOptions::LoopType::ForOp, /*fuseDestinations=*/false,
       [&](Operation *o) { return rowFusable.contains(o); });
   if (failed(heads))

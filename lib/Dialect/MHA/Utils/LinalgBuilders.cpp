@@ -21,12 +21,12 @@ static Value convertScalar(OpBuilder &b, Location loc, Value v, Type to) {
 }
 
 Value mha::buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
-                            Value acc, ArrayRef<AffineMap> maps,
-                            unsigned numReductions) {
-  unsigned numLoops = maps.front().getNumDims();
-  SmallVector<IteratorType> iterators(numLoops - numReductions,
-                                      IteratorType::parallel);
-  iterators.append(numReductions, IteratorType::reduction);
+                            Value acc, ArrayRef<AffineMap> maps) {
+  AffineMap out = maps.back();
+  SmallVector<IteratorType> iterators;
+  for (unsigned d = 0, e = out.getNumDims(); d < e; ++d)
+    iterators.push_back(out.isFunctionOfDim(d) ? IteratorType::parallel
+                                               : IteratorType::reduction);
   return buildGeneric(b, loc, ValueRange{lhs, rhs}, acc, maps, iterators,
                       [](OpBuilder &nb, Location nloc, ValueRange args) {
                         Type accType = args[2].getType();

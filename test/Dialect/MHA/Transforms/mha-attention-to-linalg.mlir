@@ -10,7 +10,6 @@
 // CHECK-DAG: #[[MAP_K:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 floordiv 4, d3, d4)>
 // CHECK-DAG: #[[MAP_S:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
 // CHECK-DAG: #[[MAP_M2:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
-// CHECK-DAG: #[[MAP_V:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 floordiv 4, d4, d3)>
 // CHECK-DAG: #[[DIAG:.+]] = affine_map<()[s0, s1] -> (-s0 + s1)>
 
 // CHECK-LABEL: func.func @gqa_causal_bool_mask
@@ -49,7 +48,7 @@
 // CHECK: %[[L:.+]] = linalg.generic {{.*}} ins(%[[P]] : {{.*}}) outs(%[[SUM_SCALED]] : {{.*}})
 // CHECK:   arith.addf
 // CHECK: %[[ACC_SCALED:.+]] = linalg.generic {{.*}} ins(%[[ALPHA]] : {{.*}}) outs(%[[ACC0]] : {{.*}})
-// CHECK: %[[ACC:.+]] = linalg.generic {indexing_maps = [#[[MAP_Q]], #[[MAP_V]], #[[MAP_S]]], {{.*}} ins(%[[P]], %[[V]] : {{.*}}) outs(%[[ACC_SCALED]] : {{.*}})
+// CHECK: %[[ACC:.+]] = linalg.generic {indexing_maps = [#[[MAP_S]], #[[MAP_K]], #[[MAP_Q]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[P]], %[[V]] : {{.*}}) outs(%[[ACC_SCALED]] : {{.*}})
 // CHECK: %[[OUT:.+]] = linalg.generic {{.*}} ins(%[[ACC]], %[[L]] : {{.*}}) outs(%[[INIT]] : tensor<2x8x?x32xf32>)
 // CHECK:   %[[NO_KEY:.+]] = arith.cmpf oeq
 // CHECK:   %[[DIV:.+]] = arith.divf

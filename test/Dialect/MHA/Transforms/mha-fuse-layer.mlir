@@ -51,7 +51,7 @@
 // CHECK:       linalg.generic {{.*}} ins(%[[Q]], %{{.*}} : tensor<1x1x64x16xf32>, tensor<1x1x?x16xf32>)
 // CHECK:     %[[O:.+]] = linalg.generic {{.*}} ins(%[[ATT]]#0, %[[ATT]]#2 : tensor<1x1x64x8xf32>, tensor<1x1x64xf32>)
 // CHECK:     %[[WOH:.+]] = tensor.extract_slice %[[WO]][%[[OROW]], 0] [8, 64]
-// CHECK:     %[[YN:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%[[O]], %[[WOH]] : tensor<1x1x64x8xf32>, tensor<8x64xf32>) outs(%[[YACC]] : tensor<1x64x64xf32>)
+// CHECK:     %[[YN:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%[[O]], %[[WOH]] : tensor<1x1x64x8xf32>, tensor<8x64xf32>) outs(%[[YACC]] : tensor<1x64x64xf32>)
 // CHECK:     scf.yield %[[YN]]
 // CHECK:   scf.forall.in_parallel
 // CHECK:     tensor.parallel_insert_slice %[[YH]] into %[[Y]][%[[B]], %[[I0]], 0] [1, 64, 64]

@@ -16,12 +16,15 @@
 
 namespace mlir::mha {
 
-/// Builds `acc[out] += lhs[lhsMap] * rhs[rhsMap]` (maps in that order), the
-/// last `numReductions` loops being reductions, accumulating in the element
-/// type of `acc` whatever the element type of the inputs.
+/// Builds `acc[out] += lhs[lhsMap] * rhs[rhsMap]` (maps in that order),
+/// accumulating in the element type of `acc` whatever the element type of the
+/// inputs. The loops the output map does not use are the reductions, in
+/// whatever position the maps put them: the loop order is the order of the
+/// scalar loops linalg-to-loops makes, so a contraction whose innermost loop
+/// is parallel and walks both `rhs` and `acc` contiguously is one that LLVM
+/// vectorizes.
 Value buildContraction(OpBuilder &b, Location loc, Value lhs, Value rhs,
-                       Value acc, ArrayRef<AffineMap> maps,
-                       unsigned numReductions);
+                       Value acc, ArrayRef<AffineMap> maps);
 
 /// Converts a tensor elementwise to `elementType` (a no-op when it has it).
 Value convertTensor(OpBuilder &b, Location loc, Value tensor, Type elementType);
