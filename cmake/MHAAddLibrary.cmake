@@ -5,6 +5,15 @@
 # binary duplicates MLIR's global registries). Position independence lets the
 # same archives go into mha-opt and into the plugin loaded by stock mlir-opt.
 #
+# Why not upstream's add_mlir_library: checked against Debian's MLIR 22
+# config, it (1) links the static component libraries named in LINK_LIBS
+# (MLIRIR...) because MLIRConfig.cmake leaves MLIR_LINK_MLIR_DYLIB unset, so
+# mixing them with libMLIR.so would duplicate MLIR's registries; (2) adds the
+# library to MLIR's own export set (MLIR_EXPORTS / MLIRTargets) rather than
+# ours (MHATargets, what find_package(MHA) imports); (3) builds an extra
+# object library per target. What remains of it that we need -- PIC,
+# llvm_update_compile_flags, one install rule -- is the few lines below.
+#
 #===----------------------------------------------------------------------===#
 
 set_property(GLOBAL PROPERTY MHA_EXPORTED_LIBS "")

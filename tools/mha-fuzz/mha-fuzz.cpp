@@ -1,10 +1,13 @@
 //===- mha-fuzz.cpp - libFuzzer target for the mha dialect ------*- C++ -*-===//
 //
 // Parses the input as MLIR with every dialect registered, verifies it, and
-// on success runs each registered mha pipeline (mha-lower-to-loops,
-// mha-lower-to-cpu) down to the LLVM dialect on a copy. Nothing is executed.
+// on success runs on copies: mha-lower-to-loops, mha-lower-to-cpu with its
+// default tiles and with odd tile sizes drawn from the input's hash, and, for
+// modules that carry a transform schedule, the transform interpreter followed
+// by mha-lower-to-cpu -- every stage down to the LLVM dialect. Nothing is
+// executed.
 // Diagnostics are expected and swallowed; a crash, an assertion or a
-// sanitizer report is a finding (see fuzz/README.md).
+// sanitizer report is a finding (see docs/Reliability.md).
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +20,7 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Parser/Parser.h"
+#include "mlir/Dialect/Transform/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/SourceMgr.h"
@@ -55,14 +59,35 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (!module || failed(verify(*module)))
     return 0;
 
-  for (int pipeline = 0; pipeline < 2; ++pipeline) {
+  // Odd tile sizes, derived from the input so that a mutation explores
+  // them too: partial query and key tiles, causal bounds inside a tile, head
+  // tiles of every size.
+  uint64_t hash = 1469598103934665603ull; // FNV-1a
+  for (size_t i = 0; i < size; ++i)
+    hash = (hash ^ data[i]) * 1099511628211ull;
+  mha::LowerToCPUOptions oddTiles;
+  oddTiles.qTileSize = 1 + hash % 17;
+  oddTiles.kvTileSize = 1 + (hash / 17) % 13;
+
+  auto run = [&](function_ref<void(PassManager &)> build) {
     OwningOpRef<ModuleOp> copy = module->clone();
     PassManager pm(&context);
-    if (pipeline == 0)
-      mha::buildLowerToLoopsPipeline(pm, mha::LowerToLoopsOptions());
-    else
-      mha::buildLowerToCPUPipeline(pm, mha::LowerToCPUOptions());
+    build(pm);
     (void)pm.run(*copy);
-  }
+  };
+  run([](PassManager &pm) {
+    mha::buildLowerToLoopsPipeline(pm, mha::LowerToLoopsOptions());
+  });
+  run([](PassManager &pm) {
+    mha::buildLowerToCPUPipeline(pm, mha::LowerToCPUOptions());
+  });
+  run([&](PassManager &pm) { mha::buildLowerToCPUPipeline(pm, oddTiles); });
+  // A module that carries a transform schedule (the transform-dialect tests
+  // are seeds): interpret it, then lower what it left.
+  if ((*module)->hasAttr("transform.with_named_sequence"))
+    run([](PassManager &pm) {
+      pm.addPass(transform::createInterpreterPass());
+      mha::buildLowerToCPUPipeline(pm, mha::LowerToCPUOptions());
+    });
   return 0;
 }

@@ -775,9 +775,11 @@ LogicalResult OnlineAttentionOp::verify() {
            AttentionOut{"sum", getSum()}},
           {4, 3, 3}, /*outsHaveQueryType=*/false)))
     return failure();
+  // A named array: a braced list in the range of a for loop would die before
+  // the loop body runs (found by the fuzzer under ASan).
+  StringRef names[] = {"acc", "max", "sum"};
   for (auto [name, init, result] :
-       llvm::zip_equal(ArrayRef<StringRef>{"acc", "max", "sum"},
-                       getDpsInits(), getResults()))
+       llvm::zip_equal(names, getDpsInits(), getResults()))
     if (init.getType() != result.getType())
       return emitOpError() << "result type must match '" << name
                            << "' type: expected " << init.getType()

@@ -8,6 +8,7 @@
 #ifndef MHA_DIALECT_MHA_TRANSFORMS_TRANSFORMS_H
 #define MHA_DIALECT_MHA_TRANSFORMS_TRANSFORMS_H
 
+#include "mha/Dialect/MHA/IR/MHAOps.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
@@ -20,9 +21,6 @@ class Value;
 class RewritePatternSet;
 
 namespace mha {
-class AttentionOp;
-class MultiHeadAttentionOp;
-class OnlineAttentionOp;
 
 /// What decomposeMultiHeadAttention made.
 struct DecomposedLayer {
@@ -48,10 +46,11 @@ FailureOr<DecomposedLayer> decomposeMultiHeadAttention(RewriterBase &rewriter,
 /// Adds the pattern that applies decomposeMultiHeadAttention.
 void populateDecomposeMultiHeadAttentionPatterns(RewritePatternSet &patterns);
 
-/// Inserts before `op` (an mha op) one cf.assert per pair of sizes that must
+/// Inserts before `op` (an mha op) its run-time checks
+/// (RuntimeVerifiableOpInterface): one cf.assert per pair of sizes that must
 /// agree and that are not both static, so that dynamic sizes that disagree at
-/// run time stop the program with the verifier's message instead of being
-/// read out of bounds.
+/// run time stop the program with the verifier's message, prefixed with the
+/// op's name and source location, instead of being read out of bounds.
 void insertRuntimeShapeChecks(OpBuilder &builder, Operation *op);
 
 /// Tile sizes of the FlashAttention-style lowering.
