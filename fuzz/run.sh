@@ -7,7 +7,7 @@
 # the seed corpus (every test .mlir, split at `// -----`, plus 300 generated
 # well-formed mha modules), and fuzzes for SECONDS. The corpus grows in
 # fuzz/corpus (not committed); crashes land in fuzz/artifacts. Each finding
-# becomes a regression test in test/Fuzz and a fix.
+# becomes a regression test and a fix (docs/Reliability.md).
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
