@@ -31,24 +31,21 @@ using namespace mlir::mha;
 
 namespace {
 
-struct LowerAttentionToLinalg final : OpRewritePattern<AttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+/// Decomposes the attention ops (AggregatedOpInterface) until only linalg is
+/// left: mha.attention becomes its online form, whose mha.online_attention the
+/// driver then decomposes into linalg.
+struct DecomposeAttentionOps final
+    : OpInterfaceRewritePattern<linalg::AggregatedOpInterface> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
 
-  LogicalResult matchAndRewrite(AttentionOp op,
+  LogicalResult matchAndRewrite(linalg::AggregatedOpInterface op,
                                 PatternRewriter &rewriter) const override {
-    if (failed(lowerAttentionToLinalg(rewriter, op)))
-      return rewriter.notifyMatchFailure(op, "could not lower to linalg");
-    return success();
-  }
-};
-
-struct DecomposeOnlineAttention final : OpRewritePattern<OnlineAttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
-
-  LogicalResult matchAndRewrite(OnlineAttentionOp op,
-                                PatternRewriter &rewriter) const override {
-    if (failed(decomposeOnlineAttention(rewriter, op)))
+    if (!isa<AttentionOp, OnlineAttentionOp>(op.getOperation()))
+      return rewriter.notifyMatchFailure(op, "not an mha attention op");
+    FailureOr<SmallVector<Value>> values = op.decomposeOperation(rewriter);
+    if (failed(values))
       return rewriter.notifyMatchFailure(op, "could not decompose");
+    rewriter.replaceOp(op, *values);
     return success();
   }
 };
@@ -106,6 +103,5 @@ FailureOr<Value> mha::lowerAttentionToLinalg(RewriterBase &rewriter,
 }
 
 void mha::populateAttentionToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<LowerAttentionToLinalg, DecomposeOnlineAttention>(
-      patterns.getContext());
+  patterns.add<DecomposeAttentionOps>(patterns.getContext());
 }

@@ -106,10 +106,8 @@ struct MHAFuseLayerPass final
 FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
                                                   MultiHeadAttentionOp op,
                                                   const TileOptions &options) {
-  if (options.qTileSize <= 0 || options.kvTileSize <= 0)
-    return op.emitOpError() << "tile sizes must be positive, found q-tile-size="
-                            << options.qTileSize
-                            << " kv-tile-size=" << options.kvTileSize;
+  if (failed(checkTileOptions(op, options)))
+    return failure();
   OpBuilder::InsertionGuard guard(rewriter);
 
   // The ops the decomposition creates, in order: the only ones fusion may
@@ -172,8 +170,10 @@ FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
   for (Operation *o : heads->tiledAndFusedOps)
     if (auto attention = dyn_cast<AttentionOp>(o))
       headAttention = attention;
+  // The layer op is gone (decomposed): report on the loop nest.
   if (!headAttention)
-    return op.emitOpError() << "could not fuse the attention into the head loop";
+    return parallelLoop->emitOpError()
+           << "could not fuse the attention into the head loop";
   FailureOr<AttentionKeyLoop> keys = tileAttentionKeys(
       rewriter, headAttention, options.kvTileSize, options.decompose);
   if (failed(keys))

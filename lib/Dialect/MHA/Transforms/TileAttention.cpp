@@ -31,7 +31,8 @@ namespace mlir::mha {
 using namespace mlir;
 using namespace mlir::mha;
 
-static LogicalResult checkTileSizes(Operation *op, const TileOptions &options) {
+LogicalResult mha::checkTileOptions(Operation *op,
+                                    const TileOptions &options) {
   if (options.qTileSize > 0 && options.kvTileSize > 0)
     return success();
   return op->emitOpError() << "tile sizes must be positive, found q-tile-size="
@@ -43,8 +44,7 @@ FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
                                                    AttentionOp op,
                                                    int64_t kvTileSize,
                                                    bool decompose) {
-  if (failed(checkTileSizes(op, TileOptions{1, kvTileSize})))
-    return failure();
+  assert(kvTileSize > 0 && "the key tile size must be positive");
   OpBuilder::InsertionGuard guard(rewriter);
   FailureOr<OnlineAttentionOp> online = convertToOnlineAttention(rewriter, op);
   if (failed(online))
@@ -78,7 +78,7 @@ FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
 FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
                                              AttentionOp op,
                                              const TileOptions &options) {
-  if (failed(checkTileSizes(op, options)))
+  if (failed(checkTileOptions(op, options)))
     return failure();
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);

@@ -117,3 +117,15 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// ... and at least one loop.
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %a = transform.structured.match ops{["linalg.generic"]} in %root : (!transform.any_op) -> !transform.any_op
+    // expected-error @below {{expects at least one loop handle}}
+    %fused = transform.mha.fuse_consumer %a into : (!transform.any_op) -> !transform.any_op
+    transform.yield
+  }
+}

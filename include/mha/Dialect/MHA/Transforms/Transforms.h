@@ -76,6 +76,9 @@ FailureOr<OnlineAttentionOp> convertToOnlineAttention(RewriterBase &rewriter,
 FailureOr<SmallVector<Value>>
 decomposeOnlineAttention(RewriterBase &rewriter, OnlineAttentionOp op);
 
+/// Checks that the tile sizes are positive; the error names `op`.
+LogicalResult checkTileOptions(Operation *op, const TileOptions &options);
+
 /// What tileAttentionKeys made.
 struct AttentionKeyLoop {
   /// The scf.for over key tiles, carrying the online-softmax state.
@@ -92,7 +95,8 @@ struct AttentionKeyLoop {
 /// the online op by `kvTileSize` with upstream scf::tileUsingSCF (the key
 /// range ends at the causal bound of the op's queries, so blocks above the
 /// diagonal are never created), and (with `decompose`) decomposes the tiled
-/// online op into linalg. `op` is usually one tile of queries of one head.
+/// online op into linalg. `op` is usually one tile of queries of one head;
+/// `kvTileSize` must be positive (checkTileOptions).
 FailureOr<AttentionKeyLoop> tileAttentionKeys(RewriterBase &rewriter,
                                               AttentionOp op,
                                               int64_t kvTileSize,
@@ -148,8 +152,9 @@ FailureOr<FusedLayer> fuseMultiHeadAttention(RewriterBase &rewriter,
 /// the op's result.
 FailureOr<Value> lowerAttentionToLinalg(RewriterBase &rewriter, AttentionOp op);
 
-/// Adds the patterns that lower mha.attention (lowerAttentionToLinalg) and
-/// decompose mha.online_attention (decomposeOnlineAttention) into linalg.
+/// Adds the pattern that decomposes mha.attention and mha.online_attention
+/// (their AggregatedOpInterface); driven to a fixpoint it lowers both to
+/// linalg, as lowerAttentionToLinalg and decomposeOnlineAttention do.
 void populateAttentionToLinalgPatterns(RewritePatternSet &patterns);
 
 } // namespace mha
