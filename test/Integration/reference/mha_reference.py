@@ -59,7 +59,8 @@ def attention(q, k, v, mask=None, scale=None, causal=False):
         j = np.arange(sk)[None, :]
         visible &= (j <= i + (sk - sq))[None, None]
     scores = np.where(visible, scores, -np.inf)
-    row_max = scores.max(axis=-1, keepdims=True)
+    # initial=-inf: a row with no key at all (Sk = 0) sees no key.
+    row_max = scores.max(axis=-1, keepdims=True, initial=-np.inf)
     empty = ~np.isfinite(row_max) & (row_max < 0)
     safe_max = np.where(empty, 0.0, row_max)
     p = np.where(empty, 0.0, np.exp(scores - safe_max))

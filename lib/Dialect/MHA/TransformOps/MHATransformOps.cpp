@@ -21,6 +21,18 @@
 using namespace mlir;
 using namespace mlir::mha;
 
+/// The target had a static length of 0, so it was lowered without loops and
+/// there is no loop to return a handle to.
+static DiagnosedSilenceableFailure emitEmptyScoresFailure(Operation *transform,
+                                                          Value result) {
+  DiagnosedSilenceableFailure diag =
+      emitSilenceableFailure(transform)
+      << "the target has a static batch, query or key length of 0: it was "
+         "lowered without loops";
+  diag.attachNote(result.getLoc()) << "target";
+  return diag;
+}
+
 //===----------------------------------------------------------------------===//
 // DecomposeOp
 //===----------------------------------------------------------------------===//
@@ -51,6 +63,8 @@ DiagnosedSilenceableFailure transform::MHATileAttentionOp::applyToOne(
                   static_cast<int64_t>(getKvTileSize())});
   if (failed(tiled))
     return emitDefaultDefiniteFailure(target);
+  if (!tiled->parallelLoop)
+    return emitEmptyScoresFailure(getOperation(), tiled->result);
   results.push_back(tiled->parallelLoop);
   results.push_back(tiled->keyLoop);
   return DiagnosedSilenceableFailure::success();
@@ -70,6 +84,8 @@ DiagnosedSilenceableFailure transform::MHAFuseLayerOp::applyToOne(
                   static_cast<int64_t>(getKvTileSize())});
   if (failed(fused))
     return emitDefaultDefiniteFailure(target);
+  if (!fused->parallelLoop)
+    return emitEmptyScoresFailure(getOperation(), fused->result);
   results.push_back(fused->parallelLoop);
   results.push_back(fused->headLoop);
   results.push_back(fused->keyLoop);

@@ -117,6 +117,13 @@ FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
   FailureOr<DecomposedLayer> layer = decomposeMultiHeadAttention(rewriter, op);
   if (failed(layer))
     return failure();
+  if (hasStaticEmptyScores(layer->attention)) {
+    // Nothing to tile: the projections stay whole around the reference form
+    // of the attention (an empty result, or b_o where rows see no key).
+    if (failed(lowerAttentionToLinalg(rewriter, layer->attention)))
+      return failure();
+    return FusedLayer{nullptr, nullptr, nullptr, layer->result};
+  }
   SmallVector<Operation *> created;
   for (Operation &o : llvm::make_range(
            before ? std::next(before->getIterator()) : block->begin(),

@@ -75,11 +75,27 @@ FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
   return result;
 }
 
+bool mha::hasStaticEmptyScores(AttentionOp op) {
+  auto query = cast<ShapedType>(op.getQuery().getType());
+  auto key = cast<ShapedType>(op.getKey().getType());
+  return query.getDimSize(0) == 0 || query.getDimSize(2) == 0 ||
+         key.getDimSize(2) == 0;
+}
+
 FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
                                              AttentionOp op,
                                              const TileOptions &options) {
   if (failed(checkTileOptions(op, options)))
     return failure();
+  // Nothing to tile (and tiles of a static 0 would be out of bounds): the
+  // reference form computes the empty result, or the zeros of rows with no
+  // key.
+  if (hasStaticEmptyScores(op)) {
+    FailureOr<Value> result = lowerAttentionToLinalg(rewriter, op);
+    if (failed(result))
+      return failure();
+    return TiledAttention{nullptr, nullptr, *result};
+  }
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
   scf::SCFTilingOptions tiling;

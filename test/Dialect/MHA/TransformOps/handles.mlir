@@ -129,3 +129,22 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// A static length of 0 leaves nothing to tile: the op is lowered without
+// loops and the transform fails silenceably, as there is no loop handle.
+func.func @empty(%q: tensor<1x2x0x4xf32>, %init: tensor<1x2x0x4xf32>) -> tensor<1x2x0x4xf32> {
+  // expected-note @below {{target}}
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x0x4xf32>, tensor<1x2x0x4xf32>, tensor<1x2x0x4xf32>)
+         outs(%init : tensor<1x2x0x4xf32>) -> tensor<1x2x0x4xf32>
+  return %o : tensor<1x2x0x4xf32>
+}
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %att = transform.structured.match ops{["mha.attention"]} in %root : (!transform.any_op) -> !transform.any_op
+    // expected-error @below {{the target has a static batch, query or key length of 0: it was lowered without loops}}
+    %forall, %keys = transform.mha.tile_attention %att : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}

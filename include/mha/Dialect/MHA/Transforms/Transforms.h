@@ -102,9 +102,15 @@ FailureOr<AttentionKeyLoop> tileAttentionKeys(RewriterBase &rewriter,
                                               int64_t kvTileSize,
                                               bool decompose = true);
 
+/// Whether `op` has a static batch, query or key length of 0: there is
+/// nothing to tile, and the tiling entry points lower it to the reference
+/// form instead (their loops are then null).
+bool hasStaticEmptyScores(AttentionOp op);
+
 /// What tileAttention made.
 struct TiledAttention {
-  /// The scf.forall over (batch, head, query tile).
+  /// The scf.forall over (batch, head, query tile); null when there was
+  /// nothing to tile (hasStaticEmptyScores).
   LoopLikeOpInterface parallelLoop;
   /// The scf.for over key tiles inside it (see tileAttentionKeys).
   LoopLikeOpInterface keyLoop;
@@ -123,6 +129,8 @@ FailureOr<TiledAttention> tileAttention(RewriterBase &rewriter, AttentionOp op,
 struct FusedLayer {
   /// The scf.forall over (batch, query tile): each iteration computes its
   /// rows of the output projection, with no state shared across iterations.
+  /// The loops are null when there was nothing to tile
+  /// (hasStaticEmptyScores).
   LoopLikeOpInterface parallelLoop;
   /// The scf.for over query heads inside it, accumulating each head's share
   /// of the output projection.
