@@ -16,7 +16,7 @@ LLVM_PREFIX=/usr/lib/llvm-22
 # Debian 12 packages the build and the tests need; callers may add more in
 # EXTRA_PACKAGES before sourcing this file.
 PACKAGES=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22
-          cmake ninja-build python3 python3-numpy ${EXTRA_PACKAGES:-})
+          libomp-22-dev cmake ninja-build python3 python3-numpy ${EXTRA_PACKAGES:-})
 
 step() { printf '\n==> %s\n' "$*"; }
 

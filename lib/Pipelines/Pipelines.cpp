@@ -62,19 +62,28 @@ void mha::buildBufferizationStage(OpPassManager &pm) {
   pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
-void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface) {
-  // Buffers -> loops -> LLVM. Parallel loops run serially for now.
-  // lower-affine comes after the passes that make affine.apply ops:
-  // linalg-to-loops (head split, GQA head mapping) and
-  // expand-strided-metadata (offsets of dynamic subviews, from tiling).
-  pm.addNestedPass<func::FuncOp>(createForallToForLoopPass());
+void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
+                              bool openMP) {
+  // Buffers -> loops -> LLVM. The tiled loop nest's scf.forall becomes an
+  // OpenMP parallel loop (scf.parallel -> omp.wsloop, LLVM's libomp at run
+  // time), or a serial scf.for. lower-affine comes after the passes that
+  // make affine.apply ops: linalg-to-loops (head split, GQA head mapping)
+  // and expand-strided-metadata (offsets of dynamic subviews, from tiling).
+  if (openMP)
+    pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
+  else
+    pm.addNestedPass<func::FuncOp>(createForallToForLoopPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
+  if (openMP)
+    pm.addPass(createConvertSCFToOpenMPPass());
   if (emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createSCFToControlFlowPass());
+  if (openMP)
+    pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
@@ -84,7 +93,7 @@ void mha::buildLowerToLoopsPipeline(OpPassManager &pm,
   pm.addPass(createMHAInsertRuntimeChecksPass());
   buildDecompositionStage(pm);
   buildBufferizationStage(pm);
-  buildCPUToLLVMStage(pm, options.emitCInterface);
+  buildCPUToLLVMStage(pm, options.emitCInterface, /*openMP=*/false);
 }
 
 void mha::buildLowerToCPUPipeline(OpPassManager &pm,
@@ -93,7 +102,7 @@ void mha::buildLowerToCPUPipeline(OpPassManager &pm,
   buildDecompositionStage(pm);
   // Vectorization of the linalg ops inside the loop nest goes here.
   buildBufferizationStage(pm);
-  buildCPUToLLVMStage(pm, options.emitCInterface);
+  buildCPUToLLVMStage(pm, options.emitCInterface, options.openMP);
 }
 
 void mha::registerMHAPipelines() {

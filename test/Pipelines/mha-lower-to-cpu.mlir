@@ -1,17 +1,27 @@
 // RUN: mha-opt %s --mha-lower-to-cpu | FileCheck %s
 // RUN: mha-opt %s --mha-lower-to-cpu --mlir-print-ir-after=one-shot-bufferize 2>&1 >/dev/null | FileCheck %s --check-prefix=BUFFERS
 // RUN: mha-opt %s --pass-pipeline="builtin.module(mha-lower-to-cpu{q-tile-size=32 kv-tile-size=16 emit-c-interface})" | FileCheck %s --check-prefix=OPTIONS
+// RUN: mha-opt %s --mha-lower-to-cpu=openmp=false | FileCheck %s --check-prefix=SERIAL
 
 // The tiled pipeline ends in the LLVM dialect, and after bufferization of a
 // full causal layer with S=512 there is no buffer of the scores (512x512), of
 // the concatenated heads (512x32), and no copy at all: head split and merge
 // are views, tiles are written in place.
 
+// The parallel loop over (batch, query tile) is one OpenMP work-sharing loop
+// in a parallel region (LLVM's libomp at run time); with openmp=false it is a
+// serial loop and the code needs no runtime.
+
 // CHECK: llvm.func @layer(
 // CHECK-NOT: mha.
 // CHECK-NOT: linalg.
 // CHECK-NOT: scf.
-// CHECK: llvm.intr.exp
+// CHECK: omp.parallel {
+// CHECK:   omp.wsloop {
+// CHECK:     omp.loop_nest
+// CHECK:       llvm.intr.exp
+// SERIAL: llvm.func @layer(
+// SERIAL-NOT: omp.
 
 // BUFFERS-LABEL: IR Dump After OneShotBufferizePass
 // BUFFERS-NOT: 512x512

@@ -542,6 +542,9 @@ int run(MLIRContext &context) {
   SmallVector<StringRef> sharedLibs;
   if (llvm::sys::fs::exists(MHA_RUNNER_UTILS_LIBS))
     sharedLibs.push_back(MHA_RUNNER_UTILS_LIBS);
+  // LLVM's OpenMP runtime, for the parallel loops of mha-lower-to-cpu.
+  if (llvm::sys::fs::exists(MHA_OPENMP_LIB))
+    sharedLibs.push_back(MHA_OPENMP_LIB);
   engineOptions.sharedLibPaths = sharedLibs;
   // The engine generates code with the target machine it is given, so the
   // -O3 code generation level is set on that machine, not through

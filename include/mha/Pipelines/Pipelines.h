@@ -46,6 +46,12 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::desc("Give every function a `_mlir_ciface_` wrapper taking "
                      "memref descriptors by pointer, for callers in C"),
       llvm::cl::init(false)};
+  PassOptions::Option<bool> openMP{
+      *this, "openmp",
+      llvm::cl::desc("Run the parallel loop over (batch, query tile) on "
+                     "OpenMP threads (LLVM's libomp; OMP_NUM_THREADS sets the "
+                     "count); false runs it serially and needs no runtime"),
+      llvm::cl::init(true)};
 };
 
 /// The tiled path, from `mha` ops on tensors to the LLVM dialect: the tiling
@@ -77,10 +83,12 @@ void buildDecompositionStage(OpPassManager &pm);
 /// buffer deallocation, bufferization to memref.
 void buildBufferizationStage(OpPassManager &pm);
 
-/// Buffers to the LLVM dialect on the CPU: scf.forall to scf.for, linalg to
-/// loops, strided metadata, affine, memref, scf, the rest, and (with
+/// Buffers to the LLVM dialect on the CPU: scf.forall to an OpenMP parallel
+/// loop (`openMP`; the code then calls LLVM's libomp) or to scf.for, linalg
+/// to loops, strided metadata, affine, memref, scf, the rest, and (with
 /// `emitCInterface`) `_mlir_ciface_` wrappers.
-void buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface);
+void buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
+                         bool openMP);
 
 /// Registers `mha-lower-to-loops` (and later pipelines) with the global
 /// pipeline registry.
