@@ -89,6 +89,8 @@ DiagnosedSilenceableFailure transform::MHAFuseLayerOp::applyToOne(
   results.push_back(fused->parallelLoop);
   results.push_back(fused->headLoop);
   results.push_back(fused->keyLoop);
+  for (LoopLikeOpInterface loop : fused->projectionLoops)
+    results.push_back(loop);
   return DiagnosedSilenceableFailure::success();
 }
 

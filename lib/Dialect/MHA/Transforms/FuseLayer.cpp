@@ -185,6 +185,22 @@ FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
       rewriter, headAttention, options.kvTileSize, options.decompose);
   if (failed(keys))
     return failure();
-  return FusedLayer{parallelLoop, heads->loops.front(), keys->keyLoop,
-                    layerResult};
+  FusedLayer fused{parallelLoop, heads->loops.front(), keys->keyLoop,
+                   layerResult, {}};
+
+  // K and V (loops b, h, s, e, i): computed once, but in parallel too, over
+  // (batch, kv head, key tile), each tile initialized from its bias.
+  for (Operation *projection :
+       {layer->keyProjection, layer->valueProjection}) {
+    Operation *init = projection->getOperand(2).getDefiningOp();
+    FailureOr<scf::SCFTileAndFuseResult> tiled = tileAndFuse(
+        rewriter, projection, {1, 1, options.qTileSize, 0, 0},
+        scf::SCFTilingOptions::LoopType::ForallOp, /*fuseDestinations=*/true,
+        [&](Operation *o) { return o == init; });
+    if (failed(tiled))
+      return failure();
+    fused.projectionLoops.push_back(tiled->loops.front());
+    eraseDead(rewriter, tiled->loops.front(), init ? ArrayRef(init) : ArrayRef<Operation *>());
+  }
+  return fused;
 }

@@ -1,12 +1,17 @@
 // RUN: mha-opt %s --split-input-file --transform-interpreter --verify-diagnostics | FileCheck %s
 
 // transform.mha.fuse_layer returns a handle to each loop of the fused nest
-// (the forall over batch and query tiles, the head loop, the key loop),
+// (the forall over batch and query tiles, the head loop, the key loop, and
+// the foralls of the K and V projections),
 // transform.mha.tile_attention to its forall and key loop, and
 // transform.mha.attention_to_linalg to the linalg.generic that produces the
 // reference result.
 
 // CHECK-LABEL: func.func @fused
+// CHECK: scf.forall
+// CHECK: } {key_projection}
+// CHECK: scf.forall
+// CHECK: } {value_projection}
 // CHECK: scf.forall
 // CHECK:   scf.for
 // CHECK:     scf.for
@@ -40,8 +45,11 @@ module attributes {transform.with_named_sequence} {
   transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
     %layer = transform.structured.match ops{["mha.multi_head_attention"]} in %root
       : (!transform.any_op) -> !transform.any_op
-    %forall, %heads, %keys = transform.mha.fuse_layer %layer {q_tile_size = 4, kv_tile_size = 4}
-      : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    %forall, %heads, %keys, %k, %v = transform.mha.fuse_layer %layer {q_tile_size = 4, kv_tile_size = 4}
+      : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op,
+                                !transform.any_op, !transform.any_op)
+    transform.annotate %k "key_projection" : !transform.any_op
+    transform.annotate %v "value_projection" : !transform.any_op
     transform.annotate %forall "layer_forall" : !transform.any_op
     transform.annotate %heads "head_loop" : !transform.any_op
     transform.annotate %keys "key_loop" : !transform.any_op

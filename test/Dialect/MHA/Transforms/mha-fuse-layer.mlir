@@ -2,9 +2,9 @@
 
 // The whole layer by upstream tile-and-fuse. B=2, S=512, 4 query heads over
 // 2 kv heads (group 2), dk=16, dv=8, Eo=64, causal:
-// - K and V are projected once, before the loop nest, for every batch and kv
-//   head (bias as the accumulator's initial value, head split as the weight's
-//   indexing map);
+// - K and V are projected once, before the loop nest, each in an scf.forall
+//   over (batch, kv head, 64-key tile) (bias as the accumulator's initial
+//   value, head split as a column slice of the weight);
 // - an scf.forall over (batch, 64-query tile) owns its rows of the result:
 //   the output bias initializes them, nothing is carried across iterations;
 // - inside, an scf.for over the 4 query heads reduces the output projection:
@@ -23,10 +23,15 @@
 // CHECK-NOT: 512x512
 // CHECK-NOT: 2x512x32
 // CHECK-NOT: mha.
-// CHECK: %[[KACC:.+]] = linalg.generic {{.*}} ins(%[[BK]] : tensor<32xf32>) outs(%{{.*}} : tensor<2x2x512x16xf32>)
-// CHECK: %[[K:.+]] = linalg.generic {{.*}} ins(%[[KV]], %[[WK]] : tensor<2x512x48xf32>, tensor<48x32xf32>) outs(%[[KACC]] : tensor<2x2x512x16xf32>)
-// CHECK: %[[VACC:.+]] = linalg.generic {{.*}} ins(%[[BV]] : tensor<16xf32>)
-// CHECK: %[[V:.+]] = linalg.generic {{.*}} ins(%[[KV]], %[[WV]] : tensor<2x512x48xf32>, tensor<48x16xf32>) outs(%[[VACC]] : tensor<2x2x512x8xf32>)
+// CHECK: %[[K:.+]] = scf.forall (%[[KB:.+]], %[[KG:.+]], %[[KJ:.+]]) = (0, 0, 0) to (2, 2, 512) step (1, 1, 64) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<2x2x512x16xf32>)
+// CHECK:   %[[KVT:.+]] = tensor.extract_slice %[[KV]][%[[KB]], %[[KJ]], 0] [1, 64, 48]
+// CHECK:   %[[WKG:.+]] = tensor.extract_slice %[[WK]][0, %{{.*}}] [48, 16]
+// CHECK:   %[[BKG:.+]] = tensor.extract_slice %[[BK]][%{{.*}}] [16]
+// CHECK:   %[[KACC:.+]] = linalg.generic {{.*}} ins(%[[BKG]] : tensor<16xf32>) outs(%{{.*}} : tensor<1x1x64x16xf32>)
+// CHECK:   linalg.generic {{.*}} ins(%[[KVT]], %[[WKG]] : tensor<1x64x48xf32>, tensor<48x16xf32>) outs(%[[KACC]] : tensor<1x1x64x16xf32>)
+// CHECK: %[[V:.+]] = scf.forall {{.*}} -> (tensor<2x2x512x8xf32>)
+// CHECK:   tensor.extract_slice %[[BV]]
+// CHECK:   linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x64x48xf32>, tensor<48x8xf32>)
 // CHECK: scf.forall (%[[B:.+]], %[[I0:.+]]) = (0, 0) to (2, 512) step (1, 64) shared_outs(%[[Y:.+]] = %{{.*}}) -> (tensor<2x512x64xf32>)
 // CHECK:   %[[XT:.+]] = tensor.extract_slice %[[X]][%[[B]], %[[I0]], 0] [1, 64, 64]
 // CHECK:   %[[KB:.+]] = tensor.extract_slice %[[K]][%[[B]], 0, 0, 0] [1, 2, 512, 16]

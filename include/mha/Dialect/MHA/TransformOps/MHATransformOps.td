@@ -82,13 +82,15 @@ def MHAFuseLayerOp : MHA_TransformOp<"fuse_layer"> {
                 "--mha-fuse-layer)";
   let description = [{
     Rewrites each targeted `mha.multi_head_attention` into the fused, tiled
-    loop nest of `--mha-fuse-layer`. Returns handles to its three loops: the
+    loop nest of `--mha-fuse-layer`. Returns handles to its loops: the
     `scf.forall` over (batch, query tile), the `scf.for` over query heads
-    inside it, and the `scf.for` over key tiles inside that.
+    inside it, the `scf.for` over key tiles inside that, and the
+    `scf.forall`s of the key and of the value projection before the nest.
 
     ```mlir
-    %forall, %heads, %keys = transform.mha.fuse_layer %layer {q_tile_size = 64, kv_tile_size = 64}
-      : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op)
+    %forall, %heads, %keys, %k, %v = transform.mha.fuse_layer %layer {q_tile_size = 64, kv_tile_size = 64}
+      : (!transform.any_op) -> (!transform.any_op, !transform.any_op, !transform.any_op,
+                                !transform.any_op, !transform.any_op)
     ```
   }];
   let arguments = (ins TransformHandleTypeInterface:$target,
@@ -96,7 +98,9 @@ def MHAFuseLayerOp : MHA_TransformOp<"fuse_layer"> {
                    DefaultValuedAttr<I64Attr, "64">:$kv_tile_size);
   let results = (outs TransformHandleTypeInterface:$forall,
                       TransformHandleTypeInterface:$head_loop,
-                      TransformHandleTypeInterface:$key_loop);
+                      TransformHandleTypeInterface:$key_loop,
+                      TransformHandleTypeInterface:$key_projection_loop,
+                      TransformHandleTypeInterface:$value_projection_loop);
   let extraClassDeclaration = [{
     ::mlir::DiagnosedSilenceableFailure applyToOne(
         ::mlir::transform::TransformRewriter &rewriter,

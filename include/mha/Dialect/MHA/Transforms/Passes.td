@@ -128,7 +128,9 @@ def MHAFuseLayerPass : Pass<"mha-fuse-layer"> {
     the output projection being the root:
 
     ```
-    K, V = key · w_k (+ b_k), value · w_v (+ b_v)       once, before the loops
+    K, V = key · w_k (+ b_k), value · w_v (+ b_v)       once, before the loops,
+                                                         each an scf.forall over
+                                                         (b, kv head, key tile)
     scf.forall (b, query tile i0)                        parallel
       Y = b_o (or 0)                                     this tile's rows, f32
       scf.for query head h (iter_args Y)

@@ -139,6 +139,9 @@ struct FusedLayer {
   LoopLikeOpInterface keyLoop;
   /// The value that replaced the layer's result.
   Value result;
+  /// The scf.foralls over (batch, kv head, key tile) of the key and of the
+  /// value projection, in that order, before the nest (each computed once).
+  SmallVector<LoopLikeOpInterface> projectionLoops;
 };
 
 /// Lowers the whole layer with upstream tile-and-fuse: the layer is
@@ -149,7 +152,8 @@ struct FusedLayer {
 /// projection of one head fused into it; the attention of one head and
 /// query tile becomes the key loop of tileAttentionKeys. The key and value
 /// projections are computed once, before the loop nest, for all batches and
-/// key/value heads.
+/// key/value heads, each tiled as an scf.forall over (batch, kv head, tile of
+/// `qTileSize` keys) with its bias initialization fused.
 FailureOr<FusedLayer> fuseMultiHeadAttention(RewriterBase &rewriter,
                                              MultiHeadAttentionOp op,
                                              const TileOptions &options);
