@@ -44,6 +44,8 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Target/TargetMachine.h"
 
 #include <algorithm>
@@ -107,6 +109,16 @@ cl::opt<bool> printTarget(
     "print-target",
     cl::desc("Print the target triple, CPU and features the JIT compiles for"),
     cl::init(false), cl::cat(category));
+cl::opt<std::string> targetCpu(
+    "target-cpu",
+    cl::desc("Compile for this CPU instead of the host's, with its default "
+             "features (e.g. haswell: AVX2, no AVX-512)"),
+    cl::value_desc("name"), cl::cat(category));
+cl::opt<std::string> targetFeatures(
+    "target-features",
+    cl::desc("Features to enable (+name) or disable (-name), comma-separated, "
+             "on top of the target's (e.g. -avx512f)"),
+    cl::value_desc("+a,-b"), cl::cat(category));
 cl::opt<std::string> dumpObjectFile(
     "dump-object-file",
     cl::desc("Write the object code the JIT generated to this file (after "
@@ -357,15 +369,67 @@ LogicalResult addPipeline(PassManager &pm, StringRef spec) {
   return success();
 }
 
-/// The host's target machine: its triple, CPU name and features as LLVM
-/// detects them, with -O3 code generation.
+/// The target machine the JIT compiles for, with -O3 code generation: the
+/// host's triple, CPU name and features as LLVM detects them, or the CPU of
+/// --target-cpu with its default features; then --target-features on top.
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine() {
   llvm::Expected<llvm::orc::JITTargetMachineBuilder> builder =
       llvm::orc::JITTargetMachineBuilder::detectHost();
   if (!builder)
     return builder.takeError();
+  if (!targetCpu.empty()) {
+    builder->setCPU(targetCpu);
+    builder->setFeatures("");
+  }
+  if (!targetFeatures.empty()) {
+    SmallVector<StringRef> features;
+    StringRef(targetFeatures).split(features, ',', -1, false);
+    std::vector<std::string> list;
+    for (StringRef feature : features)
+      list.push_back(feature.trim().str());
+    builder->addFeatures(list);
+  }
   builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
   return builder->createTargetMachine();
+}
+
+/// Checks --target-cpu and --target-features before anything is compiled.
+LogicalResult checkTargetOptions(std::string &error) {
+  SmallVector<StringRef> features;
+  StringRef(targetFeatures).split(features, ',', -1, false);
+  for (StringRef feature : features) {
+    feature = feature.trim();
+    if (feature.size() < 2 || (feature[0] != '+' && feature[0] != '-')) {
+      error = ("--target-features: expected +name or -name, found '" +
+               feature + "'")
+                  .str();
+      return failure();
+    }
+  }
+  if (targetCpu.empty())
+    return success();
+  llvm::Expected<llvm::orc::JITTargetMachineBuilder> builder =
+      llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder) {
+    error = llvm::toString(builder.takeError());
+    return failure();
+  }
+  std::string lookupError;
+  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(
+      builder->getTargetTriple(), lookupError);
+  if (!target) {
+    error = lookupError;
+    return failure();
+  }
+  std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(
+      builder->getTargetTriple(), "", ""));
+  if (!info->isCPUStringValid(targetCpu)) {
+    error = "--target-cpu: '" + targetCpu +
+            "' is not a CPU of the host's target " +
+            builder->getTargetTriple().str();
+    return failure();
+  }
+  return success();
 }
 
 /// `target: TRIPLE, cpu CPU, features +A,+B,...` (enabled features only).
@@ -508,8 +572,12 @@ int run(MLIRContext &context) {
     expected.push_back(std::move(*read));
   }
   double flops = countFlops(func, args);
+  std::string targetError;
+  if (failed(checkTargetOptions(targetError)))
+    return badInput(targetError);
 
   // Lower.
+  auto lowerStart = std::chrono::steady_clock::now();
   if (failed(pm.run(*module))) {
     llvm::errs() << "mha-run: error: lowering '" << inputFile
                  << "' through --pipeline=" << pipelineName << " failed\n";
@@ -549,6 +617,7 @@ int run(MLIRContext &context) {
   // The engine generates code with the target machine it is given, so the
   // -O3 code generation level is set on that machine, not through
   // ExecutionEngineOptions::jitCodeGenOptLevel.
+  auto jitStart = std::chrono::steady_clock::now();
   auto engine = ExecutionEngine::create(*module, engineOptions,
                                         std::move(*codegenTarget));
   if (!engine) {
@@ -556,6 +625,17 @@ int run(MLIRContext &context) {
                  << llvm::toString(engine.takeError()) << "\n";
     return kCompileError;
   }
+  // The JIT compiles on first lookup: look the entry up now so that its
+  // time is the compile time, not part of the first call.
+  if (llvm::Expected<void (*)(void **)> entry =
+          (*engine)->lookupPacked(entryName);
+      !entry)
+    llvm::consumeError(entry.takeError()); // Reported by the call below.
+  auto jitStop = std::chrono::steady_clock::now();
+  auto ms = [](auto from, auto to) {
+    return std::chrono::duration<double, std::milli>(to - from).count();
+  };
+  double lowerMs = ms(lowerStart, jitStart), jitMs = ms(jitStart, jitStop);
 
   // Pack: one pointer per descriptor word of each argument, then one pointer
   // to the returned struct of result descriptors (3 + 2 * rank words each).
@@ -654,6 +734,10 @@ int run(MLIRContext &context) {
   }
 
   if (benchmark > 0) {
+    llvm::outs() << llvm::formatv(
+        "compile: lowering {0:f1} ms, JIT (LLVM optimization and code "
+        "generation) {1:f1} ms\n",
+        lowerMs, jitMs);
     if (llvm::Error error = call()) // Warm-up.
       return callFailed(std::move(error));
     freeResults();

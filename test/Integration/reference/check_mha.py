@@ -87,6 +87,9 @@ def main():
     parser.add_argument("--atol", default="1e-4")
     parser.add_argument("--rtol", default="1e-4")
     parser.add_argument("--benchmark", type=int, default=0)
+    parser.add_argument("--mha-run-arg", action="append", default=[],
+                        help="extra mha-run argument (repeatable), e.g. "
+                        "--target-cpu=haswell")
     parser.add_argument("--mlir", help="use this file instead of generating one")
     parser.add_argument("config", nargs="*")
     args = parser.parse_args()
@@ -199,6 +202,7 @@ def main():
     command.append(f"--expected-output=@{expected_path}")
     if args.benchmark:
         command.append(f"--benchmark={args.benchmark}")
+    command += args.mha_run_arg
     if not np.all(np.isfinite(expected)):
         print("check_mha.py: the reference output is not finite", file=sys.stderr)
         return 1
