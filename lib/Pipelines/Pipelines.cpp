@@ -76,8 +76,10 @@ void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
-  if (openMP)
+  if (openMP) {
     pm.addPass(createConvertSCFToOpenMPPass());
+    pm.addPass(createMHADynamicScheduleOpenMPPass());
+  }
   if (emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());

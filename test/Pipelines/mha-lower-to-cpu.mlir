@@ -8,16 +8,17 @@
 // the concatenated heads (512x32), and no copy at all: head split and merge
 // are views, tiles are written in place.
 
-// The parallel loop over (batch, query tile) is one OpenMP work-sharing loop
-// in a parallel region (LLVM's libomp at run time); with openmp=false it is a
-// serial loop and the code needs no runtime.
+// The parallel loops (K and V projections over (batch, kv head, key tile),
+// the layer over (batch, query tile)) are OpenMP work-sharing loops with a
+// dynamic schedule, each in a parallel region (LLVM's libomp at run time);
+// with openmp=false they are serial loops and the code needs no runtime.
 
 // CHECK: llvm.func @layer(
 // CHECK-NOT: mha.
 // CHECK-NOT: linalg.
 // CHECK-NOT: scf.
 // CHECK: omp.parallel {
-// CHECK:   omp.wsloop {
+// CHECK:   omp.wsloop schedule(dynamic) {
 // CHECK:     omp.loop_nest
 // CHECK:       llvm.intr.exp
 // SERIAL: llvm.func @layer(

@@ -27,6 +27,9 @@ class LinalgDialect;
 namespace tensor {
 class TensorDialect;
 } // namespace tensor
+namespace omp {
+class OpenMPDialect;
+} // namespace omp
 
 namespace mha {
 

@@ -190,4 +190,19 @@ def MHAInsertRuntimeChecksPass : Pass<"mha-insert-runtime-checks"> {
   ];
 }
 
+def MHADynamicScheduleOpenMPPass : Pass<"mha-dynamic-schedule-openmp"> {
+  let summary = "Schedule OpenMP work-sharing loops dynamically";
+  let description = [{
+    Sets `schedule(dynamic)` on every `omp.wsloop`. `convert-scf-to-openmp`
+    leaves the default static schedule, which hands each thread a contiguous
+    block of iterations: with a causal mask the query tiles near the end see
+    the most keys, so the thread with the last block does most of the work.
+    Taking iterations one at a time as threads become free balances them; the
+    iterations of the tiled loop nest are independent (each owns its rows of
+    the result), so the results do not depend on the schedule.
+    `mha-lower-to-cpu` runs it after `convert-scf-to-openmp`.
+  }];
+  let dependentDialects = ["::mlir::omp::OpenMPDialect"];
+}
+
 #endif // MHA_DIALECT_MHA_TRANSFORMS_PASSES_TD
