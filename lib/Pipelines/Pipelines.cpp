@@ -104,6 +104,9 @@ void mha::buildLowerToCPUPipeline(OpPassManager &pm,
   buildDecompositionStage(pm);
   // Vectorization of the linalg ops inside the loop nest goes here.
   buildBufferizationStage(pm);
+  // exp as arithmetic, which LLVM vectorizes, instead of a libm call per
+  // element of the softmax.
+  pm.addPass(createMHAApproximateExpPass());
   buildCPUToLLVMStage(pm, options.emitCInterface, options.openMP);
 }
 

@@ -190,6 +190,20 @@ def MHAInsertRuntimeChecksPass : Pass<"mha-insert-runtime-checks"> {
   ];
 }
 
+def MHAApproximateExpPass : Pass<"mha-approximate-exp"> {
+  let summary = "Compute math.exp with upstream's polynomial approximation";
+  let description = [{
+    Rewrites every f32 `math.exp` into upstream's polynomial approximation
+    (`populateMathPolynomialApproximationPatterns`): arithmetic only, so the
+    softmax's exponentials vectorize instead of calling libm's `expf` once per
+    element. `mha-lower-to-cpu` runs it before lowering to LLVM.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+  ];
+}
+
 def MHADynamicScheduleOpenMPPass : Pass<"mha-dynamic-schedule-openmp"> {
   let summary = "Schedule OpenMP work-sharing loops dynamically";
   let description = [{
