@@ -268,7 +268,7 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
   // keys outside the loop over channels, which walks rows of v and acc.
   AffineExpr key = getAffineDimExpr(3, ctx), ch = getAffineDimExpr(4, ctx);
   Value accScaled =
-      buildCombine(b, loc, rescale, acc, {rowsOfScores, map4({bb, h, i, j})},
+      buildCombine(b, loc, rescale, acc, {rowsOfScores, scoresMap},
                    parallel4, Combine::Mul);
   Value newAcc = buildContraction(
       b, loc, probs, getValue(), accScaled,

@@ -630,6 +630,15 @@ Value causalOffsetOrDefault(OpBuilder &b, Location loc, Value offset,
                              tensor::getMixedSize(b, loc, key, 2)));
 }
 
+/// The (B, H, Sq) loops of the attention ops' iteration domains.
+SmallVector<Range> getQueryDomain(OpBuilder &b, Location loc, Value query) {
+  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
+  SmallVector<Range> domain;
+  for (int64_t d = 0; d < 3; ++d)
+    domain.push_back({zero, tensor::getMixedSize(b, loc, query, d), one});
+  return domain;
+}
+
 /// TilingInterface::generateResultTileValue of the attention ops: the tile of
 /// the iteration domain that produces the result tile, then that tile.
 template <typename OpTy>
@@ -690,12 +699,7 @@ SmallVector<utils::IteratorType> AttentionOp::getLoopIteratorTypes() {
 }
 
 SmallVector<Range> AttentionOp::getIterationDomain(OpBuilder &b) {
-  Location loc = getLoc();
-  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  SmallVector<Range> domain;
-  for (int64_t d = 0; d < 3; ++d)
-    domain.push_back({zero, tensor::getMixedSize(b, loc, getQuery(), d), one});
-  return domain;
+  return getQueryDomain(b, getLoc(), getQuery());
 }
 
 LogicalResult AttentionOp::getResultTilePosition(
@@ -809,9 +813,7 @@ SmallVector<utils::IteratorType> OnlineAttentionOp::getLoopIteratorTypes() {
 SmallVector<Range> OnlineAttentionOp::getIterationDomain(OpBuilder &b) {
   Location loc = getLoc();
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  SmallVector<Range> domain;
-  for (int64_t d = 0; d < 3; ++d)
-    domain.push_back({zero, tensor::getMixedSize(b, loc, getQuery(), d), one});
+  SmallVector<Range> domain = getQueryDomain(b, loc, getQuery());
   OpFoldResult sk = tensor::getMixedSize(b, loc, getKey(), 2);
   if (getCausal()) {
     // min(Sk, max(0, Sq + causal_offset)): keys after that are invisible to

@@ -142,7 +142,9 @@ def MHA_AttentionOp : MHA_Op<"attention", [
     `Hkv` divides `H`. The op is in destination-passing style: `init` only
     provides the shape of the result (its values are overwritten), which lets
     tiling produce slices of it. `scale`, `causal` and the mask follow the same
-    rules as `mha.multi_head_attention`.
+    rules as `mha.multi_head_attention`, except that only a static size-1
+    mask dim broadcasts: a dynamic one must match the scores (checked at run
+    time; the layer's decomposition expands dims that are 1 at run time).
 
     `causal` lets query `i` see key `j` iff `j <= i + causal_offset`, where
     `causal_offset` defaults to `Sk - Sq` (bottom-right alignment). Tiling
