@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/SCF/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
@@ -44,6 +45,14 @@ void mha::buildDecompositionStage(OpPassManager &pm) {
   pm.addPass(createMHADecomposePass());
   pm.addPass(createMHAAttentionToLinalgPass());
   pm.addPass(createCanonicalizerPass());
+}
+
+void mha::buildVectorizationStage(OpPassManager &pm,
+                                  const LowerToCPUOptions &options) {
+  pm.addPass(createMHAVectorizePass(MHAVectorizePassOptions{
+      options.registerTileRows, options.registerTileCols, options.chunk}));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
 }
 
 void mha::buildBufferizationStage(OpPassManager &pm) {
@@ -74,6 +83,12 @@ void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
   else
     pm.addNestedPass<func::FuncOp>(createForallToForLoopPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // n-D vector transfers -> 1-D ones (unrolled), then the vector ops
+  // -> LLVM with contractions as outer products of FMAs.
+  pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass(
+      vector::VectorMultiReductionLowering::InnerReduction));
+  pm.addNestedPass<func::FuncOp>(
+      createConvertVectorToSCFPass(VectorTransferToSCFOptions().enableFullUnroll()));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   if (openMP) {
@@ -86,6 +101,12 @@ void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
   pm.addPass(createSCFToControlFlowPass());
   if (openMP)
     pm.addPass(createConvertOpenMPToLLVMPass());
+  ConvertVectorToLLVMPassOptions vectorToLLVM;
+  vectorToLLVM.vectorContractLowering =
+      vector::VectorContractLowering::OuterProduct;
+  vectorToLLVM.vectorTransposeLowering =
+      vector::VectorTransposeLowering::Shuffle16x16;
+  pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
@@ -102,7 +123,7 @@ void mha::buildLowerToCPUPipeline(OpPassManager &pm,
                                   const LowerToCPUOptions &options) {
   buildTilingStage(pm, options.qTileSize, options.kvTileSize);
   buildDecompositionStage(pm);
-  // Vectorization of the linalg ops inside the loop nest goes here.
+  buildVectorizationStage(pm, options);
   buildBufferizationStage(pm);
   // exp as arithmetic, which LLVM vectorizes, instead of a libm call per
   // element of the softmax.

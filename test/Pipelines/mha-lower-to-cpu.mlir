@@ -2,6 +2,7 @@
 // RUN: mha-opt %s --mha-lower-to-cpu --mlir-print-ir-after=one-shot-bufferize 2>&1 >/dev/null | FileCheck %s --check-prefix=BUFFERS
 // RUN: mha-opt %s --pass-pipeline="builtin.module(mha-lower-to-cpu{q-tile-size=32 kv-tile-size=16 emit-c-interface})" | FileCheck %s --check-prefix=OPTIONS
 // RUN: mha-opt %s --mha-lower-to-cpu=openmp=false | FileCheck %s --check-prefix=SERIAL
+// RUN: mha-opt %s --pass-pipeline="builtin.module(mha-lower-to-cpu{register-tile-rows=6 register-tile-cols=16})" | FileCheck %s --check-prefix=AVX2
 
 // The tiled pipeline ends in the LLVM dialect, and after bufferization of a
 // full causal layer with S=512 there is no buffer of the scores (512x512), of
@@ -20,9 +21,13 @@
 // CHECK: omp.parallel {
 // CHECK:   omp.wsloop schedule(dynamic) {
 // CHECK:     omp.loop_nest
-// The softmax's exp is upstream's polynomial approximation, not a libm call.
+// The contractions are register tiles of FMAs on 32 lanes (mha-vectorize:
+// 8 rows x 32 columns per reduction step), the softmax's exp is upstream's
+// polynomial approximation on vectors, not a libm call.
 // CHECK-NOT: llvm.intr.exp
-// CHECK:       llvm.intr.fma
+// CHECK:       llvm.intr.fmuladd({{.*}}) : (vector<32xf32>, vector<32xf32>, vector<32xf32>) -> vector<32xf32>
+// CHECK-NOT: llvm.intr.exp
+// CHECK:       llvm.intr.fma({{.*}}) : (vector<64xf32>, vector<64xf32>, vector<64xf32>) -> vector<64xf32>
 // CHECK-NOT: llvm.intr.exp
 // SERIAL: llvm.func @layer(
 // SERIAL-NOT: omp.
@@ -34,6 +39,10 @@
 // BUFFERS: func.func @layer
 
 // OPTIONS: llvm.func @_mlir_ciface_layer(
+
+// Register tiles for a 16-register target (AVX2): rows take the largest
+// divisor of the 64-row tiles up to 6 (4), columns 16 lanes (2 ymm).
+// AVX2: llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
 func.func @layer(%x: tensor<1x512x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x32xf32>,
                  %wv: tensor<64x16xf32>, %wo: tensor<32x64xf32>) -> tensor<1x512x64xf32> {
   %y = mha.multi_head_attention %x, %x, %x, %wq, %wk, %wv, %wo

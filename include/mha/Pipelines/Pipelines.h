@@ -46,6 +46,20 @@ struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
       llvm::cl::desc("Give every function a `_mlir_ciface_` wrapper taking "
                      "memref descriptors by pointer, for callers in C"),
       llvm::cl::init(false)};
+  PassOptions::Option<int64_t> registerTileRows{
+      *this, "register-tile-rows",
+      llvm::cl::desc("Rows of a contraction's register tile (mha-vectorize)"),
+      llvm::cl::init(8)};
+  PassOptions::Option<int64_t> registerTileCols{
+      *this, "register-tile-cols",
+      llvm::cl::desc("Columns of a contraction's register tile, a multiple of "
+                     "the target's vector width (mha-vectorize)"),
+      llvm::cl::init(32)};
+  PassOptions::Option<int64_t> chunk{
+      *this, "chunk",
+      llvm::cl::desc("Elements per vector step of the other ops "
+                     "(mha-vectorize)"),
+      llvm::cl::init(64)};
   PassOptions::Option<bool> openMP{
       *this, "openmp",
       llvm::cl::desc("Run the parallel loop over (batch, query tile) on "
@@ -81,6 +95,9 @@ void buildDecompositionStage(OpPassManager &pm);
 
 /// One-shot bufferization (function boundaries included, identity layouts),
 /// buffer deallocation, bufferization to memref.
+void buildVectorizationStage(OpPassManager &pm,
+                             const LowerToCPUOptions &options);
+
 void buildBufferizationStage(OpPassManager &pm);
 
 /// Buffers to the LLVM dialect on the CPU: scf.forall to an OpenMP parallel

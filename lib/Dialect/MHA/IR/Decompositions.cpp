@@ -174,11 +174,28 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
       IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
       IteratorType::reduction};
 
-  // s = q · kᵀ, in f32.
+  // s = q · kᵀ, in f32, over loops (b, h, i, c, j) with kᵀ materialized
+  // ([B, Hkv, dk, Sk]; one copy of the key block): the innermost loop then
+  // walks rows of kᵀ and of s contiguously, so each reduction step is an
+  // outer product of a query column and a kᵀ row (FMAs on whole vectors)
+  // instead of a dot product along the channels per score.
+  Value keys = getKey();
+  auto keyType = cast<ShapedType>(keys.getType());
+  SmallVector<OpFoldResult> keyTShape = {
+      tensor::getMixedSize(b, loc, keys, 0),
+      tensor::getMixedSize(b, loc, keys, 1),
+      tensor::getMixedSize(b, loc, keys, 3), sk};
+  Value keyT =
+      linalg::TransposeOp::create(
+          b, loc, keys,
+          tensor::EmptyOp::create(b, loc, keyTShape, keyType.getElementType()),
+          ArrayRef<int64_t>{0, 1, 3, 2})
+          ->getResult(0);
   Value scores = buildContraction(
-      b, loc, getQuery(), getKey(),
+      b, loc, getQuery(), keyT,
       buildIdentityFill(b, loc, scoreShape, Combine::Add),
-      {map5({bb, h, i, c}), map5({bb, kvHead, j, c}), map5({bb, h, i, j})});
+      // Loop 3 is the channel, loop 4 the key here.
+      {map5({bb, h, i, j}), map5({bb, kvHead, j, c}), map5({bb, h, i, c})});
 
   // Logits, in place: scale, then the mask; the causal predicate only
   // where it can fail.

@@ -89,10 +89,41 @@ struct Projection {
   Value result;
 };
 
+/// `value` with its dim `dim` (of size heads * d) split into [heads, d]: a
+/// reshape (a view after bufferization, no copy) that lets the projections
+/// read a head's columns through a plain permutation map, which the
+/// vectorizer takes.
+static Value splitHeads(OpBuilder &b, Location loc, Value value, int64_t dim,
+                        int64_t heads, int64_t d) {
+  auto type = cast<RankedTensorType>(value.getType());
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] = d;
+  shape.insert(shape.begin() + dim, heads);
+  SmallVector<ReassociationIndices> reassociation;
+  for (int64_t i = 0, r = type.getRank(); i < r; ++i) {
+    int64_t first = i <= dim ? i : i + 1;
+    reassociation.push_back(i == dim ? ReassociationIndices{first, first + 1}
+                                     : ReassociationIndices{first});
+  }
+  SmallVector<OpFoldResult> outputShape;
+  for (int64_t i = 0, r = type.getRank(); i < r; ++i) {
+    if (i == dim) {
+      outputShape.push_back(b.getIndexAttr(heads));
+      outputShape.push_back(b.getIndexAttr(d));
+    } else {
+      outputShape.push_back(tensor::getMixedSize(b, loc, value, i));
+    }
+  }
+  return tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(shape, type.getElementType()), value,
+      reassociation, outputShape);
+}
+
 /// Projects `input [B, S, E]` with `weight [E, heads * d]` (+ `bias`) straight
 /// into the head-split layout `[B, heads, S, d]`: loops (b, h, s, e, i),
-/// weight read at (e, h * d + i). The reduction over e is outside the loop
-/// over i, so the innermost loop walks a row of the weight and of the result.
+/// weight read as [E, heads, d] at (e, h, i). The reduction over e is outside
+/// the loop over i, so the innermost loop walks a row of the weight and of
+/// the result.
 Projection buildInputProjection(OpBuilder &b, Location loc, Value input,
                                 Value weight, Value bias, int64_t heads,
                                 int64_t d, Type elementType) {
@@ -103,22 +134,25 @@ Projection buildInputProjection(OpBuilder &b, Location loc, Value input,
                                      b.getIndexAttr(heads),
                                      tensor::getMixedSize(b, loc, input, 1),
                                      b.getIndexAttr(d)};
-  // The bias over the result's dims (b, h, s, i): column h * d + i.
+  // The bias, as [heads, d], over the result's dims (b, h, s, i).
   Value acc = buildAccumulatorInit(
-      b, loc, shape, b.getF32Type(), bias,
-      AffineMap::get(4, 0, {getAffineDimExpr(1, ctx) * d + getAffineDimExpr(3, ctx)},
+      b, loc, shape, b.getF32Type(),
+      bias ? splitHeads(b, loc, bias, 0, heads, d) : Value(),
+      AffineMap::get(4, 0, {getAffineDimExpr(1, ctx), getAffineDimExpr(3, ctx)},
                      ctx));
-  acc = buildContraction(b, loc, input, weight, acc,
+  acc = buildContraction(b, loc, input, splitHeads(b, loc, weight, 1, heads, d),
+                         acc,
                          {AffineMap::get(5, 0, {bb, s, e}, ctx),
-                          AffineMap::get(5, 0, {e, h * d + i}, ctx),
+                          AffineMap::get(5, 0, {e, h, i}, ctx),
                           AffineMap::get(5, 0, {bb, h, s, i}, ctx)});
   return {acc.getDefiningOp(), convertTensor(b, loc, acc, elementType)};
 }
 
 /// Merges the heads `[B, H, Sq, dv]` and projects them with `weight
 /// [H * dv, Eo]` (+ `bias`) into `[B, Sq, Eo]`: loops (b, s, h, i, o), weight
-/// read at (h * dv + i, o). The merge is the reduction over h and i, outside
-/// the loop over o, which walks a row of the weight and of the result.
+/// read as [H, dv, Eo] at (h, i, o). The merge is the reduction over h and i,
+/// outside the loop over o, which walks a row of the weight and of the
+/// result.
 Projection buildOutputProjection(OpBuilder &b, Location loc, Value heads,
                                  Value weight, Value bias, int64_t dv,
                                  Type elementType) {
@@ -126,6 +160,7 @@ Projection buildOutputProjection(OpBuilder &b, Location loc, Value heads,
   AffineExpr bb, s, h, i, o;
   bindDims(ctx, bb, s, h, i, o);
   int64_t eo = cast<ShapedType>(weight.getType()).getDimSize(1);
+  int64_t numHeads = cast<ShapedType>(heads.getType()).getDimSize(1);
   SmallVector<OpFoldResult> shape = {tensor::getMixedSize(b, loc, heads, 0),
                                      tensor::getMixedSize(b, loc, heads, 2),
                                      b.getIndexAttr(eo)};
@@ -133,9 +168,10 @@ Projection buildOutputProjection(OpBuilder &b, Location loc, Value heads,
   Value acc = buildAccumulatorInit(b, loc, shape, b.getF32Type(), bias,
                                    AffineMap::get(3, 0, {getAffineDimExpr(2, ctx)},
                                                   ctx));
-  acc = buildContraction(b, loc, heads, weight, acc,
+  acc = buildContraction(b, loc, heads,
+                         splitHeads(b, loc, weight, 0, numHeads, dv), acc,
                          {AffineMap::get(5, 0, {bb, h, s, i}, ctx),
-                          AffineMap::get(5, 0, {h * dv + i, o}, ctx),
+                          AffineMap::get(5, 0, {h, i, o}, ctx),
                           AffineMap::get(5, 0, {bb, s, o}, ctx)});
   return {acc.getDefiningOp(), convertTensor(b, loc, acc, elementType)};
 }

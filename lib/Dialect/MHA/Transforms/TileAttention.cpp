@@ -20,8 +20,10 @@
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHATILEATTENTIONPASS
@@ -67,10 +69,34 @@ FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
   auto block = cast<OnlineAttentionOp>(tiled->tiledOps.front());
   AttentionKeyLoop result{tiled->loops.front(), block,
                           normalize->getResult(0)};
+  // The full key blocks get the loop to themselves, with static shapes
+  // (what the vectorizer takes); the partial block at the end of the keys
+  // (an odd length, or a causal bound), if any, is peeled off after it
+  // (upstream scf::peelForLoopAndSimplifyBounds).
+  // The block's operands take their static types (the constant sizes of
+  // the slices folded in, upstream's tensor.cast folding into the op).
+  auto keyLoop = cast<scf::ForOp>(result.keyLoop.getOperation());
+  scf::ForOp partial;
+  if (succeeded(scf::peelForLoopAndSimplifyBounds(rewriter, keyLoop,
+                                                  partial))) {
+    MLIRContext *ctx = rewriter.getContext();
+    RewritePatternSet patterns(ctx);
+    tensor::ExtractSliceOp::getCanonicalizationPatterns(patterns, ctx);
+    ctx->getLoadedDialect<tensor::TensorDialect>()->getCanonicalizationPatterns(
+        patterns);
+    if (failed(applyPatternsGreedily(keyLoop.getRegion(), std::move(patterns))))
+      return failure();
+  }
+  SmallVector<OnlineAttentionOp> blocks;
+  keyLoop->walk([&](OnlineAttentionOp b) { blocks.push_back(b); });
+  result.block = blocks.front();
+  if (partial)
+    partial->walk([&](OnlineAttentionOp b) { blocks.push_back(b); });
   if (!decompose)
     return result;
-  if (failed(decomposeOnlineAttention(rewriter, block)))
-    return failure();
+  for (OnlineAttentionOp b : blocks)
+    if (failed(decomposeOnlineAttention(rewriter, b)))
+      return failure();
   result.block = nullptr;
   return result;
 }

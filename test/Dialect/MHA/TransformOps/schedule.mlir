@@ -12,11 +12,12 @@
 // CHECK-LABEL: func.func @scripted
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<2x40x32xf32>, %[[WQ:[^:]+]]: tensor<32x32xf32>, %[[WKV:[^:]+]]: tensor<32x16xf32>, %[[WO:[^:]+]]: tensor<32x32xf32>, %[[BQ:[^:]+]]: tensor<32xf32>, %[[BKV:[^:]+]]: tensor<16xf32>, %[[BO:[^:]+]]: tensor<32xf32>)
 // CHECK-NOT: mha.
-// CHECK: %[[KV:.+]] = linalg.generic {{.*}} ins(%[[X]], %[[WKV]] : tensor<2x40x32xf32>, tensor<32x16xf32>) outs(%{{.*}} : tensor<2x2x40x8xf32>)
+// CHECK: %[[WKVS:.+]] = tensor.expand_shape %[[WKV]] {{.*}} into tensor<32x2x8xf32>
+// CHECK: %[[KV:.+]] = linalg.generic {{.*}} ins(%[[X]], %[[WKVS]] : tensor<2x40x32xf32>, tensor<32x2x8xf32>) outs(%{{.*}} : tensor<2x2x40x8xf32>)
 // CHECK: %[[Y0:.+]] = linalg.generic {{.*}} ins(%[[BO]] : tensor<32xf32>) outs(%{{.*}} : tensor<2x40x32xf32>)
 // CHECK: scf.forall (%[[B:.+]], %[[T:.+]]) in (2, 3) shared_outs(%[[Y:.+]] = %[[Y0]])
-// CHECK:   %[[QACC:.+]] = linalg.generic {{.*}} ins(%[[BQ]] : tensor<32xf32>)
-// CHECK:   %[[Q:.+]] = linalg.generic {{.*}} ins(%{{.*}}, %[[WQ]] : tensor<1x?x32xf32>, tensor<32x32xf32>) outs(%[[QACC]] : tensor<1x4x?x8xf32>)
+// CHECK:   %[[QACC:.+]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<4x8xf32>)
+// CHECK:   %[[Q:.+]] = linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x?x32xf32>, tensor<32x4x8xf32>) outs(%[[QACC]] : tensor<1x4x?x8xf32>)
 // CHECK:   %[[KVB:.+]] = tensor.extract_slice %[[KV]][%[[B]], 0, 0, 0] [1, 2, 40, 8]
 // CHECK:   %[[END:.+]] = affine.min #[[KV_END]]()
 // CHECK:   %[[STATE:.+]]:3 = scf.for %{{.*}} = %c0 to %[[END]] step %c8
@@ -27,7 +28,7 @@
 // CHECK:     scf.yield
 // CHECK:   %[[O:.+]] = linalg.generic {{.*}} ins(%[[STATE]]#0, %[[STATE]]#2 : tensor<1x4x?x8xf32>, tensor<1x4x?xf32>)
 // CHECK:   %[[YT:.+]] = tensor.extract_slice %[[Y]][%[[B]], %{{.*}}, 0] [1, %{{.*}}, 32]
-// CHECK:   %[[YN:.+]] = linalg.generic {{.*}} ins(%[[O]], %[[WO]] : tensor<1x4x?x8xf32>, tensor<32x32xf32>) outs(%[[YT]] : tensor<1x?x32xf32>)
+// CHECK:   %[[YN:.+]] = linalg.generic {{.*}} ins(%[[O]], %{{.*}} : tensor<1x4x?x8xf32>, tensor<4x8x32xf32>) outs(%[[YT]] : tensor<1x?x32xf32>)
 // CHECK:   scf.forall.in_parallel
 // CHECK:     tensor.parallel_insert_slice %[[YN]] into %[[Y]][%[[B]], %{{.*}}, 0] [1, %{{.*}}, 32]
 // CHECK-NOT: mha.

@@ -6,6 +6,8 @@
 // state fills, then one online-softmax update over all keys (scores
 // materialized), then the normalization into init.
 
+// Contractions over loops (b, h, i, r, c), r the reduction: lhs (b, h, i, r),
+// rhs on the shared kv head (b, h floordiv 4, r, c), result (b, h, i, c).
 // CHECK-DAG: #[[MAP_Q:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
 // CHECK-DAG: #[[MAP_K:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1 floordiv 4, d3, d4)>
 // CHECK-DAG: #[[MAP_S:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
@@ -20,7 +22,10 @@
 // CHECK: %[[ACC0:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<2x8x?x32xf32>)
 // CHECK: %[[MAX0:.+]] = linalg.fill ins(%[[NEG_INF]] : f32) outs(%{{.*}} : tensor<2x8x?xf32>)
 // CHECK: %[[SUM0:.+]] = linalg.fill ins(%[[ZERO]] : f32) outs(%{{.*}} : tensor<2x8x?xf32>)
-// CHECK: %[[S:.+]] = linalg.generic {indexing_maps = [#[[MAP_Q]], #[[MAP_K]], #[[MAP_S]]], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%[[Q]], %[[K]] : {{.*}}) outs(%{{.*}} : tensor<2x8x?x?xf32>)
+// kᵀ is materialized once, so that q·kᵀ has the loop structure of p·v (the
+// reduction outside a contiguous innermost loop).
+// CHECK: %[[KT:.+]] = linalg.transpose ins(%[[K]] : tensor<2x2x?x16xf32>) outs(%{{.*}} : tensor<2x2x16x?xf32>) permutation = [0, 1, 3, 2]
+// CHECK: %[[S:.+]] = linalg.generic {indexing_maps = [#[[MAP_S]], #[[MAP_K]], #[[MAP_Q]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[Q]], %[[KT]] : {{.*}}) outs(%{{.*}} : tensor<2x8x?x?xf32>)
 // CHECK: %[[OFFSET:.+]] = affine.apply #[[DIAG]]()
 // CHECK: %[[STRADDLES:.+]] = arith.cmpi sgt, %{{.*}}, %[[OFFSET]]
 // CHECK: %[[LOGITS:.+]] = scf.if %[[STRADDLES]]
@@ -69,7 +74,7 @@ func.func @gqa_causal_bool_mask(%q: tensor<2x8x?x16xf32>, %k: tensor<2x2x?x16xf3
 
 // CHECK-DAG: #[[MAP_M4:.+]] = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, d3)>
 // CHECK-LABEL: func.func @f16_float_mask
-// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x4x8x16xf16>, tensor<1x4x6x16xf16>) outs(%{{.*}} : tensor<1x4x8x6xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x4x8x16xf16>, tensor<1x4x16x6xf16>) outs(%{{.*}} : tensor<1x4x8x6xf32>)
 // CHECK:   arith.extf %{{.*}} : f16 to f32
 // CHECK: linalg.generic {indexing_maps = [#[[MAP_M4]], {{.*}}]{{.*}} ins(%{{.*}} : tensor<1x4x1x6xf16>)
 // CHECK:   %[[X:.+]] = arith.mulf %{{.*}}, %{{.*}} : f32
@@ -129,7 +134,8 @@ func.func @explicit_causal_offset(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x16x8xf
 // normalized.
 // CHECK-LABEL: func.func @online_block
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x1x16x8xf32>, %[[K:[^:]+]]: tensor<1x1x?x8xf32>, %[[ACC:[^:]+]]: tensor<1x1x16x8xf32>, %[[MAX:[^:]+]]: tensor<1x1x16xf32>, %[[SUM:[^:]+]]: tensor<1x1x16xf32>)
-// CHECK: %[[S:.+]] = linalg.generic {{.*}} ins(%[[Q]], %[[K]] : {{.*}})
+// CHECK: %[[KT:.+]] = linalg.transpose ins(%[[K]] : tensor<1x1x?x8xf32>)
+// CHECK: %[[S:.+]] = linalg.generic {{.*}} ins(%[[Q]], %[[KT]] : {{.*}})
 // CHECK: %[[NEW_MAX:.+]] = linalg.generic {{.*}} outs(%[[MAX]] : tensor<1x1x16xf32>)
 // CHECK: %[[SCALED_SUM:.+]] = linalg.generic {{.*}} outs(%[[SUM]] : tensor<1x1x16xf32>)
 // CHECK: %[[NEW_SUM:.+]] = linalg.generic {{.*}} outs(%[[SCALED_SUM]] : tensor<1x1x16xf32>)

@@ -1,34 +1,38 @@
 // RUN: mha-opt %s --split-input-file --mha-decompose | FileCheck %s
 
 // Grouped-query layer with biases, a mask, causal and a custom scale: three
-// input projections that write [B, heads, S, d] through the indexing map
-// (e, h * d + i) of the weight, one mha.attention reading the 2 shared kv heads
+// input projections that write [B, heads, S, d], reading the weight split
+// into heads ([E, heads, d], a tensor.expand_shape) at (e, h, i), one mha.attention reading the 2 shared kv heads
 // (never 8 copies), and the output projection reducing over (h, i). The loops
 // are ordered so that the innermost one is parallel and walks rows of the
 // weight and the result: (b, h, s, e, i) for the input projections,
 // (b, s, h, i, o) for the output projection.
 
 // CHECK-DAG: #[[MAP_IN:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d3)>
-// CHECK-DAG: #[[MAP_WQK:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d3, d1 * 16 + d4)>
-// CHECK-DAG: #[[MAP_WV:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d3, d1 * 8 + d4)>
+// CHECK-DAG: #[[MAP_W:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d3, d1, d4)>
 // CHECK-DAG: #[[MAP_HEADS:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
-// CHECK-DAG: #[[MAP_BQK:.+]] = affine_map<(d0, d1, d2, d3) -> (d1 * 16 + d3)>
+// CHECK-DAG: #[[MAP_B:.+]] = affine_map<(d0, d1, d2, d3) -> (d1, d3)>
 // CHECK-DAG: #[[MAP_ATT:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, d3)>
-// CHECK-DAG: #[[MAP_WO:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d2 * 8 + d3, d4)>
+// CHECK-DAG: #[[MAP_WO:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d2, d3, d4)>
 // CHECK-DAG: #[[MAP_OUT:.+]] = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4)>
 // CHECK-DAG: #[[MAP_BO:.+]] = affine_map<(d0, d1, d2) -> (d2)>
 
 // CHECK-LABEL: func.func @gqa_layer
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<2x10x64xf32>, %[[KV:[^:]+]]: tensor<2x12x48xf32>, %[[WQ:[^:]+]]: tensor<64x128xf32>, %[[WK:[^:]+]]: tensor<48x32xf32>, %[[WV:[^:]+]]: tensor<48x16xf32>, %[[WO:[^:]+]]: tensor<64x40xf32>, %[[BQ:[^:]+]]: tensor<128xf32>, %[[BK:[^:]+]]: tensor<32xf32>, %[[BV:[^:]+]]: tensor<16xf32>, %[[BO:[^:]+]]: tensor<40xf32>, %[[M:[^:]+]]: tensor<2x1x10x12xi1>)
 // CHECK-NOT: mha.multi_head_attention
-// CHECK: %[[QACC:.+]] = linalg.generic {{.*}} ins(%[[BQ]] : tensor<128xf32>) outs(%{{.*}} : tensor<2x8x10x16xf32>)
-// CHECK: %[[Q:.+]] = linalg.generic {indexing_maps = [#[[MAP_IN]], #[[MAP_WQK]], #[[MAP_HEADS]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[X]], %[[WQ]] : {{.*}}) outs(%[[QACC]] : tensor<2x8x10x16xf32>)
-// CHECK: %[[K:.+]] = linalg.generic {indexing_maps = [#[[MAP_IN]], #[[MAP_WQK]], #[[MAP_HEADS]]], {{.*}} ins(%[[KV]], %[[WK]] : {{.*}}) outs(%{{.*}} : tensor<2x2x12x16xf32>)
-// CHECK: %[[V:.+]] = linalg.generic {indexing_maps = [#[[MAP_IN]], #[[MAP_WV]], #[[MAP_HEADS]]], {{.*}} ins(%[[KV]], %[[WV]] : {{.*}}) outs(%{{.*}} : tensor<2x2x12x8xf32>)
+// CHECK: %[[BQH:.+]] = tensor.expand_shape %[[BQ]] {{\[}}[0, 1]] output_shape [8, 16] : tensor<128xf32> into tensor<8x16xf32>
+// CHECK: %[[QACC:.+]] = linalg.generic {indexing_maps = [#[[MAP_B]], {{.*}} ins(%[[BQH]] : tensor<8x16xf32>) outs(%{{.*}} : tensor<2x8x10x16xf32>)
+// CHECK: %[[WQH:.+]] = tensor.expand_shape %[[WQ]] {{\[}}[0], [1, 2]] output_shape [64, 8, 16] : tensor<64x128xf32> into tensor<64x8x16xf32>
+// CHECK: %[[Q:.+]] = linalg.generic {indexing_maps = [#[[MAP_IN]], #[[MAP_W]], #[[MAP_HEADS]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[X]], %[[WQH]] : {{.*}}) outs(%[[QACC]] : tensor<2x8x10x16xf32>)
+// CHECK: %[[WKH:.+]] = tensor.expand_shape %[[WK]] {{.*}} into tensor<48x2x16xf32>
+// CHECK: %[[K:.+]] = linalg.generic {indexing_maps = [#[[MAP_IN]], #[[MAP_W]], #[[MAP_HEADS]]], {{.*}} ins(%[[KV]], %[[WKH]] : {{.*}}) outs(%{{.*}} : tensor<2x2x12x16xf32>)
+// CHECK: %[[WVH:.+]] = tensor.expand_shape %[[WV]] {{.*}} into tensor<48x2x8xf32>
+// CHECK: %[[V:.+]] = linalg.generic {indexing_maps = [#[[MAP_IN]], #[[MAP_W]], #[[MAP_HEADS]]], {{.*}} ins(%[[KV]], %[[WVH]] : {{.*}}) outs(%{{.*}} : tensor<2x2x12x8xf32>)
 // CHECK: %[[INIT:.+]] = tensor.empty() : tensor<2x8x10x8xf32>
 // CHECK: %[[A:.+]] = mha.attention ins(%[[Q]], %[[K]], %[[V]] : tensor<2x8x10x16xf32>, tensor<2x2x12x16xf32>, tensor<2x2x12x8xf32>) mask(%[[M]] : tensor<2x1x10x12xi1>) outs(%[[INIT]] : tensor<2x8x10x8xf32>) {causal, scale = 5.000000e-01 : f32}
 // CHECK: %[[OACC:.+]] = linalg.generic {indexing_maps = [#[[MAP_BO]], {{.*}}]{{.*}} ins(%[[BO]] : tensor<40xf32>)
-// CHECK: %[[Y:.+]] = linalg.generic {indexing_maps = [#[[MAP_ATT]], #[[MAP_WO]], #[[MAP_OUT]]], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%[[A]], %[[WO]] : {{.*}}) outs(%[[OACC]] : tensor<2x10x40xf32>)
+// CHECK: %[[WOH:.+]] = tensor.expand_shape %[[WO]] {{\[}}[0, 1], [2]] output_shape [8, 8, 40] : tensor<64x40xf32> into tensor<8x8x40xf32>
+// CHECK: %[[Y:.+]] = linalg.generic {indexing_maps = [#[[MAP_ATT]], #[[MAP_WO]], #[[MAP_OUT]]], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%[[A]], %[[WOH]] : {{.*}}) outs(%[[OACC]] : tensor<2x10x40xf32>)
 // CHECK: return %[[Y]]
 func.func @gqa_layer(%x: tensor<2x10x64xf32>, %kv: tensor<2x12x48xf32>, %wq: tensor<64x128xf32>,
                      %wk: tensor<48x32xf32>, %wv: tensor<48x16xf32>, %wo: tensor<64x40xf32>,

@@ -11,9 +11,11 @@
 
 // CHECK-DAG: #[[LAST_ROW:.+]] = affine_map<()[s0] -> (0, s0 + 64)>
 // CHECK-DAG: #[[KV_END:.+]] = affine_map<()[s0] -> (256, s0)>
-// CHECK-DAG: #[[KT:.+]] = affine_map<(d0)[s0] -> (-d0 + s0, 32)>
+// CHECK-DAG: #[[FULL_END:.+]] = affine_map<()[s0] -> ((s0 floordiv 32) * 32)>
+// CHECK-DAG: #[[KT:.+]] = affine_map<(d0)[s0] -> (-d0 + s0)>
 // CHECK-DAG: #[[DIAG:.+]] = affine_map<()[s0, s1] -> (s0 - s1)>
 // CHECK-DAG: #[[MASK_MAP:.+]] = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+
 // CHECK-LABEL: func.func @causal_gqa_bool_mask
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x2x256x16xf32>, %[[K:[^:]+]]: tensor<1x1x256x16xf32>, %[[V:[^:]+]]: tensor<1x1x256x8xf32>, %[[M:[^:]+]]: tensor<256x256xi1>, %[[INIT:[^:]+]]: tensor<1x2x256x8xf32>)
 // CHECK-NOT: 256x256xf32
@@ -23,32 +25,43 @@
 // CHECK:   %[[DEST:.+]] = tensor.extract_slice %[[OUT]][0, %[[H]], %[[I0]], 0] [1, 1, 64, 8]
 // CHECK:   %[[POS:.+]] = affine.max #[[LAST_ROW]]()[%[[I0]]]
 // CHECK:   %[[END:.+]] = affine.min #[[KV_END]]()[%[[POS]]]
-// CHECK:   %[[R:.+]]:3 = scf.for %[[J0:.+]] = %c0 to %[[END]] step %c32 iter_args(%[[ACC:.+]] = %{{.*}}, %[[MAX:.+]] = %{{.*}}, %[[SUM:.+]] = %{{.*}}) -> (tensor<1x1x64x8xf32>, tensor<1x1x64xf32>, tensor<1x1x64xf32>)
-// CHECK:     %[[KT_SIZE:.+]] = affine.min #[[KT]](%[[J0]])[%[[END]]]
-// CHECK:     %[[MB:.+]] = tensor.extract_slice %[[MT]][0, %[[J0]]] [64, %[[KT_SIZE]]]
+
+// The full key blocks (static [64, 32] score blocks) get the loop to
+// themselves; the partial block at the end, if any, is peeled off after it.
+// CHECK:   %[[FULL:.+]] = affine.apply #[[FULL_END]]()[%[[END]]]
+// CHECK:   %[[R0:.+]]:3 = scf.for %[[J0:.+]] = %c0 to %[[FULL]] step %c32 iter_args(%[[ACC:.+]] = %{{.*}}, %[[MAX:.+]] = %{{.*}}, %[[SUM:.+]] = %{{.*}}) -> (tensor<1x1x64x8xf32>, tensor<1x1x64xf32>, tensor<1x1x64xf32>)
+// CHECK:     %[[MB:.+]] = tensor.extract_slice %[[MT]][0, %[[J0]]] [64, 32]
 // CHECK:     %[[OFF:.+]] = affine.apply #[[DIAG]]()[%[[I0]], %[[J0]]]
-// CHECK:     %[[S:.+]] = linalg.generic {{.*}} ins(%[[QT]], %{{.*}} : tensor<1x1x64x16xf32>, tensor<1x1x?x16xf32>) outs(%{{.*}} : tensor<1x1x64x?xf32>)
-// CHECK:     %[[BLOCK_LAST:.+]] = arith.subi %[[KT_SIZE]], %c1
-// CHECK:     %[[STRADDLES:.+]] = arith.cmpi sgt, %[[BLOCK_LAST]], %[[OFF]]
-// CHECK:     %[[LOGITS:.+]] = scf.if %[[STRADDLES]] -> (tensor<1x1x64x?xf32>)
-// CHECK:       linalg.generic {indexing_maps = [#[[MASK_MAP]], {{.*}}]{{.*}} ins(%[[MB]] : tensor<64x?xi1>)
+// CHECK:     %[[KBT:.+]] = linalg.transpose ins(%{{.*}} : tensor<1x1x32x16xf32>) outs(%{{.*}} : tensor<1x1x16x32xf32>)
+// CHECK:     %[[S:.+]] = linalg.generic {{.*}} ins(%[[QT]], %[[KBT]] : tensor<1x1x64x16xf32>, tensor<1x1x16x32xf32>) outs(%{{.*}} : tensor<1x1x64x32xf32>)
+// A full block straddles the diagonal iff 31 > offset.
+// CHECK:     %[[STRADDLES:.+]] = arith.cmpi slt, %[[OFF]], %c31
+// CHECK:     %[[LOGITS:.+]] = scf.if %[[STRADDLES]] -> (tensor<1x1x64x32xf32>)
+// CHECK:       linalg.generic {indexing_maps = [#[[MASK_MAP]], {{.*}}]{{.*}} ins(%[[MB]] : tensor<64x32xi1>)
 // CHECK:         arith.cmpi sle
 // CHECK:     } else {
-// CHECK:       linalg.generic {indexing_maps = [#[[MASK_MAP]], {{.*}}]{{.*}} ins(%[[MB]] : tensor<64x?xi1>)
+// CHECK:       linalg.generic {indexing_maps = [#[[MASK_MAP]], {{.*}}]{{.*}} ins(%[[MB]] : tensor<64x32xi1>)
 // CHECK-NOT:     arith.cmpi sle
 // CHECK:     }
-// CHECK:     %[[TMAX:.+]] = linalg.generic {{.*}} ins(%[[LOGITS]] : tensor<1x1x64x?xf32>)
+// CHECK:     %[[TMAX:.+]] = linalg.generic {{.*}} ins(%[[LOGITS]] : tensor<1x1x64x32xf32>)
 // CHECK:       arith.maximumf
 // CHECK:     %[[ALPHA:.+]] = linalg.generic {{.*}} ins(%[[MAX]], %[[TMAX]] : tensor<1x1x64xf32>, tensor<1x1x64xf32>)
 // CHECK:       math.exp
 // CHECK:     %[[NEW_MAX:.+]] = linalg.generic {{.*}} ins(%[[TMAX]] : tensor<1x1x64xf32>) outs(%[[MAX]] : tensor<1x1x64xf32>)
-// CHECK:     %[[P:.+]] = linalg.generic {{.*}} ins(%[[NEW_MAX]] : tensor<1x1x64xf32>) outs(%[[LOGITS]] : tensor<1x1x64x?xf32>)
+// CHECK:     %[[P:.+]] = linalg.generic {{.*}} ins(%[[NEW_MAX]] : tensor<1x1x64xf32>) outs(%[[LOGITS]] : tensor<1x1x64x32xf32>)
 // CHECK:       math.exp
 // CHECK:     %[[SUM_SCALED:.+]] = linalg.generic {{.*}} ins(%[[ALPHA]] : tensor<1x1x64xf32>) outs(%[[SUM]] : tensor<1x1x64xf32>)
-// CHECK:     %[[NEW_SUM:.+]] = linalg.generic {{.*}} ins(%[[P]] : tensor<1x1x64x?xf32>) outs(%[[SUM_SCALED]] : tensor<1x1x64xf32>)
+// CHECK:     %[[NEW_SUM:.+]] = linalg.generic {{.*}} ins(%[[P]] : tensor<1x1x64x32xf32>) outs(%[[SUM_SCALED]] : tensor<1x1x64xf32>)
 // CHECK:     %[[ACC_SCALED:.+]] = linalg.generic {{.*}} ins(%[[ALPHA]] : tensor<1x1x64xf32>) outs(%[[ACC]] : tensor<1x1x64x8xf32>)
-// CHECK:     %[[NEW_ACC:.+]] = linalg.generic {{.*}} ins(%[[P]], %{{.*}} : tensor<1x1x64x?xf32>, tensor<1x1x?x8xf32>) outs(%[[ACC_SCALED]] : tensor<1x1x64x8xf32>)
+// CHECK:     %[[NEW_ACC:.+]] = linalg.generic {{.*}} ins(%[[P]], %{{.*}} : tensor<1x1x64x32xf32>, tensor<1x1x32x8xf32>) outs(%[[ACC_SCALED]] : tensor<1x1x64x8xf32>)
 // CHECK:     scf.yield %[[NEW_ACC]], %[[NEW_MAX]], %[[NEW_SUM]]
+// CHECK:   %[[R:.+]]:3 = scf.for %[[J1:.+]] = %[[FULL]] to %[[END]] step %c32 iter_args(%{{.*}} = %[[R0]]#0, %{{.*}} = %[[R0]]#1, %{{.*}} = %[[R0]]#2)
+// CHECK:     %[[KT_SIZE:.+]] = affine.apply #[[KT]](%[[J1]])[%[[END]]]
+// CHECK:     tensor.extract_slice %[[MT]][0, %[[J1]]] [64, %[[KT_SIZE]]]
+// CHECK:     linalg.generic {{.*}} outs(%{{.*}} : tensor<1x1x64x?xf32>)
+// CHECK:     %[[BLOCK_LAST:.+]] = arith.subi %[[KT_SIZE]], %c1
+// CHECK:     arith.cmpi sgt, %[[BLOCK_LAST]], %{{.*}}
+// CHECK:     scf.yield
 // CHECK:   %[[O:.+]] = linalg.generic {{.*}} ins(%[[R]]#0, %[[R]]#2 : tensor<1x1x64x8xf32>, tensor<1x1x64xf32>) outs(%[[DEST]] : tensor<1x1x64x8xf32>)
 // CHECK:     arith.divf
 // CHECK:   scf.forall.in_parallel
@@ -72,7 +85,8 @@ func.func @causal_gqa_bool_mask(%q: tensor<1x2x256x16xf32>, %k: tensor<1x1x256x1
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %[[I0:.+]]) = (0, 0, 0) to (2, 4, %{{.*}}) step (1, 1, 64)
 // CHECK:   %[[QT:.+]] = affine.min
 // CHECK:   %[[SK:.+]] = tensor.dim %[[K]], %c2
-// CHECK:   scf.for %{{.*}} = %c0 to %[[SK]] step %c32
+// CHECK:   %[[FULL:.+]] = affine.apply #{{.+}}()[%[[SK]]]
+// CHECK:   scf.for %{{.*}} = %c0 to %[[FULL]] step %c32
 // CHECK-NOT: scf.if
 // CHECK-NOT: arith.cmpi sle
 // CHECK:     scf.yield

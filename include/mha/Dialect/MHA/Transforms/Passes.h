@@ -30,6 +30,9 @@ class TensorDialect;
 namespace omp {
 class OpenMPDialect;
 } // namespace omp
+namespace vector {
+class VectorDialect;
+} // namespace vector
 
 namespace mha {
 

@@ -190,6 +190,52 @@ def MHAInsertRuntimeChecksPass : Pass<"mha-insert-runtime-checks"> {
   ];
 }
 
+def MHAVectorizePass : Pass<"mha-vectorize"> {
+  let summary = "Register-tile and vectorize linalg ops on tensors";
+  let description = [{
+    Cuts every linalg op on tensors into register-sized tiles with upstream
+    `scf::tileUsingSCF` and vectorizes each tile with upstream
+    `linalg::vectorize`:
+
+    - contractions (projections, `q·kᵀ`, `p·v`): output tiles of
+      `register-tile-rows` x `register-tile-cols` with the reductions one step
+      at a time, innermost. Each step is an outer product (a broadcast row
+      operand times a contiguous column vector); upstream's
+      reduction-to-contract patterns fold the broadcasts into a
+      `vector.contract`, and the tile's accumulator is hoisted out of the
+      reduction loop (`hoistLoopInvariantSubsets`), so the loop carries it in
+      registers. `convert-vector-to-llvm{vector-contract-lowering=outerproduct}`
+      turns each step into `register-tile-rows` FMAs on vectors of
+      `register-tile-cols` lanes. With AVX-512, 8x32 keeps 16 accumulator
+      registers busy (at least 12 hide the FMA latency) and leaves room for
+      the operands.
+    - `linalg.transpose`: 16x16 blocks (`vector.transpose`, shuffles).
+    - anything else (elementwise ops, row reductions, fills): steps of up to
+      `chunk` elements along the innermost loop, the contiguous one in the
+      ops `mha` builds.
+
+    A tile that its loop does not divide (a dynamic or odd size) is
+    vectorized with masks bounded by the tile sizes: no scalar remainder
+    loop. An op the vectorizer does not take is left as it is, for the scalar
+    lowering. The IR stays target-neutral; only the sizes are chosen for a
+    target. `mha-lower-to-cpu` runs it after the decomposition stage.
+  }];
+  let options = [
+    Option<"registerTileRows", "register-tile-rows", "int64_t", "8",
+           "Rows of a contraction's register tile">,
+    Option<"registerTileCols", "register-tile-cols", "int64_t", "32",
+           "Columns (contiguous lanes) of a contraction's register tile">,
+    Option<"chunk", "chunk", "int64_t", "64",
+           "Elements per vector step of the other ops">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def MHAApproximateExpPass : Pass<"mha-approximate-exp"> {
   let summary = "Compute math.exp with upstream's polynomial approximation";
   let description = [{

@@ -76,6 +76,25 @@ FailureOr<OnlineAttentionOp> convertToOnlineAttention(RewriterBase &rewriter,
 FailureOr<SmallVector<Value>>
 decomposeOnlineAttention(RewriterBase &rewriter, OnlineAttentionOp op);
 
+/// Register tiles of the vector code (see mha-vectorize).
+struct VectorizeOptions {
+  /// Rows of a contraction's output tile (one broadcast operand each).
+  int64_t registerTileRows = 8;
+  /// Columns of a contraction's output tile, along the contiguous output
+  /// dim: a multiple of the vector width (two AVX-512 registers by default).
+  int64_t registerTileCols = 32;
+  /// Elements per step along the innermost loop of the other ops.
+  int64_t chunk = 64;
+};
+
+/// Cuts every linalg op on tensors under `root` into register tiles (upstream
+/// scf::tileUsingSCF) and vectorizes each (upstream linalg::vectorize, with
+/// masks for partial tiles); contractions become outer products whose
+/// accumulator is carried in registers across the reduction loop. Ops the
+/// vectorizer does not take stay as they are (scalar loops later).
+LogicalResult vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
+                                 const VectorizeOptions &options);
+
 /// Checks that the tile sizes are positive; the error names `op`.
 LogicalResult checkTileOptions(Operation *op, const TileOptions &options);
 

@@ -1,0 +1,116 @@
+// RUN: mha-opt %s --split-input-file --mha-vectorize --canonicalize --cse | FileCheck %s
+// RUN: mha-opt %s --split-input-file --mha-vectorize="register-tile-rows=4 register-tile-cols=16" --canonicalize --cse | FileCheck %s --check-prefix=SMALL
+// RUN: not mha-opt %s --split-input-file --mha-vectorize="register-tile-rows=0" 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: error: register tile sizes must be positive, found 0x32 (chunk 64)
+
+// A contraction: [8 x 32] output tiles, the reduction one step at a time
+// innermost; each step is one vector.contract of an 8x1 column and a 1x32
+// row (an outer product: 8 FMAs on 32 lanes after lowering), and the loop
+// carries the accumulator as a vector (hoisted out of the reduction).
+
+// CHECK-LABEL: func.func @contraction
+// CHECK: scf.for %{{.*}} = %c0 to %c16 step %c8
+// CHECK:   scf.for %{{.*}} = %c0 to %c64 step %c32
+// CHECK:     %[[ACC0:.+]] = vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
+// CHECK:     %[[ACC:.+]] = scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%[[A:.+]] = %[[ACC0]]) -> (vector<8x32xf32>)
+// CHECK:       %[[COL:.+]] = vector.transfer_read {{.*}} : tensor<8x1xf32>, vector<8x1xf32>
+// CHECK:       %[[ROW:.+]] = vector.transfer_read {{.*}} : tensor<1x32xf32>, vector<32xf32>
+// CHECK:       %[[ROW2:.+]] = vector.broadcast %[[ROW]] : vector<32xf32> to vector<1x32xf32>
+// CHECK:       vector.contract {{.*}} %[[COL]], %[[ROW2]], %[[A]] : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
+// CHECK-NOT:   vector.transfer_write
+// CHECK:     vector.transfer_write %[[ACC]]
+// CHECK-NOT: linalg.
+
+// SMALL-LABEL: func.func @contraction
+// SMALL: vector.contract {{.*}} : vector<4x1xf32>, vector<1x16xf32> into vector<4x16xf32>
+func.func @contraction(%a: tensor<16x64xf32>, %b: tensor<64x64xf32>, %c: tensor<16x64xf32>) -> tensor<16x64xf32> {
+  %r = linalg.matmul ins(%a, %b : tensor<16x64xf32>, tensor<64x64xf32>) outs(%c : tensor<16x64xf32>) -> tensor<16x64xf32>
+  return %r : tensor<16x64xf32>
+}
+
+// -----
+
+// The output projection's shape: unit loops (the head of a head loop) and two
+// reductions; the unit reduction is dropped so that the step is still an
+// outer product. A size the tile does not divide (48) takes the largest
+// half of the tile that does (16): every tile is full.
+
+// CHECK-LABEL: func.func @projection
+// CHECK: scf.for %{{.*}} = %c0 to %c48 step %c16
+// CHECK:   scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x16xf32>)
+// CHECK:     vector.contract {{.*}} : vector<8x1xf32>, vector<1x16xf32> into vector<8x16xf32>
+// CHECK-NOT: linalg.
+func.func @projection(%heads: tensor<1x1x8x64xf32>, %w: tensor<1x64x48xf32>, %y: tensor<1x8x48xf32>) -> tensor<1x8x48xf32> {
+  %r = linalg.generic {
+         indexing_maps = [affine_map<(b, s, h, i, o) -> (b, h, s, i)>,
+                          affine_map<(b, s, h, i, o) -> (h, i, o)>,
+                          affine_map<(b, s, h, i, o) -> (b, s, o)>],
+         iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel"]}
+       ins(%heads, %w : tensor<1x1x8x64xf32>, tensor<1x64x48xf32>) outs(%y : tensor<1x8x48xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x8x48xf32>
+  return %r : tensor<1x8x48xf32>
+}
+
+// -----
+
+// Row-wise ops: rows one at a time, each a vector of the row (up to `chunk`
+// elements); a transpose in 16x16 blocks.
+
+// CHECK-LABEL: func.func @rows
+// CHECK: scf.for %{{.*}} = %c0 to %c32 step %c1
+// CHECK:   vector.transfer_read {{.*}} vector<64xf32>
+// CHECK:   vector.multi_reduction <maximumf>, %{{.*}}, %{{.*}} [1] : vector<1x64xf32> to vector<1xf32>
+// CHECK-NOT: linalg.
+func.func @rows(%s: tensor<32x64xf32>, %m: tensor<32xf32>) -> tensor<32xf32> {
+  %r = linalg.reduce ins(%s : tensor<32x64xf32>) outs(%m : tensor<32xf32>) dimensions = [1]
+    (%a: f32, %b: f32) {
+      %x = arith.maximumf %a, %b : f32
+      linalg.yield %x : f32
+    }
+  return %r : tensor<32xf32>
+}
+
+// CHECK-LABEL: func.func @transpose
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16
+// CHECK:   scf.for %{{.*}} = %c0 to %c32 step %c16
+// CHECK:     vector.transpose %{{.*}}, [1, 0] : vector<16x16xf32> to vector<16x16xf32>
+// CHECK-NOT: linalg.
+func.func @transpose(%k: tensor<32x64xf32>, %kt: tensor<64x32xf32>) -> tensor<64x32xf32> {
+  %r = linalg.transpose ins(%k : tensor<32x64xf32>) outs(%kt : tensor<64x32xf32>) permutation = [1, 0]
+  return %r : tensor<64x32xf32>
+}
+
+// -----
+
+// Partial tiles (dynamic sizes) stay linalg ops for the scalar lowering, as do
+// ops reading booleans (bytes in memory, bits in an LLVM vector of i1).
+
+// CHECK-LABEL: func.func @partial
+// CHECK: scf.for
+// CHECK:   linalg.matmul ins(%{{.*}}, %{{.*}} : tensor<?x1xf32>, tensor<1x32xf32>) outs(%{{.*}} : tensor<?x32xf32>)
+func.func @partial(%a: tensor<?x64xf32>, %b: tensor<64x64xf32>, %c: tensor<?x64xf32>) -> tensor<?x64xf32> {
+  %r = linalg.matmul ins(%a, %b : tensor<?x64xf32>, tensor<64x64xf32>) outs(%c : tensor<?x64xf32>) -> tensor<?x64xf32>
+  return %r : tensor<?x64xf32>
+}
+
+// CHECK-LABEL: func.func @booleans
+// CHECK-NOT: vector.
+// CHECK: linalg.generic
+func.func @booleans(%m: tensor<8x64xi1>, %s: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %ninf = arith.constant 0xFF800000 : f32
+  %r = linalg.generic {
+         indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+         iterator_types = ["parallel", "parallel"]}
+       ins(%m : tensor<8x64xi1>) outs(%s : tensor<8x64xf32>) {
+  ^bb0(%keep: i1, %x: f32):
+    %y = arith.select %keep, %x, %ninf : f32
+    linalg.yield %y : f32
+  } -> tensor<8x64xf32>
+  return %r : tensor<8x64xf32>
+}
+
