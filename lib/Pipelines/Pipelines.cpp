@@ -45,6 +45,9 @@ void mha::buildDecompositionStage(OpPassManager &pm) {
   pm.addPass(createMHADecomposePass());
   pm.addPass(createMHAAttentionToLinalgPass());
   pm.addPass(createCanonicalizerPass());
+  // What a key block computes from the query tile alone (the scaled query)
+  // moves out of the key loop.
+  pm.addPass(createLoopInvariantCodeMotionPass());
 }
 
 void mha::buildVectorizationStage(OpPassManager &pm,
@@ -106,6 +109,10 @@ void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
       vector::VectorContractLowering::OuterProduct;
   vectorToLLVM.vectorTransposeLowering =
       vector::VectorTransposeLowering::Shuffle16x16;
+  // Row sums as trees of vector adds rather than one serial chain of scalar
+  // adds per row (64 dependent adds per row of a score block). The order is
+  // fixed by the vector width, so results stay independent of the threads.
+  vectorToLLVM.reassociateFPReductions = true;
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());

@@ -23,7 +23,7 @@ int64_t NpyArray::numElements() const {
 size_t NpyArray::elementSize(StringRef dtype) {
   if (dtype == "f4")
     return 4;
-  if (dtype == "f2")
+  if (dtype == "f2" || dtype == "u2")
     return 2;
   if (dtype == "b1")
     return 1;
@@ -41,6 +41,11 @@ double NpyArray::get(int64_t i) const {
     std::memcpy(&v, data.data() + 2 * i, 2);
     return halfToFloat(v);
   }
+  if (dtype == "u2") {
+    uint16_t v;
+    std::memcpy(&v, data.data() + 2 * i, 2);
+    return bf16ToFloat(v);
+  }
   return data[i] != 0 ? 1.0 : 0.0;
 }
 
@@ -51,9 +56,28 @@ void NpyArray::set(int64_t i, double value) {
   } else if (dtype == "f2") {
     uint16_t v = floatToHalf(static_cast<float>(value));
     std::memcpy(data.data() + 2 * i, &v, 2);
+  } else if (dtype == "u2") {
+    uint16_t v = floatToBf16(static_cast<float>(value));
+    std::memcpy(data.data() + 2 * i, &v, 2);
   } else {
     data[i] = value != 0.0;
   }
+}
+
+float mha_run::bf16ToFloat(uint16_t b) {
+  uint32_t bits = static_cast<uint32_t>(b) << 16;
+  float f;
+  std::memcpy(&f, &bits, 4);
+  return f;
+}
+
+uint16_t mha_run::floatToBf16(float f) {
+  uint32_t bits;
+  std::memcpy(&bits, &f, 4);
+  if (std::isnan(f))
+    return static_cast<uint16_t>((bits >> 16) | 0x40); // Quiet NaN.
+  bits += 0x7fff + ((bits >> 16) & 1);                  // Nearest even.
+  return static_cast<uint16_t>(bits >> 16);
 }
 
 float mha_run::halfToFloat(uint16_t h) {
@@ -162,7 +186,8 @@ Expected<NpyArray> mha_run::readNpy(StringRef path) {
   if ((order != '<' && order != '|' && order != '=') ||
       NpyArray::elementSize(type) == 0)
     return fail("unsupported dtype '" + descr->trim("'\"") +
-                "' (supported: float32 '<f4', float16 '<f2', bool '|b1')");
+                "' (supported: float32 '<f4', float16 '<f2', bool '|b1', and uint16 "
+                "'<u2' for the bits of bfloat16)");
   array.dtype = type.str();
 
   StringRef dims = shapeText->trim("()");

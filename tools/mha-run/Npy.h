@@ -19,7 +19,9 @@
 namespace mha_run {
 
 /// An n-d array in C order. `dtype` is the NumPy type code without byte
-/// order: "f4", "f2" or "b1".
+/// order: "f4", "f2", "b1", or "u2" for bfloat16 (NumPy has no bfloat16:
+/// a bf16 tensor is handed over as uint16 holding its bits, the upper half
+/// of the f32 bits).
 struct NpyArray {
   std::string dtype;
   llvm::SmallVector<int64_t> shape;
@@ -38,6 +40,10 @@ llvm::Expected<NpyArray> readNpy(llvm::StringRef path);
 
 /// Writes `array` to `path` as a version 1.0 .npy file.
 llvm::Error writeNpy(llvm::StringRef path, const NpyArray &array);
+
+/// bfloat16 bits <-> float (round to nearest even; NaN stays NaN).
+float bf16ToFloat(uint16_t b);
+uint16_t floatToBf16(float f);
 
 /// IEEE half <-> float conversions.
 float halfToFloat(uint16_t h);

@@ -143,6 +143,8 @@ StringRef dtypeFor(Type type) {
     return "f4";
   if (type.isF16())
     return "f2";
+  if (type.isBF16())
+    return "u2"; // The bits: NumPy has no bfloat16.
   if (type.isInteger(1))
     return "b1";
   return "";

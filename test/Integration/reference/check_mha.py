@@ -13,7 +13,9 @@ default [Sq, Sk]), masked_row=<query index whose keys are all masked>,
 weight_gain=<factor on the weights, for large logits>,
 dynamic=<comma-separated subset of b,sq,sk declared as ? in the IR>,
 cross=0|1 (distinct key/value inputs; always on when sq != sk or ek/ev differ),
-dtype=f32|f16 (the reference computes on the f16-rounded inputs in float64),
+dtype=f32|f16|bf16 (the reference computes on the rounded inputs in float64;
+bf16 arrays go to mha-run as uint16 .npy of their bits, NumPy having no
+bfloat16, and the expected output stays f32),
 mask_dynamic=1 (every mask dim declared ?, even those of size 1),
 masked_row=all (every score masked), zero_wq=1 (w_q = 0: all scores equal).
 
@@ -40,6 +42,19 @@ CONFIG_DEFAULTS = dict(b=2, sq=5, sk=None, eq=16, ek=None, ev=None, h=2,
                        scale=None, seed=0, mask="none", mask_shape=None,
                        masked_row=None, weight_gain=1.0, dynamic="", cross=0,
                        dtype="f32", mask_dynamic=0, zero_wq=0)
+
+
+def round_to_bf16(a):
+    """float32 values rounded to the nearest bfloat16 (ties to even)."""
+    bits = a.astype(np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    rounded = bits.astype(np.uint32).view(np.float32)
+    return np.where(np.isnan(a), a, rounded).astype(np.float32)
+
+
+def bf16_bits(a):
+    """The bfloat16 bits of float32 values that are bfloat16 already."""
+    return (a.astype(np.float32).view(np.uint32) >> 16).astype(np.uint16)
 
 
 def parse_config(pairs):
@@ -100,11 +115,15 @@ def main():
     b, sq, sk, h, hkv = c["b"], c["sq"], c["sk"], c["h"], c["hkv"]
     dk, dv = c["dk"], c["dv"]
     gain = c["weight_gain"]
-    np_type = {"f32": np.float32, "f16": np.float16}[c["dtype"]]
+    np_type = {"f32": np.float32, "f16": np.float16,
+               "bf16": np.float32}[c["dtype"]]
     element_type = c["dtype"]
-    uniform = lambda *shape: rng.uniform(-1, 1, shape).astype(np_type)
+    bf16 = c["dtype"] == "bf16"
+    cast = (lambda a: round_to_bf16(np.asarray(a, np.float32))) if bf16 else \
+        (lambda a: np.asarray(a).astype(np_type))
+    uniform = lambda *shape: cast(rng.uniform(-1, 1, shape))
     # Weights scaled by 1/sqrt(fan-in) keep activations O(1).
-    weight = lambda n, m: (rng.uniform(-1, 1, (n, m)) * gain / np.sqrt(n)).astype(np_type)
+    weight = lambda n, m: cast(rng.uniform(-1, 1, (n, m)) * gain / np.sqrt(n))
 
     arrays = {}  # name -> (array, IR type)
     dyn = set(c["dynamic"].split(",")) - {""}
@@ -128,7 +147,7 @@ def main():
     if c["bias"]:
         for name, n in [("b_q", h * dk), ("b_k", hkv * dk), ("b_v", hkv * dv),
                         ("b_o", c["eo"])]:
-            arrays[name] = ((uniform(n) * 0.5).astype(np_type),
+            arrays[name] = (cast(uniform(n) * 0.5),
                             tensor_type((n,), element_type))
         biases = tuple(arrays[n][0] for n in ["b_q", "b_k", "b_v", "b_o"])
     mask = None
@@ -139,8 +158,8 @@ def main():
             mask = rng.uniform(0, 1, shape) < 0.7
             element = "i1"
         else:
-            mask = np.where(rng.uniform(0, 1, shape) < 0.7,
-                            rng.uniform(-2, 2, shape), -np.inf).astype(np_type)
+            mask = cast(np.where(rng.uniform(0, 1, shape) < 0.7,
+                                 rng.uniform(-2, 2, shape), -np.inf))
             element = element_type
         if c["masked_row"] is not None:
             rows = slice(None) if c["masked_row"] == "all" else c["masked_row"]
@@ -195,7 +214,9 @@ def main():
     command = [args.mha_run, case, f"--atol={args.atol}", f"--rtol={args.rtol}"]
     for n in names:
         path = os.path.join(args.workdir, n + ".npy")
-        np.save(path, arrays[n][0])
+        array = arrays[n][0]
+        np.save(path, bf16_bits(array) if bf16 and array.dtype == np.float32
+                else array)
         command.append(f"--input=@{path}")
     expected_path = os.path.join(args.workdir, "expected.npy")
     np.save(expected_path, expected.astype(np_type))

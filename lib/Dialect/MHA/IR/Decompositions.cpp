@@ -50,11 +50,11 @@ Value negInf(OpBuilder &b, Location loc) {
                      APFloat::getInf(APFloat::IEEEsingle(), /*Negative=*/true)));
 }
 
-/// `score * scale`, then the float mask added or the bool mask / causal
-/// predicate as -inf. `maskValue` and `visible` may be null.
-Value buildLogit(OpBuilder &b, Location loc, Value score, double scale,
-                 Value maskValue, Value visible) {
-  Value x = arith::MulFOp::create(b, loc, score, f32Constant(b, loc, scale));
+/// `score` (of the scaled query) with the float mask added, or the bool mask /
+/// causal predicate as -inf. `maskValue` and `visible` may be null.
+Value buildLogit(OpBuilder &b, Location loc, Value score, Value maskValue,
+                 Value visible) {
+  Value x = score;
   if (maskValue) {
     if (maskValue.getType().isInteger(1))
       x = arith::SelectOp::create(b, loc, maskValue, x, negInf(b, loc));
@@ -191,14 +191,32 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
           tensor::EmptyOp::create(b, loc, keyTShape, keyType.getElementType()),
           ArrayRef<int64_t>{0, 1, 3, 2})
           ->getResult(0);
+  // The scale goes on q (in f32), not on the scores: q is the same for
+  // every key block of a query tile, so loop-invariant code motion takes
+  // this out of the key loop, and blocks without mask or causal predicate
+  // need no pass over their scores before the softmax.
+  Value query = getQuery();
+  double scale = getScaleOrDefault();
+  SmallVector<AffineMap> queryMaps(2, b.getMultiDimIdentityMap(4));
+  Value scaledQuery = buildGeneric(
+      b, loc, query,
+      tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, query),
+                              b.getF32Type()),
+      queryMaps, parallel4, [scale](OpBuilder &gb, Location gloc, ValueRange args) {
+        Value x = convertScalarToDtype(gb, gloc, args[0], gb.getF32Type(),
+                                       /*isUnsignedCast=*/false);
+        Value scaled =
+            arith::MulFOp::create(gb, gloc, x, f32Constant(gb, gloc, scale));
+        linalg::YieldOp::create(gb, gloc, scaled);
+      });
   Value scores = buildContraction(
-      b, loc, getQuery(), keyT,
+      b, loc, scaledQuery, keyT,
       buildIdentityFill(b, loc, scoreShape, Combine::Add),
       // Loop 3 is the channel, loop 4 the key here.
       {map5({bb, h, i, j}), map5({bb, kvHead, j, c}), map5({bb, h, i, c})});
 
-  // Logits, in place: scale, then the mask; the causal predicate only
-  // where it can fail.
+  // Logits, in place: the mask; the causal predicate only where it can
+  // fail. Without either, the scores are the logits.
   SmallVector<Value> maskInputs;
   SmallVector<AffineMap> logitMaps;
   if (Value mask = getMask()) {
@@ -206,7 +224,6 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
     logitMaps.push_back(getMaskMap(ctx, cast<ShapedType>(mask.getType())));
   }
   logitMaps.push_back(scoresMap);
-  double scale = getScaleOrDefault();
   Value causalOffset = getCausal() ? getCausalOffsetOrDefault(b) : Value();
   auto buildLogits = [&](OpBuilder &nb, Location nloc,
                          bool withCausal) -> Value {
@@ -223,13 +240,16 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
           }
           linalg::YieldOp::create(
               gb, gloc,
-              buildLogit(gb, gloc, args.back(), scale,
+              buildLogit(gb, gloc, args.back(),
                          maskInputs.empty() ? Value() : args[0], visible));
         });
   };
+  auto buildUnmaskedLogits = [&](OpBuilder &nb, Location nloc) -> Value {
+    return maskInputs.empty() ? scores : buildLogits(nb, nloc, false);
+  };
   Value logits;
   if (!causalOffset) {
-    logits = buildLogits(b, loc, false);
+    logits = buildUnmaskedLogits(b, loc);
   } else {
     // The block straddles the diagonal iff its last key is beyond what its
     // first row sees: Sk - 1 > causal_offset.
@@ -244,7 +264,7 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
           scf::YieldOp::create(tb, tloc, buildLogits(tb, tloc, true));
         },
         [&](OpBuilder &eb, Location eloc) {
-          scf::YieldOp::create(eb, eloc, buildLogits(eb, eloc, false));
+          scf::YieldOp::create(eb, eloc, buildUnmaskedLogits(eb, eloc));
         });
     logits = ifOp.getResult(0);
   }

@@ -25,7 +25,10 @@
 // kᵀ is materialized once, so that q·kᵀ has the loop structure of p·v (the
 // reduction outside a contiguous innermost loop).
 // CHECK: %[[KT:.+]] = linalg.transpose ins(%[[K]] : tensor<2x2x?x16xf32>) outs(%{{.*}} : tensor<2x2x16x?xf32>) permutation = [0, 1, 3, 2]
-// CHECK: %[[S:.+]] = linalg.generic {indexing_maps = [#[[MAP_S]], #[[MAP_K]], #[[MAP_Q]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[Q]], %[[KT]] : {{.*}}) outs(%{{.*}} : tensor<2x8x?x?xf32>)
+// The scale is applied to q (f32), once for all key blocks of a query tile.
+// CHECK: %[[QS:.+]] = linalg.generic {{.*}} ins(%[[Q]] : tensor<2x8x?x16xf32>) outs(%{{.*}} : tensor<2x8x?x16xf32>)
+// CHECK:   arith.mulf %{{.*}}, %[[SCALE]]
+// CHECK: %[[S:.+]] = linalg.generic {indexing_maps = [#[[MAP_S]], #[[MAP_K]], #[[MAP_Q]]], iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]} ins(%[[QS]], %[[KT]] : {{.*}}) outs(%{{.*}} : tensor<2x8x?x?xf32>)
 // CHECK: %[[OFFSET:.+]] = affine.apply #[[DIAG]]()
 // CHECK: %[[STRADDLES:.+]] = arith.cmpi sgt, %{{.*}}, %[[OFFSET]]
 // CHECK: %[[LOGITS:.+]] = scf.if %[[STRADDLES]]
@@ -34,8 +37,7 @@
 // CHECK:     %[[J:.+]] = linalg.index 3
 // CHECK:     %[[LAST:.+]] = arith.addi %[[I]], %[[OFFSET]]
 // CHECK:     %[[VIS:.+]] = arith.cmpi sle, %[[J]], %[[LAST]]
-// CHECK:     %[[X:.+]] = arith.mulf %{{.*}}, %[[SCALE]]
-// CHECK:     %[[XM:.+]] = arith.select %{{.*}}, %[[X]], %[[NEG_INF]]
+// CHECK:     %[[XM:.+]] = arith.select %{{.*}}, %{{.*}}, %[[NEG_INF]]
 // CHECK:     arith.select %[[VIS]], %[[XM]], %[[NEG_INF]]
 // CHECK: } else {
 // CHECK:   linalg.generic {{.*}} ins(%[[M]] : tensor<?x?xi1>) outs(%[[S]] : tensor<2x8x?x?xf32>)
@@ -74,12 +76,14 @@ func.func @gqa_causal_bool_mask(%q: tensor<2x8x?x16xf32>, %k: tensor<2x2x?x16xf3
 
 // CHECK-DAG: #[[MAP_M4:.+]] = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, d3)>
 // CHECK-LABEL: func.func @f16_float_mask
-// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x4x8x16xf16>, tensor<1x4x16x6xf16>) outs(%{{.*}} : tensor<1x4x8x6xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<1x4x8x16xf16>) outs(%{{.*}} : tensor<1x4x8x16xf32>)
+// CHECK:   arith.extf %{{.*}} : f16 to f32
+// CHECK:   arith.mulf
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x4x8x16xf32>, tensor<1x4x16x6xf16>) outs(%{{.*}} : tensor<1x4x8x6xf32>)
 // CHECK:   arith.extf %{{.*}} : f16 to f32
 // CHECK: linalg.generic {indexing_maps = [#[[MAP_M4]], {{.*}}]{{.*}} ins(%{{.*}} : tensor<1x4x1x6xf16>)
-// CHECK:   %[[X:.+]] = arith.mulf %{{.*}}, %{{.*}} : f32
 // CHECK:   %[[MF:.+]] = arith.extf %{{.*}} : f16 to f32
-// CHECK:   arith.addf %[[X]], %[[MF]] : f32
+// CHECK:   arith.addf %{{.*}}, %[[MF]] : f32
 // CHECK-NOT: linalg.index
 // CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x4x8x16xf16>)
 // CHECK:   arith.truncf %{{.*}} : f32 to f16
@@ -135,7 +139,8 @@ func.func @explicit_causal_offset(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x16x8xf
 // CHECK-LABEL: func.func @online_block
 // CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x1x16x8xf32>, %[[K:[^:]+]]: tensor<1x1x?x8xf32>, %[[ACC:[^:]+]]: tensor<1x1x16x8xf32>, %[[MAX:[^:]+]]: tensor<1x1x16xf32>, %[[SUM:[^:]+]]: tensor<1x1x16xf32>)
 // CHECK: %[[KT:.+]] = linalg.transpose ins(%[[K]] : tensor<1x1x?x8xf32>)
-// CHECK: %[[S:.+]] = linalg.generic {{.*}} ins(%[[Q]], %[[KT]] : {{.*}})
+// CHECK: %[[QS:.+]] = linalg.generic {{.*}} ins(%[[Q]] : tensor<1x1x16x8xf32>)
+// CHECK: %[[S:.+]] = linalg.generic {{.*}} ins(%[[QS]], %[[KT]] : {{.*}})
 // CHECK: %[[NEW_MAX:.+]] = linalg.generic {{.*}} outs(%[[MAX]] : tensor<1x1x16xf32>)
 // CHECK: %[[SCALED_SUM:.+]] = linalg.generic {{.*}} outs(%[[SUM]] : tensor<1x1x16xf32>)
 // CHECK: %[[NEW_SUM:.+]] = linalg.generic {{.*}} outs(%[[SCALED_SUM]] : tensor<1x1x16xf32>)

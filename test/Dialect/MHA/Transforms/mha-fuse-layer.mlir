@@ -56,7 +56,8 @@
 // CHECK:       tensor.extract_slice %[[KG]]
 // CHECK:       tensor.extract_slice %[[VG]]
 // CHECK:       %[[KTB:.+]] = linalg.transpose ins(%{{.*}} : tensor<1x1x64x16xf32>) outs(%{{.*}} : tensor<1x1x16x64xf32>)
-// CHECK:       linalg.generic {{.*}} ins(%[[Q]], %[[KTB]] : tensor<1x1x64x16xf32>, tensor<1x1x16x64xf32>)
+// CHECK:       %[[QS:.+]] = linalg.generic {{.*}} ins(%[[Q]] : tensor<1x1x64x16xf32>)
+// CHECK:       linalg.generic {{.*}} ins(%[[QS]], %[[KTB]] : tensor<1x1x64x16xf32>, tensor<1x1x16x64xf32>)
 // CHECK:     %[[ATT:.+]]:3 = scf.for %{{.*}} = %[[FULL]] to %[[END]] step %c64 iter_args(%{{.*}} = %[[FULL_ATT]]#0
 // CHECK:     %[[O:.+]] = linalg.generic {{.*}} ins(%[[ATT]]#0, %[[ATT]]#2 : tensor<1x1x64x8xf32>, tensor<1x1x64xf32>)
 // CHECK:     %[[WOH:.+]] = tensor.extract_slice %[[WOS]][%[[H]], 0, 0] [1, 8, 64]

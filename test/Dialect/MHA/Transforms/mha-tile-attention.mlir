@@ -33,7 +33,8 @@
 // CHECK:     %[[MB:.+]] = tensor.extract_slice %[[MT]][0, %[[J0]]] [64, 32]
 // CHECK:     %[[OFF:.+]] = affine.apply #[[DIAG]]()[%[[I0]], %[[J0]]]
 // CHECK:     %[[KBT:.+]] = linalg.transpose ins(%{{.*}} : tensor<1x1x32x16xf32>) outs(%{{.*}} : tensor<1x1x16x32xf32>)
-// CHECK:     %[[S:.+]] = linalg.generic {{.*}} ins(%[[QT]], %[[KBT]] : tensor<1x1x64x16xf32>, tensor<1x1x16x32xf32>) outs(%{{.*}} : tensor<1x1x64x32xf32>)
+// CHECK:     %[[QS:.+]] = linalg.generic {{.*}} ins(%[[QT]] : tensor<1x1x64x16xf32>)
+// CHECK:     %[[S:.+]] = linalg.generic {{.*}} ins(%[[QS]], %[[KBT]] : tensor<1x1x64x16xf32>, tensor<1x1x16x32xf32>) outs(%{{.*}} : tensor<1x1x64x32xf32>)
 // A full block straddles the diagonal iff 31 > offset.
 // CHECK:     %[[STRADDLES:.+]] = arith.cmpi slt, %[[OFF]], %c31
 // CHECK:     %[[LOGITS:.+]] = scf.if %[[STRADDLES]] -> (tensor<1x1x64x32xf32>)

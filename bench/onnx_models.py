@@ -1,0 +1,115 @@
+"""The attention layer as ONNX models, for the ONNX Runtime peer of peers.py.
+
+Two forms of the same layer, both with the four projections as MatMul nodes
+on constant weights (initializers, as a model exported from a trained layer
+has them) and the core attention as one fused node, because that is what a
+user of ONNX Runtime would run:
+
+  * `attention`: ONNX's own `Attention` (opset 23) on 3-D [B, S, H*d]
+    inputs, with `q_num_heads` / `kv_num_heads` (grouped-query attention
+    natively, K/V projected at Hkv*d) and `is_causal`; biases as Add nodes.
+  * `mha`: the contrib op `com.microsoft.MultiHeadAttention`, the one ONNX
+    Runtime's transformer optimizer produces. It takes the three projection
+    biases fused into one `bias` input and is causal through `unidirectional`.
+    It has no grouped-query form, so for GQA the K/V weights are widened to
+    H*d columns (each K/V head repeated H/Hkv times), which costs the extra
+    projection work a user of this op pays.
+
+Debian 12's onnx (1.12) predates opset 23; its helper API still writes such
+a model, and the checker, which would refuse it, is not run. ONNX Runtime
+validates the model when it loads it.
+"""
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+
+FORMS = ("attention", "mha")
+
+
+def _random(name, shape, seed):
+    """Values that depend on the tensor's name alone, so that both forms of
+    a layer compute the same function (a cheap cross-check of the forms)."""
+    rng = np.random.default_rng([seed] + [ord(c) for c in name])
+    return rng.uniform(-0.05, 0.05, size=shape).astype(np.float32)
+
+
+def _widen_heads(w, hkv, h):
+    """[..., Hkv*d] -> [..., H*d], each K/V head repeated H/Hkv times in
+    place (query head i reads K/V head i // (H/Hkv), as in mha and ONNX)."""
+    lead = w.shape[:-1]
+    d = w.shape[-1] // hkv
+    return np.repeat(w.reshape(*lead, hkv, d), h // hkv, axis=-2).reshape(
+        *lead, h * d)
+
+
+def build(cfg, form, path, seed=0):
+    """Writes the layer of `cfg` (a peers.Config) in `form` to `path`."""
+    b, sq, sk, e, h, hkv, d = cfg.b, cfg.sq, cfg.sk, cfg.e, cfg.h, cfg.hkv, cfg.d
+    # The mha form has no GQA: K/V are projected to all H heads.
+    widen = form == "mha" and hkv != h
+    nodes, inits = [], []
+
+    def constant(name, shape, widened=False):
+        value = _random(name, shape, seed)
+        if widened:
+            value = _widen_heads(value, hkv, h)
+        inits.append(numpy_helper.from_array(value, name))
+        return value
+
+    inputs = [helper.make_tensor_value_info("x", TensorProto.FLOAT, [b, sq, e])]
+    kv_source = "x"
+    if cfg.cross:
+        inputs.append(helper.make_tensor_value_info("kv", TensorProto.FLOAT,
+                                                    [b, sk, e]))
+        kv_source = "kv"
+
+    def project(name, src, heads, add_bias):
+        constant("w_" + name, [e, heads * d], widened=heads != h and widen)
+        out = name if not add_bias else name + "_nobias"
+        nodes.append(helper.make_node("MatMul", [src, "w_" + name], [out]))
+        if add_bias:
+            constant("b_" + name, [heads * d])
+            nodes.append(helper.make_node("Add", [out, "b_" + name], [name]))
+        return name
+
+    # In the mha form the contrib op adds the Q/K/V biases itself.
+    fused_bias = form == "mha" and cfg.bias
+    q = project("q", "x", h, cfg.bias and not fused_bias)
+    k = project("k", kv_source, hkv, cfg.bias and not fused_bias)
+    v = project("v", kv_source, hkv, cfg.bias and not fused_bias)
+
+    if form == "attention":
+        nodes.append(helper.make_node(
+            "Attention", [q, k, v], ["heads"], q_num_heads=h, kv_num_heads=hkv,
+            is_causal=int(cfg.causal), scale=float(d) ** -0.5))
+    elif form == "mha":
+        mha_inputs = [q, k, v]
+        if fused_bias:
+            parts = [_random("b_q", [h * d], seed)]
+            for name in ("b_k", "b_v"):
+                value = _random(name, [hkv * d], seed)
+                parts.append(_widen_heads(value, hkv, h) if widen else value)
+            inits.append(numpy_helper.from_array(np.concatenate(parts), "b_qkv"))
+            mha_inputs.append("b_qkv")
+        nodes.append(helper.make_node(
+            "MultiHeadAttention", mha_inputs, ["heads"], domain="com.microsoft",
+            num_heads=h, unidirectional=int(cfg.causal), scale=float(d) ** -0.5))
+    else:
+        raise ValueError(f"unknown ONNX form {form!r}")
+
+    project_out = "y_nobias" if cfg.bias else "y"
+    constant("w_o", [h * d, e])
+    nodes.append(helper.make_node("MatMul", ["heads", "w_o"], [project_out]))
+    if cfg.bias:
+        constant("b_o", [e])
+        nodes.append(helper.make_node("Add", ["y_nobias", "b_o"], ["y"]))
+
+    graph = helper.make_graph(
+        nodes, f"{cfg.name}-{form}", inputs,
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [b, sq, e])],
+        initializer=inits)
+    model = helper.make_model(graph, opset_imports=[
+        helper.make_opsetid("", 23), helper.make_opsetid("com.microsoft", 1)])
+    model.ir_version = 10
+    onnx.save(model, path)

@@ -1,0 +1,791 @@
+#!/usr/bin/env python3
+"""Our attention layer against what a user would otherwise run, side by side.
+
+    bench/run.sh [--configs bert-s128,gpt2-*] [--threads 1,2] [--rounds 5]
+                 [--quick] [--markdown out.md] [--json out.json] [-v]
+
+(run.sh installs what is missing and builds first; this file is the harness
+itself and may be run directly with /usr/bin/python3 once everything is
+there: `bench/peers.py --mha-run build/bin/mha-run ...`.)
+
+Peers, each at every thread count:
+
+  ours          build/bin/mha-run --pipeline=cpu --random-inputs
+                --benchmark=N --threads=T on a generated .mlir of the layer.
+                Its compile time is reported apart and never timed.
+  torch         PyTorch 1.13 (Debian's python3-torch) nn.MultiheadAttention,
+                in the environment as it is ("out of the box").
+  torch-tuned   the same in a tuned environment, set for that process only:
+                OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, OMP_WAIT_POLICY
+                =PASSIVE, ATEN_CPU_CAPABILITY=avx512, jemalloc preloaded.
+  ort           ONNX Runtime (onnxruntime-node) on the layer as an ONNX model
+                in two forms (onnx_models.py), the faster one reported.
+
+Ceilings: the measured f32 FMA peak per thread count (fma_peak.c), which
+every GFLOP/s figure is also given as a percentage of, and the best sgemm
+PyTorch reaches on the layer's projection shape [B*S, E] x [E, E].
+
+Interleaving. Machine speed drifts (turbo, other load, thermal), so peers
+are never timed one after the other in long blocks: for each configuration
+and thread count the harness runs R rounds, and in each round every peer
+(every form of it) runs N timed calls. The order of the peers rotates from
+round to round so that no peer always follows the same one. The torch and
+ONNX Runtime peers are persistent worker processes (torch_worker.py,
+ort_bench.js) that load the layer once and time calls when asked, so that
+process start-up and model loading never enter a round; mha-run is started
+once per round, and only its per-call times are used. A short pause after
+each step lets the previous peer's spinning thread pool go to sleep before
+the next peer starts.
+
+Numbers. Per peer: the median over rounds of each round's median call time,
+and the smallest and largest call time of all rounds. GFLOP/s counts the
+four projections (2*B*(Sq*E*H*d + 2*Sk*E*Hkv*d + Sq*H*d*E)) plus the
+attention (2*B*H*pairs*2d), where pairs counts only the (query, key) pairs
+the causal mask leaves (Sq*(Sq+1)/2 for Sq = Sk): work a peer does on masked
+pairs is not credited. Softmax, masks and biases are not counted. Every
+peer is charged the same count, so GFLOP/s ratios equal time ratios; the
+ratio column is peer_ms / ours_ms (> 1: we are faster).
+"""
+
+import argparse
+import dataclasses
+import datetime
+import fnmatch
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(BENCH)
+JEMALLOC = "/usr/lib/x86_64-linux-gnu/libjemalloc.so.2"
+
+
+# --------------------------------------------------------------------------
+# Configurations
+# --------------------------------------------------------------------------
+
+@dataclasses.dataclass(frozen=True)
+class Config:
+    name: str
+    title: str
+    b: int
+    sq: int
+    sk: int
+    e: int
+    h: int
+    hkv: int
+    d: int
+    bias: bool = True
+    causal: bool = False
+    cross: bool = False
+    core: bool = False   # mha.attention alone on [B, H, S, d]: ours only
+
+    def shape(self):
+        s = f"Sq={self.sq} Sk={self.sk}" if self.sk != self.sq else f"S={self.sq}"
+        parts = [f"B={self.b}", s]
+        if not self.core:
+            parts.append(f"E={self.e}")
+        parts.append(f"H={self.h}")
+        if self.hkv != self.h:
+            parts.append(f"Hkv={self.hkv}")
+        parts.append(f"d={self.d}")
+        if self.causal:
+            parts.append("causal")
+        if self.cross:
+            parts.append("cross")
+        if self.bias and not self.core:
+            parts.append("biases")
+        return " ".join(parts)
+
+    def pairs(self):
+        """(query, key) pairs the attention computes: all of them, or only
+        those the bottom-right aligned causal mask leaves visible."""
+        if not self.causal:
+            return self.sq * self.sk
+        off = self.sk - self.sq
+        return sum(max(0, min(self.sk, i + off + 1)) for i in range(self.sq))
+
+    def flops(self):
+        attention = 2 * self.b * self.h * self.pairs() * (2 * self.d)
+        if self.core:
+            return attention
+        projections = 2 * self.b * (self.sq * self.e * self.h * self.d
+                                    + 2 * self.sk * self.e * self.hkv * self.d
+                                    + self.sq * self.h * self.d * self.e)
+        return projections + attention
+
+
+def _layer(name, title, b, s, e, h, hkv=None, sk=None, **kw):
+    return Config(name, title, b, s, sk or s, e, h, hkv or h, e // h, **kw)
+
+
+CONFIGS = [
+    _layer("bert-s128", "BERT-base", 1, 128, 768, 12),
+    _layer("bert-s512", "BERT-base", 1, 512, 768, 12),
+    _layer("bert-b8-s128", "BERT-base, batch 8", 8, 128, 768, 12),
+    _layer("gpt2-s1024", "GPT-2 (small), causal", 1, 1024, 768, 12, causal=True),
+    _layer("gpt2-s2048", "GPT-2 (small), causal", 1, 2048, 768, 12, causal=True),
+    _layer("e512-s4096", "long sequence", 1, 4096, 512, 8),
+    _layer("e512-s4096-causal", "long sequence, causal", 1, 4096, 512, 8,
+           causal=True),
+    _layer("cross-128x1024", "cross attention", 1, 128, 512, 8, sk=1024,
+           cross=True),
+    _layer("gqa-s1024", "grouped-query (Llama-like), causal", 1, 1024, 2048,
+           32, hkv=8, causal=True, bias=False),
+    Config("core-s1024", "core attention alone (mha.attention), causal",
+           1, 1024, 1024, 0, 12, 12, 64, bias=False, causal=True, core=True),
+    Config("core-s2048", "core attention alone (mha.attention), causal",
+           1, 2048, 2048, 0, 12, 12, 64, bias=False, causal=True, core=True),
+]
+
+
+def mlir_for(c):
+    """The .mlir mha-run times: the layer as one mha.multi_head_attention
+    (as examples/bert-base.mlir), or the core op alone for `core` rows."""
+    t = lambda *dims: "tensor<" + "x".join(map(str, dims)) + "xf32>"
+    if c.core:
+        q, kv, out = (t(c.b, c.h, c.sq, c.d), t(c.b, c.hkv, c.sk, c.d),
+                      t(c.b, c.h, c.sq, c.d))
+        attrs = " {causal}" if c.causal else ""
+        return (f"// {c.name}: {c.title}, {c.shape()} (generated by bench/peers.py)\n"
+                f"func.func @main(%q: {q}, %k: {kv}, %v: {kv}) -> {out} {{\n"
+                f"  %init = tensor.empty() : {out}\n"
+                f"  %o = mha.attention ins(%q, %k, %v : {q}, {kv}, {kv})\n"
+                f"         outs(%init : {out}){attrs} -> {out}\n"
+                f"  return %o : {out}\n}}\n")
+    hd, kvd = c.h * c.d, c.hkv * c.d
+    args = [("x", t(c.b, c.sq, c.e))]
+    if c.cross:
+        args.append(("kv", t(c.b, c.sk, c.e)))
+    args += [("w_q", t(c.e, hd)), ("w_k", t(c.e, kvd)), ("w_v", t(c.e, kvd)),
+             ("w_o", t(hd, c.e))]
+    if c.bias:
+        args += [("b_q", t(hd)), ("b_k", t(kvd)), ("b_v", t(kvd)), ("b_o", t(c.e))]
+    src = "%kv" if c.cross else "%x"
+    operands = ["%x", src, src, "%w_q", "%w_k", "%w_v", "%w_o"]
+    types = [args[0][1], dict(args).get("kv", args[0][1]),
+             dict(args).get("kv", args[0][1])] + [ty for n, ty in args if n[0] == "w"]
+    clause = ""
+    if c.bias:
+        clause = " bias(%b_q, %b_k, %b_v, %b_o)"
+        types += [ty for n, ty in args if n[0] == "b"]
+    attrs = [f"num_heads = {c.h} : i64"]
+    if c.hkv != c.h:
+        attrs.append(f"num_kv_heads = {c.hkv} : i64")
+    if c.causal:
+        attrs.append("causal")
+    out = t(c.b, c.sq, c.e)
+    sig = ", ".join(f"%{n}: {ty}" for n, ty in args)
+    return (f"// {c.name}: {c.title}, {c.shape()} (generated by bench/peers.py)\n"
+            f"func.func @main({sig}) -> {out} {{\n"
+            f"  %y = mha.multi_head_attention {', '.join(operands)}{clause}\n"
+            f"         {{{', '.join(attrs)}}}\n"
+            f"         : ({', '.join(types)}) -> {out}\n"
+            f"  return %y : {out}\n}}\n")
+
+
+# --------------------------------------------------------------------------
+# Peers
+# --------------------------------------------------------------------------
+
+class PeerError(Exception):
+    pass
+
+
+@dataclasses.dataclass
+class Round:
+    median: float
+    min: float
+    max: float
+
+
+def summarize(ms):
+    return Round(statistics.median(ms), min(ms), max(ms))
+
+
+class Ours:
+    """mha-run, one process per round: its JIT compile time is printed
+    apart and is not in the call times."""
+
+    key, label = "ours", "ours (mha-run cpu)"
+
+    def __init__(self, args, cfg, threads, workdir):
+        self.cmd = [args.mha_run, "--pipeline=cpu", "--random-inputs",
+                    f"--threads={threads}",
+                    os.path.join(workdir, "mlir", cfg.name + ".mlir")]
+        self.forms = ["cpu"]
+        self.form_errors = {}
+        self.compile_ms = []
+        self.info = {}
+
+    def start(self):
+        # One call to catch a failing compile early and to size the rounds.
+        return {"cpu": self.run("cpu", 1).median}
+
+    def run(self, form, n):
+        p = subprocess.run(self.cmd + [f"--benchmark={n}"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True)
+        bench = re.search(r"benchmark: \d+ calls, median ([\d.]+) ms, "
+                          r"min ([\d.]+) ms, max ([\d.]+) ms", p.stdout)
+        if p.returncode != 0 or not bench:
+            tail = " | ".join(p.stdout.strip().splitlines()[-3:])
+            raise PeerError(f"mha-run exit {p.returncode}: {tail}")
+        compile_ = re.search(r"compile: lowering ([\d.]+) ms, JIT[^\d]*([\d.]+) ms",
+                             p.stdout)
+        if compile_:
+            self.compile_ms.append(float(compile_[1]) + float(compile_[2]))
+        return Round(*map(float, bench.groups()))
+
+    def stop(self):
+        pass
+
+
+class Worker:
+    """A persistent process speaking the line-JSON protocol of
+    torch_worker.py and ort_bench.js."""
+
+    def __init__(self, key, label, cmd, env, log_path):
+        self.key, self.label, self.cmd, self.env = key, label, cmd, env
+        self.log_path = log_path
+        self.proc = None
+        self.forms, self.form_errors, self.info = [], {}, {}
+
+    def _request(self, obj=None):
+        if obj is not None:
+            self.proc.stdin.write(json.dumps(obj) + "\n")
+            self.proc.stdin.flush()
+        line = self.proc.stdout.readline()
+        if not line:
+            self.proc.wait()
+            with open(self.log_path) as f:
+                err = f.read().strip().splitlines()[-3:]
+            raise PeerError(f"{self.key} worker exit {self.proc.returncode}: "
+                            f"{' | '.join(err)} (log: {self.log_path})")
+        answer = json.loads(line)
+        if "error" in answer:
+            raise PeerError(f"{self.key}: {answer['error']}")
+        return answer
+
+    def start(self):
+        # stderr to a file: a pipe nobody reads would block a chatty worker.
+        with open(self.log_path, "w") as log_file:
+            self.proc = subprocess.Popen(self.cmd, env=self.env, text=True,
+                                         stdin=subprocess.PIPE,
+                                         stdout=subprocess.PIPE,
+                                         stderr=log_file, cwd=BENCH)
+        return self.ready(self._request())
+
+    def run(self, form, n):
+        return summarize(self._request({"cmd": "run", "form": form, "n": n})["ms"])
+
+    def stop(self):
+        if self.proc and self.proc.poll() is None:
+            try:
+                self.proc.stdin.write('{"cmd": "quit"}\n')
+                self.proc.stdin.flush()
+                self.proc.wait(timeout=30)
+            except (BrokenPipeError, subprocess.TimeoutExpired):
+                self.proc.kill()
+                self.proc.wait()
+
+
+def _log_path(args, cfg, key, threads):
+    return os.path.join(args.workdir, "logs", f"{cfg.name}-{key}-T{threads}.log")
+
+
+class Torch(Worker):
+    def __init__(self, args, cfg, threads, tuned):
+        env = dict(os.environ)
+        # The thread count is the one thing set in both environments: ATen
+        # takes it from set_num_threads, a threaded BLAS from its own variable.
+        env["OPENBLAS_NUM_THREADS"] = str(threads)
+        if tuned:
+            env.pop("OPENBLAS_CORETYPE", None)
+            env.pop("OPENBLAS_L2_SIZE", None)
+            env["OMP_WAIT_POLICY"] = "PASSIVE"
+            env["ATEN_CPU_CAPABILITY"] = "avx512"
+            if os.path.exists(JEMALLOC):
+                env["LD_PRELOAD"] = " ".join(
+                    filter(None, [JEMALLOC, env.get("LD_PRELOAD")]))
+        spec = {"threads": threads, "warmup": args.warmup,
+                "config": dataclasses.asdict(cfg) if cfg else None}
+        key = "torch-tuned" if tuned else "torch"
+        super().__init__(key, "PyTorch tuned" if tuned else "PyTorch",
+                         [sys.executable, os.path.join(BENCH, "torch_worker.py"),
+                          json.dumps(spec)], env,
+                         _log_path(args, cfg, key, threads))
+
+    def ready(self, msg):
+        self.forms, self.info = msg["forms"], msg["info"]
+        return self.time_forms()
+
+    def time_forms(self):
+        # One call per form sizes the rounds; the warm-up calls are done.
+        return {f: self.run(f, 1).median for f in self.forms}
+
+    def sgemm(self, m, n, k, seconds):
+        a = self._request({"cmd": "sgemm", "m": m, "n": n, "k": k,
+                           "seconds": seconds})
+        return a["gflops"], a["how"]
+
+
+class Ort(Worker):
+    built = set()  # models written by this run, shared by the thread counts
+
+    def __init__(self, args, cfg, threads, workdir):
+        import onnx_models  # only the ONNX peer needs python3-onnx
+        models = {}
+        for form in onnx_models.FORMS:
+            path = os.path.join(workdir, "models", f"{cfg.name}-{form}.onnx")
+            if path not in Ort.built:
+                onnx_models.build(cfg, form, path)
+                Ort.built.add(path)
+            models[form] = path
+        inputs = {"x": [cfg.b, cfg.sq, cfg.e]}
+        if cfg.cross:
+            inputs["kv"] = [cfg.b, cfg.sk, cfg.e]
+        spec = {"threads": threads, "models": models, "inputs": inputs,
+                "warmup": args.warmup}
+        super().__init__("ort", "ONNX Runtime",
+                         [args.node, os.path.join(BENCH, "ort_bench.js"),
+                          json.dumps(spec)], dict(os.environ),
+                         _log_path(args, cfg, "ort", threads))
+
+    def ready(self, msg):
+        self.info = {"onnxruntime": msg["version"]}
+        self.label = f"ONNX Runtime {msg['version']}"
+        self.forms = [f for f, s in msg["forms"].items() if s == "ok"]
+        self.form_errors = {f: s for f, s in msg["forms"].items() if s != "ok"}
+        return {f: self.run(f, 1).median for f in self.forms}
+
+
+# --------------------------------------------------------------------------
+# Ceilings
+# --------------------------------------------------------------------------
+
+def fma_peak(args, threads):
+    """Best of a few runs of fma_peak.c, GFLOP/s; built here when missing
+    or older than its source (clang-22, AVX-512)."""
+    binary = os.path.join(args.workdir, "fma_peak")
+    source = os.path.join(BENCH, "fma_peak.c")
+    if (not os.path.exists(binary)
+            or os.path.getmtime(binary) < os.path.getmtime(source)):
+        subprocess.run([args.cc, "-O2", "-mavx512f", "-pthread", "-o", binary,
+                        source], check=True)
+    best = 0.0
+    for _ in range(args.peak_repeats):
+        out = subprocess.run([binary, str(threads), str(args.peak_seconds)],
+                             check=True, stdout=subprocess.PIPE, text=True).stdout
+        best = max(best, float(re.search(r"([\d.]+) GFLOP/s", out)[1]))
+        time.sleep(args.gap)
+    return best
+
+
+# --------------------------------------------------------------------------
+# The run
+# --------------------------------------------------------------------------
+
+@dataclasses.dataclass
+class Result:
+    """All rounds of one form of one peer, at one configuration and thread
+    count."""
+    peer: str
+    label: str
+    form: str
+    rounds: list = dataclasses.field(default_factory=list)
+    error: str = ""
+
+    @property
+    def median(self):
+        return statistics.median(r.median for r in self.rounds)
+
+    @property
+    def min(self):
+        return min(r.min for r in self.rounds)
+
+    @property
+    def max(self):
+        return max(r.max for r in self.rounds)
+
+
+_T0 = time.monotonic()
+
+
+def log(*a):
+    print(f"[{time.monotonic() - _T0:6.1f}s]", *a, file=sys.stderr, flush=True)
+
+
+def iterations(args, estimate_ms):
+    """Timed calls per round for one form: about --round-seconds of work,
+    at least --min-iters so that a round's median means something."""
+    n = round(args.round_seconds * 1e3 / max(estimate_ms, 1e-3))
+    return max(args.min_iters, min(args.max_iters, n))
+
+
+def bench_one(args, cfg, threads):
+    """Every peer at one configuration and thread count, interleaved."""
+    factories = [("ours", lambda: Ours(args, cfg, threads, args.workdir))]
+    if not cfg.core:
+        if "torch" in args.peers:
+            factories.append(("torch", lambda: Torch(args, cfg, threads, tuned=False)))
+        if "torch-tuned" in args.peers:
+            factories.append(("torch-tuned", lambda: Torch(args, cfg, threads, tuned=True)))
+        if "ort" in args.peers:
+            factories.append(("ort", lambda: Ort(args, cfg, threads, args.workdir)))
+
+    peers, results, steps, errors, info = [], [], [], {}, {}
+    for key, make in factories:
+        peer = None
+        try:
+            peer = make()
+            estimates = peer.start()
+        except (PeerError, OSError, ValueError, ImportError) as e:
+            errors[key] = str(e)
+            log(f"  {key}: n/a ({e})")
+            if peer:
+                peer.stop()
+            continue
+        peers.append(peer)
+        log(f"  T={threads} {peer.key} ready: " + ", ".join(
+            f"{f} {ms:.2f} ms" for f, ms in estimates.items()))
+        info[peer.key] = peer.info
+        for form, why in peer.form_errors.items():
+            results.append(Result(peer.key, peer.label, form, error=why))
+            log(f"  {peer.key} form {form}: n/a ({why})")
+        for form in peer.forms:
+            results.append(Result(peer.key, peer.label, form))
+            steps.append((peer, results[-1], iterations(args, estimates[form])))
+
+    # The matmul ceiling, from the torch workers already running.
+    sgemm = None
+    if not cfg.core:
+        m, n = cfg.b * cfg.sq, cfg.e
+        for peer in peers:
+            if isinstance(peer, Torch):
+                try:
+                    gflops, how = peer.sgemm(m, n, n, args.sgemm_seconds)
+                except PeerError as e:
+                    log(f"  sgemm on {peer.key}: n/a ({e})")
+                    continue
+                if not sgemm or gflops > sgemm["gflops"]:
+                    sgemm = {"gflops": gflops, "how": f"{how}, {peer.label}",
+                             "shape": [m, n, n]}
+                time.sleep(args.gap)
+
+    for r in range(args.rounds):
+        # Rotate the order: no form always runs right after the same one.
+        k = r % len(steps) if steps else 0
+        for peer, result, n in steps[k:] + steps[:k]:
+            if result.error:
+                continue
+            try:
+                result.rounds.append(peer.run(result.form, n))
+            except PeerError as e:
+                result.error = str(e)
+                log(f"  {peer.key} {result.form}: n/a ({e})")
+            time.sleep(args.gap)
+        done = [f"{x.peer}/{x.form} {x.rounds[-1].median:.2f}"
+                for x in results if x.rounds and not x.error]
+        log(f"  T={threads} round {r + 1}/{args.rounds} (ms): " + ", ".join(done))
+
+    for peer in peers:
+        peer.stop()
+    ours = next((p for p in peers if isinstance(p, Ours)), None)
+    compile_ms = (statistics.median(ours.compile_ms)
+                  if ours and ours.compile_ms else None)
+    return {"config": cfg, "threads": threads, "results": results,
+            "errors": errors, "info": info, "sgemm": sgemm,
+            "peak": None, "compile_ms": compile_ms}
+
+
+def best_per_peer(run):
+    """The fastest form of each peer (by median), in peer order."""
+    best = {}
+    for r in run["results"]:
+        if r.rounds and not r.error and (r.peer not in best
+                                         or r.median < best[r.peer].median):
+            best[r.peer] = r
+    return best
+
+
+# --------------------------------------------------------------------------
+# Reports
+# --------------------------------------------------------------------------
+
+PEER_ORDER = ["ours", "torch", "torch-tuned", "ort"]
+
+
+def gflops(cfg, ms):
+    return cfg.flops() / (ms * 1e-3) / 1e9
+
+
+def detail_rows(run, verbose):
+    """(T, peer, form, median, min, max, GFLOP/s, %peak, ratio) per peer:
+    the best form, and with `verbose` every form."""
+    cfg, best = run["config"], best_per_peer(run)
+    ours = best.get("ours")
+    rows = []
+    for key in PEER_ORDER:
+        forms = [r for r in run["results"] if r.peer == key]
+        if not forms and key in run["errors"]:
+            rows.append((run["threads"], key, "", None, None, None, None, None,
+                         None, run["errors"][key]))
+        for r in forms:
+            is_best = best.get(key) is r
+            if not (is_best or verbose or (r.error and key not in best)):
+                continue
+            if r.error or not r.rounds:
+                rows.append((run["threads"], r.label, r.form, None, None, None,
+                             None, None, None, r.error))
+                continue
+            g = gflops(cfg, r.median)
+            rows.append((run["threads"], r.label, r.form + ("" if is_best or len(forms) == 1
+                                                             else " (slower)"),
+                         r.median, r.min, r.max, g,
+                         100 * g / run["peak"] if run["peak"] else None,
+                         r.median / ours.median if ours else None, ""))
+    return rows
+
+
+def fmt(v, spec, na="n/a"):
+    return na if v is None else format(v, spec)
+
+
+def print_text(runs, header, verbose):
+    print()
+    for line in header:
+        print(line)
+    last = None
+    for run in runs:
+        cfg = run["config"]
+        if cfg.name != last:
+            last = cfg.name
+            print(f"\n== {cfg.name}: {cfg.title}; {cfg.shape()}; "
+                  f"{cfg.flops() / 1e9:.3f} GFLOP per call ==")
+            print(f"{'T':>2}  {'peer':<22} {'form':<22} {'median ms':>10} "
+                  f"{'min':>9} {'max':>9} {'GFLOP/s':>8} {'%peak':>6} {'peer/ours':>9}")
+        for t, label, form, med, lo, hi, g, pk, ratio, err in detail_rows(run, verbose):
+            if med is None:
+                print(f"{t:>2}  {label:<22} {form:<22} n/a: {err}")
+                continue
+            print(f"{t:>2}  {label:<22} {form:<22} {med:>10.2f} {lo:>9.2f} {hi:>9.2f} "
+                  f"{g:>8.1f} {fmt(pk, '5.1f'):>5}% {fmt(ratio, '9.2f'):>9}")
+        extras = []
+        if run["sgemm"]:
+            s = run["sgemm"]
+            extras.append(f"best sgemm [{s['shape'][0]}x{s['shape'][2]}]x"
+                          f"[{s['shape'][2]}x{s['shape'][1]}]: {s['gflops']:.1f} GFLOP/s "
+                          f"({s['how']})")
+        if run["compile_ms"] is not None:
+            extras.append(f"ours compile {run['compile_ms']:.0f} ms (not timed)")
+        if extras:
+            print(f"    T={run['threads']}: " + "; ".join(extras))
+
+
+def summary_markdown(runs):
+    peers = [p for p in PEER_ORDER if p != "ours"]
+    labels = {}
+    for run in runs:
+        for r in run["results"]:
+            labels.setdefault(r.peer, r.label)
+    head = ["config", "T", "ours ms", "GFLOP/s", "% peak"] + [
+        f"{labels.get(p, p)} ms (×)" for p in peers]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for run in runs:
+        cfg, best = run["config"], best_per_peer(run)
+        ours = best.get("ours")
+        cells = [f"`{cfg.name}`", str(run["threads"])]
+        if ours:
+            g = gflops(cfg, ours.median)
+            cells += [f"{ours.median:.2f}", f"{g:.1f}",
+                      fmt(100 * g / run["peak"] if run["peak"] else None, ".1f")]
+        else:
+            cells += ["n/a"] * 3
+        for p in peers:
+            r = best.get(p)
+            if cfg.core:
+                cells.append("")
+            elif not r:
+                cells.append("n/a")
+            else:
+                ratio = f" ({r.median / ours.median:.2f}×)" if ours else ""
+                cells.append(f"{r.median:.2f}{ratio}")
+        lines.append("| " + " | ".join(cells) + " |")
+    return lines
+
+
+def write_markdown(path, runs, header, args):
+    out = ["# Attention layer: ours against PyTorch and ONNX Runtime", ""]
+    out += [f"- {line}" for line in header]
+    out += ["",
+            f"{args.rounds} interleaved rounds per configuration and thread count; "
+            "ms is the median over rounds of each round's median call time; "
+            "(×) is peer ms / ours ms, above 1 where ours is faster; % peak is of "
+            "the measured FMA peak at that thread count. FLOPs count the four "
+            "projections and only the attention pairs the causal mask leaves. "
+            "Generated by `bench/run.sh`.", ""]
+    out += summary_markdown(runs)
+    out += ["", "## Every peer and form", "",
+            "| config | T | peer | form | median ms | min | max | GFLOP/s | % peak | peer/ours |",
+            "|---|---|---|---|---|---|---|---|---|---|"]
+    for run in runs:
+        for t, label, form, med, lo, hi, g, pk, ratio, err in detail_rows(run, True):
+            if med is None:
+                out.append(f"| `{run['config'].name}` | {t} | {label} | {form} | "
+                           f"n/a: {err} | | | | | |")
+            else:
+                out.append(f"| `{run['config'].name}` | {t} | {label} | {form} | "
+                           f"{med:.2f} | {lo:.2f} | {hi:.2f} | {g:.1f} | "
+                           f"{fmt(pk, '.1f')} | {fmt(ratio, '.2f')} |")
+    out += ["", "Configurations:", ""]
+    for cfg in dict.fromkeys(run["config"] for run in runs):
+        out.append(f"- `{cfg.name}`: {cfg.title}; {cfg.shape()}; "
+                   f"{cfg.flops() / 1e9:.3f} GFLOP per call")
+    sg = [(run["config"].name, run["threads"], run["sgemm"]) for run in runs
+          if run["sgemm"]]
+    if sg:
+        out += ["", "Best sgemm on the projection shape [B·S, E]·[E, E]:", ""]
+        out += [f"- `{n}`, T={t}: {s['gflops']:.1f} GFLOP/s ({s['how']})"
+                for n, t, s in sg]
+    with open(path, "w") as f:
+        f.write("\n".join(out) + "\n")
+
+
+def machine_header(args, peaks, runs):
+    cpu = "?"
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    try:
+        rev = subprocess.run(["git", "-C", ROOT, "rev-parse", "--short", "HEAD"],
+                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                             text=True).stdout.strip()
+    except OSError:
+        rev = "?"
+    lines = [f"{datetime.date.today()}, commit {rev or '?'}, {cpu}, "
+             f"{os.cpu_count()} CPUs, {platform.system()} {platform.release()}",
+             "FMA peak (fma_peak.c, 16 zmm FMA chains per thread): " +
+             ", ".join(f"T={t} {p:.1f} GFLOP/s" for t, p in peaks.items())]
+    seen = set()
+    for run in runs:
+        for key, info in run["info"].items():
+            if key in seen or not info:
+                continue
+            seen.add(key)
+            if key.startswith("torch"):
+                lines.append(f"{key}: torch {info['torch']}, kernels "
+                             f"{info['cpu_capability']}, BLAS "
+                             f"{', '.join(info['blas']) or 'none found'}, jemalloc "
+                             f"{'yes' if info['jemalloc'] else 'no'}")
+                # Debian's torch does its matmuls through whatever
+                # libblas.so.3 the alternatives system points at; the
+                # reference BLAS (libblas3) is some 30x slower than OpenBLAS.
+                if any("/blas/libblas.so" in b for b in info["blas"]):
+                    lines.append(f"WARNING: {key} runs on the reference BLAS "
+                                 "(libblas3), not an optimized one: install "
+                                 "libopenblas0-pthread (bench/run.sh does)")
+            elif key == "ort":
+                lines.append(f"ort: onnxruntime-node {info['onnxruntime']}")
+    return lines
+
+
+def main():
+    p = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog="configurations: " + ", ".join(c.name for c in CONFIGS))
+    p.add_argument("--configs", default="*",
+                   help="comma-separated names or globs (default: all)")
+    p.add_argument("--threads", default="1,2", help="thread counts (default 1,2)")
+    p.add_argument("--rounds", type=int, default=5, help="interleaved rounds")
+    p.add_argument("--round-seconds", type=float, default=1.0,
+                   help="timed work per form per round (sets the calls per round)")
+    p.add_argument("--min-iters", type=int, default=3)
+    p.add_argument("--max-iters", type=int, default=50)
+    p.add_argument("--warmup", type=int, default=2, help="untimed calls per worker form")
+    p.add_argument("--gap", type=float, default=0.3,
+                   help="pause in seconds between steps (idle thread pools settle)")
+    p.add_argument("--peers", default="torch,torch-tuned,ort",
+                   help="peers besides ours (default torch,torch-tuned,ort)")
+    p.add_argument("--quick", action="store_true",
+                   help="smoke test: 1 round of 2 calls, short ceilings")
+    p.add_argument("--markdown", metavar="OUT.md", help="also write a markdown report")
+    p.add_argument("--json", metavar="OUT.json", help="also write the raw numbers")
+    p.add_argument("-v", "--verbose", action="store_true",
+                   help="every form of every peer, not only the fastest")
+    p.add_argument("--mha-run", default=os.path.join(ROOT, "build", "bin", "mha-run"))
+    p.add_argument("--node", default=shutil.which("node") or "node")
+    p.add_argument("--cc", default="clang-22", help="C compiler for fma_peak.c")
+    p.add_argument("--workdir", default=os.path.join(BENCH, "work"),
+                   help="generated .mlir, .onnx and binaries (default bench/work)")
+    args = p.parse_args()
+    args.peak_seconds, args.peak_repeats, args.sgemm_seconds = 0.3, 3, 0.3
+    if args.quick:
+        args.rounds, args.round_seconds, args.min_iters, args.max_iters = 1, 0, 2, 2
+        args.warmup, args.gap = 1, 0.05
+        args.peak_seconds, args.peak_repeats, args.sgemm_seconds = 0.1, 1, 0.05
+    args.peers = [x for x in args.peers.split(",") if x]
+    unknown = set(args.peers) - {"torch", "torch-tuned", "ort"}
+    if unknown:
+        p.error(f"unknown peers {', '.join(sorted(unknown))}")
+    threads = [int(t) for t in args.threads.split(",")]
+    patterns = args.configs.split(",")
+    configs = [c for c in CONFIGS if any(fnmatch.fnmatch(c.name, pat) for pat in patterns)]
+    if not configs:
+        p.error(f"no configuration matches {args.configs!r}; "
+                f"known: {', '.join(c.name for c in CONFIGS)}")
+    if not os.access(args.mha_run, os.X_OK):
+        p.error(f"no mha-run at {args.mha_run} (bench/run.sh builds it)")
+    sys.path.insert(0, BENCH)
+    for sub in ("mlir", "models", "logs"):
+        os.makedirs(os.path.join(args.workdir, sub), exist_ok=True)
+    for cfg in configs:
+        with open(os.path.join(args.workdir, "mlir", cfg.name + ".mlir"), "w") as f:
+            f.write(mlir_for(cfg))
+
+    # The peak is a ceiling: the best of a measurement before and one after
+    # the runs, so that a moment of other load on the machine does not lower it.
+    log("FMA peak ...")
+    peaks = {t: fma_peak(args, t) for t in threads}
+    log("  " + ", ".join(f"T={t}: {g:.1f} GFLOP/s" for t, g in peaks.items()))
+    runs = []
+    for cfg in configs:
+        log(f"{cfg.name}: {cfg.shape()}")
+        for t in threads:
+            runs.append(bench_one(args, cfg, t))
+    if not args.quick:
+        log("FMA peak again ...")
+        peaks = {t: max(g, fma_peak(args, t)) for t, g in peaks.items()}
+        log("  " + ", ".join(f"T={t}: {g:.1f} GFLOP/s" for t, g in peaks.items()))
+    for run in runs:
+        run["peak"] = peaks[run["threads"]]
+
+    header = machine_header(args, peaks, runs)
+    print_text(runs, header, args.verbose)
+    if args.markdown:
+        write_markdown(args.markdown, runs, header, args)
+        log(f"wrote {args.markdown}")
+    if args.json:
+        raw = [{"config": dataclasses.asdict(r["config"]), "threads": r["threads"],
+                "flops": r["config"].flops(), "peak_gflops": r["peak"],
+                "sgemm": r["sgemm"], "compile_ms": r["compile_ms"],
+                "errors": r["errors"], "info": r["info"],
+                "results": [{"peer": x.peer, "form": x.form, "error": x.error,
+                             "rounds": [dataclasses.asdict(y) for y in x.rounds]}
+                            for x in r["results"]]} for r in runs]
+        with open(args.json, "w") as f:
+            json.dump({"header": header, "runs": raw}, f, indent=1)
+        log(f"wrote {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

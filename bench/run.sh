@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+#===- bench/run.sh - our layer against PyTorch and ONNX Runtime -----------===#
+#
+# One command: installs what is missing, builds, and runs bench/peers.py,
+# which times our layer (mha-run --pipeline=cpu), PyTorch 1.13 out of the box
+# and tuned, and ONNX Runtime (onnxruntime-node) side by side in interleaved
+# rounds, against the measured FMA peak.
+#
+#   bench/run.sh                                  every configuration, 1 and 2 threads
+#   bench/run.sh --quick --configs bert-s128      smoke test (seconds)
+#   bench/run.sh --markdown docs/bench.md         also write a markdown table
+#   bench/run.sh --help                           every option
+#
+# --no-setup (first argument) skips the package install and the build, for
+# a tree that is already built. Environment: BUILD_DIR, CMAKE_ARGS as for
+# scripts/setup.sh.
+#
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+
+if [ "${1:-}" = "--no-setup" ]; then
+  shift
+  MHA_ROOT=$(cd "$BENCH_DIR/.." && pwd)
+  BUILD_DIR=${BUILD_DIR:-$MHA_ROOT/build}
+  export PATH=/usr/lib/llvm-22/bin:$PATH
+  step() { printf '\n==> %s\n' "$*"; }
+else
+  # The peers' packages on top of the build's. Debian's npm is asked for only
+  # where there is no npm at all: nodejs from another source (NodeSource)
+  # bundles its own npm and conflicts with Debian's package.
+  # libopenblas0-pthread: Debian's torch does its matmuls through the
+  # libblas.so.3 alternative, which without OpenBLAS is the reference BLAS
+  # (libblas3, ~5 GFLOP/s here against ~200 with OpenBLAS); a PyTorch user
+  # has OpenBLAS, and the OPENBLAS_* variables the tuned peer unsets act on it.
+  EXTRA_PACKAGES="${EXTRA_PACKAGES:-} python3-torch python3-onnx libjemalloc2 nodejs libopenblas0-pthread"
+  command -v npm >/dev/null || EXTRA_PACKAGES="$EXTRA_PACKAGES npm"
+  source "$BENCH_DIR/../scripts/setup.sh"
+fi
+
+# onnxruntime-node at the version package-lock.json pins. Its install script
+# downloads GPU binaries, which neither exist nor can be fetched here;
+# --ignore-scripts skips it, and the CPU library ships inside the package.
+if [ ! -f "$BENCH_DIR/node_modules/.package-lock.json" ] ||
+   [ "$BENCH_DIR/package-lock.json" -nt "$BENCH_DIR/node_modules/.package-lock.json" ]; then
+  step "npm: onnxruntime-node into bench/node_modules"
+  (cd "$BENCH_DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+fi
+
+step "Benchmark (bench/peers.py)"
+# Debian's python3, which has python3-torch and python3-onnx, whatever
+# python3 comes first on PATH.
+exec /usr/bin/python3 "$BENCH_DIR/peers.py" --mha-run "$BUILD_DIR/bin/mha-run" "$@"
