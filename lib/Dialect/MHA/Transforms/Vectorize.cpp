@@ -171,6 +171,105 @@ static bool readsBooleans(linalg::LinalgOp op) {
   });
 }
 
+/// Tiles `op` by `tiling` (upstream scf::tileUsingSCF); `op` itself when
+/// nothing is tiled.
+static FailureOr<linalg::LinalgOp> tileOp(RewriterBase &rewriter,
+                                          linalg::LinalgOp op,
+                                          const RegisterTiling &tiling) {
+  if (llvm::all_of(tiling.tileSizes, [](int64_t s) { return s == 0; }))
+    return op;
+  scf::SCFTilingOptions tilingOptions;
+  tilingOptions.setTileSizes(
+      getAsIndexOpFoldResult(rewriter.getContext(), tiling.tileSizes));
+  tilingOptions.setInterchange(tiling.interchange);
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(op.getOperation()), tilingOptions);
+  if (failed(tiled))
+    return op->emitError("could not tile into register tiles");
+  rewriter.replaceOp(op, tiled->replacements);
+  return cast<linalg::LinalgOp>(tiled->tiledOps.front());
+}
+
+/// The innermost size of the tensor `value` is a slice of (through chains of
+/// tensor.extract_slice and tensor.expand_shape): the row stride it is read
+/// with, in elements; dynamic if unknown.
+static int64_t rowStrideOf(Value value) {
+  while (Operation *def = value.getDefiningOp()) {
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def))
+      value = slice.getSource();
+    else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def))
+      value = expand.getSrc();
+    else
+      break;
+  }
+  auto type = cast<ShapedType>(value.getType());
+  return type.getRank() ? type.getShape().back() : 1;
+}
+
+/// Packing of a contraction's column operand (the rhs, read along the
+/// output's contiguous dim), for long reductions over a wide matrix (the
+/// projections' weights): each step of a register tile reads
+/// `registerTileCols` elements of a new row of it, rows a whole weight row
+/// apart (3 KiB for E = 768, 8 KiB for E = 2048). Such a panel is streamed
+/// from L2 once per row tile, and with strides a multiple of 4 KiB its rows
+/// all fall into the same L1 set. Here the op is tiled by column panels and,
+/// in each, the panel is first copied into a contiguous tensor (a fresh
+/// buffer after bufferization), which every row tile then reads in order.
+/// Returns the ops to vectorize: the panel copy and the contraction, or `op`
+/// alone when packing does not pay (short reductions: the attention's
+/// blocks; operands already contiguous).
+static FailureOr<SmallVector<linalg::LinalgOp>>
+packColumnPanels(RewriterBase &rewriter, linalg::LinalgOp op,
+                 const VectorizeOptions &options) {
+  SmallVector<linalg::LinalgOp> unchanged = {op};
+  if (!linalg::isaContractionOpInterface(op) || op.getNumDpsInputs() != 2)
+    return unchanged;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  std::optional<unsigned> col =
+      loopOfResult(op.getMatchingIndexingMap(op.getDpsInitOperand(0)), 0);
+  if (!col || ShapedType::isDynamic(ranges[*col]))
+    return unchanged;
+  int64_t reduction = 1;
+  for (auto [range, it] : llvm::zip_equal(ranges, iterators))
+    if (it == utils::IteratorType::reduction)
+      reduction = ShapedType::isDynamic(range) ? 0 : reduction * range;
+  OpOperand *rhs = nullptr;
+  for (OpOperand *input : op.getDpsInputOperands())
+    if (loopOfResult(op.getMatchingIndexingMap(input), 0) == col)
+      rhs = input;
+  if (!rhs || options.packMinReduction < 0 ||
+      reduction < options.packMinReduction ||
+      rowStrideOf(rhs->get()) <= options.registerTileCols)
+    return unchanged;
+
+  RegisterTiling panels;
+  panels.tileSizes.assign(ranges.size(), 0);
+  setTile(panels, ranges, *col, options.registerTileCols, /*halve=*/true);
+  for (unsigned i = 0; i < ranges.size(); ++i)
+    panels.interchange.push_back(i);
+  FailureOr<linalg::LinalgOp> tiled = tileOp(rewriter, op, panels);
+  if (failed(tiled))
+    return failure();
+  OpOperand &panel = tiled->getOperation()->getOpOperand(
+      rhs->getOperandNumber());
+  auto panelType = cast<RankedTensorType>(panel.get().getType());
+  if (!panelType.hasStaticShape())
+    return SmallVector<linalg::LinalgOp>{*tiled};
+  rewriter.setInsertionPoint(*tiled);
+  Location loc = op.getLoc();
+  auto copy = linalg::CopyOp::create(
+      rewriter, loc, panel.get(),
+      tensor::EmptyOp::create(rewriter, loc, panelType.getShape(),
+                              panelType.getElementType())
+          .getResult());
+  rewriter.modifyOpInPlace(*tiled,
+                           [&] { panel.set(copy.getResult(0)); });
+  return SmallVector<linalg::LinalgOp>{
+      cast<linalg::LinalgOp>(copy.getOperation()), *tiled};
+}
+
 LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
                                       const VectorizeOptions &options) {
   if (options.registerTileRows <= 0 || options.registerTileCols <= 0 ||
@@ -190,34 +289,34 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
 
   // 1. Register tiles (upstream tiling through the TilingInterface), each
   //    vectorized right away while its tiling is known.
-  for (linalg::LinalgOp op : ops) {
+  auto vectorizeOp = [&](linalg::LinalgOp op) -> LogicalResult {
     RegisterTiling tiling = chooseRegisterTiling(op, options);
-    linalg::LinalgOp tiledOp = op;
-    if (llvm::any_of(tiling.tileSizes, [](int64_t s) { return s != 0; })) {
-      scf::SCFTilingOptions tilingOptions;
-      tilingOptions.setTileSizes(
-          getAsIndexOpFoldResult(rewriter.getContext(), tiling.tileSizes));
-      tilingOptions.setInterchange(tiling.interchange);
-      rewriter.setInsertionPoint(op);
-      FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-          rewriter, cast<TilingInterface>(op.getOperation()), tilingOptions);
-      if (failed(tiled))
-        return op->emitError("could not tile into register tiles");
-      rewriter.replaceOp(op, tiled->replacements);
-      tiledOp = cast<linalg::LinalgOp>(tiled->tiledOps.front());
-    }
+    FailureOr<linalg::LinalgOp> tiledOp = tileOp(rewriter, op, tiling);
+    if (failed(tiledOp))
+      return failure();
     // Only full tiles (static shapes) vectorize; see the file comment.
-    if (tiledOp.hasDynamicShape())
-      continue;
-    if (linalg::isaContractionOpInterface(tiledOp))
-      tiledOp = dropUnitLoopsOfContraction(rewriter, tiledOp);
-    if (failed(linalg::vectorizeOpPrecondition(tiledOp)))
-      continue; // Stays a linalg op: scalar loops later, still correct.
-    rewriter.setInsertionPoint(tiledOp);
+    linalg::LinalgOp tile = *tiledOp;
+    if (tile.hasDynamicShape())
+      return success();
+    if (linalg::isaContractionOpInterface(tile))
+      tile = dropUnitLoopsOfContraction(rewriter, tile);
+    if (failed(linalg::vectorizeOpPrecondition(tile)))
+      return success(); // Stays a linalg op: scalar loops later, still correct.
+    rewriter.setInsertionPoint(tile);
     FailureOr<linalg::VectorizationResult> vectorized =
-        linalg::vectorize(rewriter, tiledOp);
+        linalg::vectorize(rewriter, tile);
     if (succeeded(vectorized))
-      rewriter.replaceOp(tiledOp, vectorized->replacements);
+      rewriter.replaceOp(tile, vectorized->replacements);
+    return success();
+  };
+  for (linalg::LinalgOp op : ops) {
+    FailureOr<SmallVector<linalg::LinalgOp>> packed =
+        packColumnPanels(rewriter, op, options);
+    if (failed(packed))
+      return failure();
+    for (linalg::LinalgOp part : *packed)
+      if (failed(vectorizeOp(part)))
+        return failure();
   }
 
   // 2. Broadcasts folded into the contractions (reduction_to_contract), unit
@@ -267,6 +366,7 @@ struct MHAVectorizePass final
     options.registerTileRows = registerTileRows;
     options.registerTileCols = registerTileCols;
     options.chunk = chunk;
+    options.packMinReduction = packMinReduction;
     IRRewriter rewriter(&getContext());
     if (failed(vectorizeLinalgOps(rewriter, getOperation(), options)))
       signalPassFailure();

@@ -114,3 +114,26 @@ func.func @booleans(%m: tensor<8x64xi1>, %s: tensor<8x64xf32>) -> tensor<8x64xf3
   return %r : tensor<8x64xf32>
 }
 
+
+// -----
+
+// A long reduction over a wide weight (a projection: 512 steps, rows 2048
+// elements apart): each 32-column panel of the weight is first copied into a
+// contiguous tensor, which the 8-row tiles then read in order.
+
+// CHECK-LABEL: func.func @packed_projection
+// CHECK: scf.for %[[N:.+]] = %c0 to %c64 step %c32
+// CHECK:   %[[PANEL:.+]] = tensor.extract_slice %{{.*}}[0, %[[N]]] [512, 32] [1, 1] : tensor<512x{{64|2048}}xf32> to tensor<512x32xf32>
+// CHECK:   %[[PACKED0:.+]] = tensor.empty() : tensor<512x32xf32>
+// CHECK:   %[[PACKED:.+]] = scf.for %[[K:.+]] = %c0 to %c512 step %c1 iter_args(%[[P:.+]] = %[[PACKED0]]) -> (tensor<512x32xf32>)
+// CHECK:     %[[ROW:.+]] = tensor.extract_slice %[[PANEL]][%[[K]], 0] [1, 32]
+// CHECK:     tensor.insert_slice %[[ROW]] into %[[P]][%[[K]], 0] [1, 32]
+// CHECK:   scf.for %{{.*}} = %c0 to %c16 step %c8
+// CHECK:     scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x32xf32>)
+// CHECK:       tensor.extract_slice %[[PACKED]]
+// CHECK:       vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
+func.func @packed_projection(%x: tensor<16x512xf32>, %w: tensor<512x2048xf32>, %y: tensor<16x64xf32>) -> tensor<16x64xf32> {
+  %panel = tensor.extract_slice %w[0, 0] [512, 64] [1, 1] : tensor<512x2048xf32> to tensor<512x64xf32>
+  %r = linalg.matmul ins(%x, %panel : tensor<16x512xf32>, tensor<512x64xf32>) outs(%y : tensor<16x64xf32>) -> tensor<16x64xf32>
+  return %r : tensor<16x64xf32>
+}

@@ -209,6 +209,12 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
       `register-tile-cols` lanes. With AVX-512, 8x32 keeps 16 accumulator
       registers busy (at least 12 hide the FMA latency) and leaves room for
       the operands.
+    - a contraction reducing over at least `pack-min-reduction` elements
+      whose rhs rows are far apart (a projection's weight) is first tiled by
+      column panels, and each panel copied into a contiguous tensor that all
+      its row tiles read in order: streamed from a strided weight, the panel
+      would be re-read from L2 by every row tile, and with row strides a
+      multiple of 4 KiB its rows share one L1 set.
     - `linalg.transpose`: 16x16 blocks (`vector.transpose`, shuffles).
     - anything else (elementwise ops, row reductions, fills): steps of up to
       `chunk` elements along the innermost loop, the contiguous one in the
@@ -227,6 +233,9 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
            "Columns (contiguous lanes) of a contraction's register tile">,
     Option<"chunk", "chunk", "int64_t", "64",
            "Elements per vector step of the other ops">,
+    Option<"packMinReduction", "pack-min-reduction", "int64_t", "256",
+           "Pack the strided rhs of contractions reducing over at least this "
+           "many elements (a negative value: never)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

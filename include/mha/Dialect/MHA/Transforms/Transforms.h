@@ -85,6 +85,10 @@ struct VectorizeOptions {
   int64_t registerTileCols = 32;
   /// Elements per step along the innermost loop of the other ops.
   int64_t chunk = 64;
+  /// Contractions reducing over at least this many elements copy each
+  /// column panel of their rhs into a contiguous tensor first, when the rhs
+  /// is strided (negative: never).
+  int64_t packMinReduction = 256;
 };
 
 /// Cuts every linalg op on tensors under `root` into register tiles (upstream
