@@ -69,14 +69,15 @@ Value buildLogit(OpBuilder &b, Location loc, Value score, Value maskValue,
   return x;
 }
 
-/// exp(x - rowMax), or 0 when rowMax is -inf (the row sees no key yet):
-/// exp(-inf - -inf) would be NaN.
+/// exp(x - rowMax), with rowMax taken as 0 when it is -inf (the row has seen
+/// no key yet; x is -inf too): exp(-inf - -inf) would be NaN, exp(-inf) is
+/// 0, and a NaN x still gives NaN.
 Value buildSafeExp(OpBuilder &b, Location loc, Value x, Value rowMax) {
   Value noKey = arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ,
                                       rowMax, negInf(b, loc));
-  Value e =
-      math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, rowMax));
-  return arith::SelectOp::create(b, loc, noKey, f32Constant(b, loc, 0.0), e);
+  Value max = arith::SelectOp::create(b, loc, noKey, f32Constant(b, loc, 0.0),
+                                      rowMax);
+  return math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, x, max));
 }
 
 /// The indexing map that reads a mask over the score loops (b, h, i, j):
@@ -282,7 +283,7 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
       tensor::EmptyOp::create(b, loc, rowShape, b.getF32Type()),
       {rowsMap, rowsMap, rowsMap}, parallel3,
       [](OpBuilder &gb, Location gloc, ValueRange args) {
-        Value newMax = arith::MaximumFOp::create(gb, gloc, args[0], args[1]);
+        Value newMax = arith::MaxNumFOp::create(gb, gloc, args[0], args[1]);
         linalg::YieldOp::create(gb, gloc,
                                 buildSafeExp(gb, gloc, args[0], newMax));
       });

@@ -96,7 +96,10 @@ Value mha::buildCombine(OpBuilder &b, Location loc, Value input, Value init,
         Value in = args[0], out = args[1], result;
         switch (combine) {
         case Combine::Max:
-          result = arith::MaximumFOp::create(nb, nloc, out, in);
+          // maxnum (NaN-ignoring): its vector reductions are trees of
+          // vmaxps, where NaN-propagating maximum reductions are scalar
+          // code. NaN still reaches the result, through exp and the sums.
+          result = arith::MaxNumFOp::create(nb, nloc, out, in);
           break;
         case Combine::Add:
           result = arith::AddFOp::create(nb, nloc, out, in);

@@ -44,13 +44,16 @@
 // CHECK-NOT: linalg.index
 // CHECK: }
 // CHECK: %[[BLOCK_MAX:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%[[LOGITS]] : {{.*}})
-// CHECK:   arith.maximumf
+// CHECK:   arith.maxnumf
 // CHECK: %[[ALPHA:.+]] = linalg.generic {{.*}} ins(%[[MAX0]], %[[BLOCK_MAX]] : {{.*}})
 // CHECK: %[[MAX:.+]] = linalg.generic {{.*}} ins(%[[BLOCK_MAX]] : {{.*}}) outs(%[[MAX0]] : {{.*}})
 // CHECK: %[[P:.+]] = linalg.generic {{.*}} ins(%[[MAX]] : {{.*}}) outs(%[[LOGITS]] : {{.*}})
-// CHECK:   %[[EMPTY_ROW:.+]] = arith.cmpf oeq, %{{.*}}, %[[NEG_INF]]
-// CHECK:   %[[E:.+]] = math.exp
-// CHECK:   arith.select %[[EMPTY_ROW]], %{{.*}}, %[[E]]
+// A row that has seen no key yet (max -inf) subtracts 0: exp(-inf) = 0,
+// where exp(-inf - -inf) would be NaN.
+// CHECK:   %[[EMPTY_ROW:.+]] = arith.cmpf oeq, %[[M:.+]], %[[NEG_INF]]
+// CHECK:   %[[SAFE_MAX:.+]] = arith.select %[[EMPTY_ROW]], %[[ZERO]], %[[M]]
+// CHECK:   %[[X:.+]] = arith.subf %{{.*}}, %[[SAFE_MAX]]
+// CHECK:   math.exp %[[X]]
 // CHECK: %[[SUM_SCALED:.+]] = linalg.generic {{.*}} ins(%[[ALPHA]] : {{.*}}) outs(%[[SUM0]] : {{.*}})
 // CHECK: %[[L:.+]] = linalg.generic {{.*}} ins(%[[P]] : {{.*}}) outs(%[[SUM_SCALED]] : {{.*}})
 // CHECK:   arith.addf

@@ -45,7 +45,7 @@
 // CHECK-NOT:     arith.cmpi sle
 // CHECK:     }
 // CHECK:     %[[TMAX:.+]] = linalg.generic {{.*}} ins(%[[LOGITS]] : tensor<1x1x64x32xf32>)
-// CHECK:       arith.maximumf
+// CHECK:       arith.maxnumf
 // CHECK:     %[[ALPHA:.+]] = linalg.generic {{.*}} ins(%[[MAX]], %[[TMAX]] : tensor<1x1x64xf32>, tensor<1x1x64xf32>)
 // CHECK:       math.exp
 // CHECK:     %[[NEW_MAX:.+]] = linalg.generic {{.*}} ins(%[[TMAX]] : tensor<1x1x64xf32>) outs(%[[MAX]] : tensor<1x1x64xf32>)
