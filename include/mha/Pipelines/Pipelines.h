@@ -36,8 +36,10 @@ void buildLowerToLoopsPipeline(OpPassManager &pm,
 /// Options of `mha-lower-to-cpu`.
 struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
   PassOptions::Option<int64_t> qTileSize{
-      *this, "q-tile-size", llvm::cl::desc("Queries per tile"),
-      llvm::cl::init(64)};
+      *this, "q-tile-size",
+      llvm::cl::desc("Queries per tile; 0 (the default) chooses from the "
+                     "shape: 128 for layers with B * Sq >= 512, else 64"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> kvTileSize{
       *this, "kv-tile-size", llvm::cl::desc("Keys per online-softmax step"),
       llvm::cl::init(64)};

@@ -35,11 +35,12 @@ using namespace mlir::mha;
 
 LogicalResult mha::checkTileOptions(Operation *op,
                                     const TileOptions &options) {
-  if (options.qTileSize > 0 && options.kvTileSize > 0)
+  if (options.qTileSize >= 0 && options.kvTileSize > 0)
     return success();
-  return op->emitOpError() << "tile sizes must be positive, found q-tile-size="
-                           << options.qTileSize
-                           << " kv-tile-size=" << options.kvTileSize;
+  return op->emitOpError()
+         << "tile sizes must be positive (q-tile-size may be 0: chosen from "
+            "the shape), found q-tile-size="
+         << options.qTileSize << " kv-tile-size=" << options.kvTileSize;
 }
 
 FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
@@ -127,7 +128,9 @@ FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
   scf::SCFTilingOptions tiling;
   tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
   tiling.setTileSizes({rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
-                       rewriter.getIndexAttr(options.qTileSize)});
+                       rewriter.getIndexAttr(options.qTileSize > 0
+                                                 ? options.qTileSize
+                                                 : 64)});
   FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
       rewriter, cast<TilingInterface>(op.getOperation()), tiling);
   if (failed(tiled))

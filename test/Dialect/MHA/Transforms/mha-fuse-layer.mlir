@@ -80,4 +80,4 @@ func.func @layer(%x: tensor<2x512x64xf32>, %kv: tensor<2x512x48xf32>, %wq: tenso
 
 // Tile sizes must be positive.
 // RUN: not mha-opt %s --mha-fuse-layer="kv-tile-size=-4" 2>&1 | FileCheck %s --check-prefix=ERROR
-// ERROR: error: 'mha.multi_head_attention' op tile sizes must be positive, found q-tile-size=64 kv-tile-size=-4
+// ERROR: error: 'mha.multi_head_attention' op tile sizes must be positive (q-tile-size may be 0: chosen from the shape), found q-tile-size=64 kv-tile-size=-4

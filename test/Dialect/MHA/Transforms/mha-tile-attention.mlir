@@ -102,8 +102,8 @@ func.func @dynamic_not_causal(%q: tensor<2x4x?x8xf16>, %k: tensor<2x4x?x8xf16>, 
 // -----
 
 // Tile sizes must be positive.
-// RUN: not mha-opt %s --split-input-file --mha-tile-attention="q-tile-size=0" 2>&1 | FileCheck %s --check-prefix=ERROR
-// ERROR: error: 'mha.attention' op tile sizes must be positive, found q-tile-size=0 kv-tile-size=64
+// RUN: not mha-opt %s --split-input-file --mha-tile-attention="q-tile-size=-1" 2>&1 | FileCheck %s --check-prefix=ERROR
+// ERROR: error: 'mha.attention' op tile sizes must be positive (q-tile-size may be 0: chosen from the shape), found q-tile-size=-1 kv-tile-size=64
 
 // -----
 

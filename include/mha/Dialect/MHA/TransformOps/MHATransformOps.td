@@ -86,6 +86,8 @@ def MHAFuseLayerOp : MHA_TransformOp<"fuse_layer"> {
     `scf.forall` over (batch, query tile), the `scf.for` over query heads
     inside it, the `scf.for` over key tiles inside that, and the
     `scf.forall`s of the key and of the value projection before the nest.
+    `q_tile_size = 0` chooses the query tile from the shape (128 rows when
+    B * Sq >= 512, else 64), as `mha-lower-to-cpu` does by default.
 
     ```mlir
     %forall, %heads, %keys, %k, %v = transform.mha.fuse_layer %layer {q_tile_size = 64, kv_tile_size = 64}

@@ -102,7 +102,8 @@ def MHATileAttentionPass : Pass<"mha-tile-attention"> {
   }];
   let options = [
     Option<"qTileSize", "q-tile-size", "int64_t", /*default=*/"64",
-           "Queries per tile (rows of the score block)">,
+           "Queries per tile (rows of the score block); 0: chosen from the "
+           "shape">,
     Option<"kvTileSize", "kv-tile-size", "int64_t", /*default=*/"64",
            "Keys per online-softmax step (columns of the score block)">,
     Option<"decompose", "decompose", "bool", /*default=*/"true",
@@ -151,7 +152,8 @@ def MHAFuseLayerPass : Pass<"mha-fuse-layer"> {
   }];
   let options = [
     Option<"qTileSize", "q-tile-size", "int64_t", /*default=*/"64",
-           "Queries per tile (rows of the score block)">,
+           "Queries per tile (rows of the score block); 0: chosen from the "
+           "shape">,
     Option<"kvTileSize", "kv-tile-size", "int64_t", /*default=*/"64",
            "Keys per online-softmax step (columns of the score block)">,
     Option<"decompose", "decompose", "bool", /*default=*/"true",

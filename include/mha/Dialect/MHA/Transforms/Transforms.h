@@ -55,7 +55,9 @@ void insertRuntimeShapeChecks(OpBuilder &builder, Operation *op);
 
 /// Tile sizes of the FlashAttention-style lowering.
 struct TileOptions {
-  /// Queries per tile: the rows of the [q, kv] score block.
+  /// Queries per tile: the rows of the [q, kv] score block. 0 leaves it to
+  /// the shape: 64 for mha.attention; for a whole layer (fused), 128 when
+  /// B * Sq >= 512, else 64.
   int64_t qTileSize = 64;
   /// Keys per step of the online softmax: the columns of the score block.
   int64_t kvTileSize = 64;
