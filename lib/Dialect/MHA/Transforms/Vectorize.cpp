@@ -244,6 +244,7 @@ packColumnPanels(RewriterBase &rewriter, linalg::LinalgOp op,
       rowStrideOf(rhs->get()) <= options.registerTileCols)
     return unchanged;
 
+  unsigned rhsNumber = rhs->getOperandNumber(); // `op` is replaced below.
   RegisterTiling panels;
   panels.tileSizes.assign(ranges.size(), 0);
   setTile(panels, ranges, *col, options.registerTileCols, /*halve=*/true);
@@ -252,13 +253,12 @@ packColumnPanels(RewriterBase &rewriter, linalg::LinalgOp op,
   FailureOr<linalg::LinalgOp> tiled = tileOp(rewriter, op, panels);
   if (failed(tiled))
     return failure();
-  OpOperand &panel = tiled->getOperation()->getOpOperand(
-      rhs->getOperandNumber());
+  OpOperand &panel = tiled->getOperation()->getOpOperand(rhsNumber);
   auto panelType = cast<RankedTensorType>(panel.get().getType());
   if (!panelType.hasStaticShape())
     return SmallVector<linalg::LinalgOp>{*tiled};
   rewriter.setInsertionPoint(*tiled);
-  Location loc = op.getLoc();
+  Location loc = tiled->getLoc();
   auto copy = linalg::CopyOp::create(
       rewriter, loc, panel.get(),
       tensor::EmptyOp::create(rewriter, loc, panelType.getShape(),
