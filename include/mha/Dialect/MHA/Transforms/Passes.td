@@ -222,10 +222,13 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
       `chunk` elements along the innermost loop, the contiguous one in the
       ops `mha` builds.
 
-    A tile that its loop does not divide (a dynamic or odd size) is
-    vectorized with masks bounded by the tile sizes: no scalar remainder
-    loop. An op the vectorizer does not take is left as it is, for the scalar
-    lowering. The IR stays target-neutral; only the sizes are chosen for a
+    A tile size that does not divide a static size shrinks until it does
+    (rows: the largest divisor up to the tile; columns: halves), so every
+    tile is full and vectorizes without masks. Tiles of dynamic size (the
+    partial query tile of an odd or dynamic length, the partial key block
+    the tiling stage peels off) and ops reading `i1` tensors (bool masks:
+    bytes in memory, bits in an LLVM vector of i1) are left as linalg ops
+    for the scalar lowering, as is any op the vectorizer does not take. The IR stays target-neutral; only the sizes are chosen for a
     target. `mha-lower-to-cpu` runs it after the decomposition stage.
   }];
   let options = [

@@ -94,10 +94,12 @@ struct VectorizeOptions {
 };
 
 /// Cuts every linalg op on tensors under `root` into register tiles (upstream
-/// scf::tileUsingSCF) and vectorizes each (upstream linalg::vectorize, with
-/// masks for partial tiles); contractions become outer products whose
-/// accumulator is carried in registers across the reduction loop. Ops the
-/// vectorizer does not take stay as they are (scalar loops later).
+/// scf::tileUsingSCF) and vectorizes the full ones (upstream
+/// linalg::vectorize); contractions become outer products whose accumulator
+/// is carried in registers across the reduction loop, and the strided weight
+/// panels of long reductions are packed first. Partial tiles and ops the
+/// vectorizer does not take stay linalg ops (scalar loops later). Fails only
+/// on non-positive tile sizes.
 LogicalResult vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
                                  const VectorizeOptions &options);
 
