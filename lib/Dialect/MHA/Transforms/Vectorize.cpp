@@ -25,8 +25,6 @@
 #include "mha/Dialect/MHA/Transforms/Passes.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
-#include "mlir/Dialect/Affine/IR/AffineOps.h"
-#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -71,6 +69,14 @@ static std::optional<unsigned> loopOfResult(AffineMap map, unsigned fromEnd) {
   return dim.getPosition();
 }
 
+/// The loop of `op` that walks its output's `fromEnd`-th last dim (0: the
+/// contiguous one), if the output map names a plain loop there.
+static std::optional<unsigned> outputLoop(linalg::LinalgOp op,
+                                          unsigned fromEnd) {
+  return loopOfResult(op.getMatchingIndexingMap(op.getDpsInitOperand(0)),
+                      fromEnd);
+}
+
 /// Tiles `loop` by `size`, or by a smaller size that divides a static range
 /// (so that every tile is full and has static shapes): the largest divisor
 /// of the range up to `size` for rows, the largest of size/2, size/4, ...
@@ -108,9 +114,7 @@ static RegisterTiling chooseRegisterTiling(linalg::LinalgOp op,
     if (iterators[i] != utils::IteratorType::parallel)
       tiling.interchange.push_back(i);
 
-  AffineMap outMap = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
-  std::optional<unsigned> col = loopOfResult(outMap, 0);
-  std::optional<unsigned> row = loopOfResult(outMap, 1);
+  std::optional<unsigned> col = outputLoop(op, 0), row = outputLoop(op, 1);
   if (isa<linalg::TransposeOp>(op) && col && row) {
     setTile(tiling, ranges, *row, 16, /*halve=*/true);
     setTile(tiling, ranges, *col, 16, /*halve=*/true);
@@ -193,7 +197,8 @@ static linalg::LinalgOp tileOp(RewriterBase &rewriter, linalg::LinalgOp op,
 
 /// The innermost size of the tensor `value` is a slice of (through chains of
 /// tensor.extract_slice and tensor.expand_shape): the row stride it is read
-/// with, in elements; dynamic if unknown.
+/// with, in elements (ShapedType::kDynamic, negative, if unknown: no
+/// packing).
 static int64_t rowStrideOf(Value value) {
   while (Operation *def = value.getDefiningOp()) {
     if (auto slice = dyn_cast<tensor::ExtractSliceOp>(def))
@@ -227,8 +232,7 @@ packColumnPanels(RewriterBase &rewriter, linalg::LinalgOp op,
     return unchanged;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  std::optional<unsigned> col =
-      loopOfResult(op.getMatchingIndexingMap(op.getDpsInitOperand(0)), 0);
+  std::optional<unsigned> col = outputLoop(op, 0);
   if (!col || ShapedType::isDynamic(ranges[*col]))
     return unchanged;
   int64_t reduction = 1;
