@@ -115,6 +115,8 @@ void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
   vectorToLLVM.reassociateFPReductions = true;
   pm.addPass(createConvertVectorToLLVMPass(vectorToLLVM));
   pm.addPass(createConvertToLLVMPass());
+  // Boolean masks read as vectors: bytes in memory, not LLVM's packed bits.
+  pm.addPass(createMHALegalizeBoolVectorMemoryPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 

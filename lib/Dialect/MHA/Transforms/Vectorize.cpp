@@ -165,16 +165,6 @@ static linalg::LinalgOp dropUnitLoopsOfContraction(RewriterBase &rewriter,
   return cast<linalg::LinalgOp>(dropped->resultOp.getOperation());
 }
 
-/// Booleans are bytes in memory, but LLVM packs vectors of i1 as bits: a
-/// vector load of an i1 memref would read the wrong bytes. Ops that read
-/// i1 tensors (boolean masks) are left to the scalar lowering.
-static bool readsBooleans(linalg::LinalgOp op) {
-  return llvm::any_of(op->getOperandTypes(), [](Type type) {
-    auto shaped = dyn_cast<ShapedType>(type);
-    return shaped && shaped.getElementType().isInteger(1);
-  });
-}
-
 /// Tiles `op` by `tiling` (upstream scf::tileUsingSCF); `op` itself when
 /// nothing is tiled, or when the tiling does not apply (the op is then left
 /// as it is, for the scalar lowering).
@@ -282,7 +272,7 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
   SmallVector<linalg::LinalgOp> ops;
   root->walk([&](linalg::LinalgOp op) {
     if (op.hasPureTensorSemantics() && op.getNumDpsInits() == 1 &&
-        op.getNumLoops() > 0 && !readsBooleans(op) &&
+        op.getNumLoops() > 0 &&
         !llvm::is_contained(op.getStaticLoopRanges(), 0)) // Nothing to do.
       ops.push_back(op);
   });

@@ -87,8 +87,7 @@ func.func @transpose(%k: tensor<32x64xf32>, %kt: tensor<64x32xf32>) -> tensor<64
 
 // -----
 
-// Partial tiles (dynamic sizes) stay linalg ops for the scalar lowering, as do
-// ops reading booleans (bytes in memory, bits in an LLVM vector of i1).
+// Partial tiles (dynamic sizes) stay linalg ops for the scalar lowering.
 
 // CHECK-LABEL: func.func @partial
 // CHECK: scf.for
@@ -98,9 +97,13 @@ func.func @partial(%a: tensor<?x64xf32>, %b: tensor<64x64xf32>, %c: tensor<?x64x
   return %r : tensor<?x64xf32>
 }
 
+// A bool mask is read as vectors of i1 (mha-legalize-bool-vector-memory makes
+// their loads read bytes after the conversion to LLVM).
+
 // CHECK-LABEL: func.func @booleans
-// CHECK-NOT: vector.
-// CHECK: linalg.generic
+// CHECK-NOT: linalg.generic
+// CHECK: vector.transfer_read %{{.*}} : tensor<1x64xi1>, vector<64xi1>
+// CHECK: arith.select %{{.*}} : vector<64xi1>, vector<64xf32>
 func.func @booleans(%m: tensor<8x64xi1>, %s: tensor<8x64xf32>) -> tensor<8x64xf32> {
   %ninf = arith.constant 0xFF800000 : f32
   %r = linalg.generic {

@@ -33,6 +33,9 @@ class OpenMPDialect;
 namespace vector {
 class VectorDialect;
 } // namespace vector
+namespace LLVM {
+class LLVMDialect;
+} // namespace LLVM
 
 namespace mha {
 

@@ -226,10 +226,11 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
     (rows: the largest divisor up to the tile; columns: halves), so every
     tile is full and vectorizes without masks. Tiles of dynamic size (the
     partial query tile of an odd or dynamic length, the partial key block
-    the tiling stage peels off) and ops reading `i1` tensors (bool masks:
-    bytes in memory, bits in an LLVM vector of i1) are left as linalg ops
-    for the scalar lowering, as is any op the vectorizer does not take. The IR stays target-neutral; only the sizes are chosen for a
-    target. `mha-lower-to-cpu` runs it after the decomposition stage.
+    the tiling stage peels off) are left as linalg ops for the scalar
+    lowering, as is any op the vectorizer does not take. Boolean masks are
+    read as vectors of `i1`; `mha-legalize-bool-vector-memory` makes their
+    loads read bytes. The IR stays target-neutral; only the sizes are chosen
+    for a target. `mha-lower-to-cpu` runs it after the decomposition stage.
   }];
   let options = [
     Option<"registerTileRows", "register-tile-rows", "int64_t", "8",
@@ -277,6 +278,25 @@ def MHADynamicScheduleOpenMPPass : Pass<"mha-dynamic-schedule-openmp"> {
     `mha-lower-to-cpu` runs it after `convert-scf-to-openmp`.
   }];
   let dependentDialects = ["::mlir::omp::OpenMPDialect"];
+}
+
+def MHALegalizeBoolVectorMemoryPass : Pass<"mha-legalize-bool-vector-memory"> {
+  let summary = "Load and store vectors of i1 as one byte per element";
+  let description = [{
+    A memref of `i1` holds one byte per element (MLIR's memref lowering
+    addresses it with an `i1` GEP, whose stride is LLVM's alloc size of i1:
+    one byte), but LLVM lays out a `vector<N x i1>` in memory as N packed
+    bits. A vector load of a boolean memref (a boolean mask read by the
+    vectorized softmax) would therefore read N/8 bytes and take their bits as
+    the lanes. This pass, on the LLVM dialect, rewrites every `llvm.load` of a
+    `vector<N x i1>` into a load of `vector<N x i8>` and an `llvm.trunc`, and
+    every `llvm.store` of one into an `llvm.zext` and a store of bytes, so the
+    lanes are the memref's elements. Accesses through a GEP whose element type
+    is itself a vector (a memref of vectors, whose elements do use LLVM's
+    layout) are left as they are. `mha-lower-to-cpu` and `mha-lower-to-loops`
+    run it after the conversion to the LLVM dialect.
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
 #endif // MHA_DIALECT_MHA_TRANSFORMS_PASSES_TD
