@@ -24,7 +24,9 @@ arguments in the order generated here: query, [key, value,] w_q, w_k, w_v,
 w_o, [b_q, b_k, b_v, b_o,] [mask]), the inputs and the expected output, runs
 mha-run with --expected-output (and --benchmark) once per --pipeline
 (default: loops and cpu), prints each report prefixed with [pipeline], and
-exits non-zero if any run failed.
+exits non-zero if any run failed. A cpu pipeline runs at --threads=2 and
+again at --threads=1 ([cpu threads=1]), whose results must be bitwise equal,
+unless --mha-run-arg sets the thread count.
 """
 
 import argparse
@@ -229,12 +231,30 @@ def main():
         return 1
     status = 0
     for pipeline in args.pipeline or ["loops", "cpu"]:
-        result = subprocess.run(command + [f"--pipeline={pipeline}"],
-                                stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True)
-        for line in result.stdout.splitlines():
-            print(f"[{pipeline}] {line}")
-        status = status or result.returncode
+        # The CPU pipeline also runs on 1 thread (unless the test sets the
+        # count) and must give bitwise the same result as on 2.
+        threaded = pipeline.startswith("cpu") and not any(
+            a.startswith("--threads") for a in args.mha_run_arg)
+        runs = [(pipeline, [])]
+        if threaded:
+            runs = [(pipeline, ["--threads=2"]),
+                    (f"{pipeline} threads=1", ["--threads=1"])]
+        outputs = []
+        for label, extra in runs:
+            output = os.path.join(args.workdir, f"result-{len(outputs)}.npy")
+            outputs.append(output)
+            result = subprocess.run(
+                command + [f"--pipeline={pipeline}", f"--output=@{output}"] +
+                extra, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                text=True)
+            for line in result.stdout.splitlines():
+                print(f"[{label}] {line}")
+            status = status or result.returncode
+        if threaded and result.returncode == 0:
+            two, one = (open(o, "rb").read() for o in outputs)
+            if two != one:
+                print(f"[{pipeline}] results at 2 and 1 threads differ bitwise")
+                status = 1
     return status
 
 
