@@ -12,30 +12,38 @@
 //   anything else  rows of up to `chunk` elements along the innermost loop
 //                  (elementwise ops, row reductions, fills).
 //
-// Static sizes get tiles that divide them (see setTile),
-// so every tile is full and vectorizes without masks. Tiles of dynamic size
-// (a partial query or key tile of an odd or dynamic length) stay linalg ops,
-// lowered to scalar loops: upstream's masked vectorization does not survive
-// the outer-product lowering and the unit-dim patterns here (MLIR 22), and
-// peeling each register loop (scf::peelForLoopAndSimplifyBounds) cost
-// seconds of compile time per layer in its Presburger simplification.
+// Static sizes get tiles that divide them (see setTile), so every tile is
+// full and vectorizes without masks. Partial tiles come from the parallel
+// loops of the tiling stage (a query or key length that is odd or dynamic
+// makes every tile of the scf.forall dynamic): those loops are peeled first
+// (peelParallelLoop), so all tiles but the last are static, and an op left
+// with dynamic sizes (the last tile, the peeled key block) is padded to its
+// static bound (padToStaticShape) and vectorized like a full tile. Upstream's
+// masked vectorization did not survive the outer-product lowering and the
+// unit-dim patterns here (MLIR 22), and peeling each register loop
+// (scf::peelForLoopAndSimplifyBounds) cost seconds of compile time per layer
+// in its Presburger simplification.
 //
 //===----------------------------------------------------------------------===//
 
 #include "mha/Dialect/MHA/Transforms/Passes.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/SCF/Utils/AffineCanonicalizationUtils.h"
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 
 namespace mlir::mha {
@@ -165,6 +173,104 @@ static linalg::LinalgOp dropUnitLoopsOfContraction(RewriterBase &rewriter,
   return cast<linalg::LinalgOp>(dropped->resultOp.getOperation());
 }
 
+/// The value padding the input of `op` along its reductions must take when
+/// `op` is a plain reduction (one input, one init, the body one combiner of
+/// the two, e.g. a row max or a row sum): the combiner's neutral element
+/// (-inf for a max, 0 for a sum), which leaves the result as it is.
+static std::optional<TypedAttr> reductionPadding(linalg::LinalgOp op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1)
+    return std::nullopt;
+  Block &body = generic.getRegion().front();
+  if (body.getOperations().size() != 2)
+    return std::nullopt;
+  Operation &combiner = body.front();
+  auto yield = cast<linalg::YieldOp>(body.getTerminator());
+  if (yield.getValues().size() != 1 ||
+      yield.getValues()[0] != combiner.getResult(0) ||
+      combiner.getNumOperands() != 2 ||
+      !llvm::is_contained(combiner.getOperands(), body.getArgument(0)) ||
+      !llvm::is_contained(combiner.getOperands(), body.getArgument(1)))
+    return std::nullopt;
+  return arith::getNeutralElement(&combiner);
+}
+
+/// `op` of dynamic sizes (a tile of a peeled loop's partial iteration,
+/// bounded by the loop's step) computed on operands padded with zeros to
+/// their static upper bounds (upstream linalg::rewriteAsPaddedOp) and the
+/// result sliced back, so that it vectorizes like a full tile. The parallel
+/// dims are padded with zeros (what is computed there is sliced off), the
+/// reduction dims of a contraction too (zero products add nothing), those
+/// of a plain reduction with its combiner's neutral element; an op that
+/// reduces over a dynamic range otherwise, or has no static bound, is
+/// returned as it is.
+static linalg::LinalgOp padToStaticShape(RewriterBase &rewriter,
+                                         linalg::LinalgOp op) {
+  if (!op.hasDynamicShape())
+    return op;
+  bool contraction = linalg::isaContractionOpInterface(op);
+  std::optional<TypedAttr> neutral;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<int64_t> dims;
+  linalg::LinalgPaddingOptions options;
+  for (auto [dim, iterator] : llvm::enumerate(op.getIteratorTypesArray())) {
+    if (!ShapedType::isDynamic(ranges[dim]))
+      continue;
+    if (iterator != utils::IteratorType::parallel && !contraction &&
+        !(neutral = reductionPadding(op)))
+      return op;
+    dims.push_back(dim);
+    // One static bound for the loop, taken over every operand dimension it
+    // indexes: bounds derived operand by operand can differ (all valid), and
+    // operands padded to different sizes would disagree on the loop's range.
+    int64_t bound = 0;
+    SmallVector<std::pair<unsigned, unsigned>> positions;
+    for (OpOperand &operand : op->getOpOperands()) {
+      AffineMap map = op.getMatchingIndexingMap(&operand);
+      for (auto [position, expr] : llvm::enumerate(map.getResults())) {
+        if (expr != rewriter.getAffineDimExpr(dim))
+          continue;
+        FailureOr<int64_t> ub = ValueBoundsConstraintSet::computeConstantBound(
+            presburger::BoundType::UB, {operand.get(), int64_t(position)},
+            /*stopCondition=*/nullptr, /*closedUB=*/true);
+        if (failed(ub))
+          return op;
+        bound = std::max(bound, *ub);
+        positions.push_back({operand.getOperandNumber(), position});
+      }
+    }
+    for (auto [operand, position] : positions)
+      options.setSizeToPadTo(operand, position, rewriter.getIndexAttr(bound));
+  }
+  options.setPaddingDimensions(dims);
+  options.setPaddingValues(llvm::map_to_vector(
+      op->getOpOperands(), [&](OpOperand &operand) -> Attribute {
+        if (neutral && op.isDpsInput(&operand))
+          return *neutral;
+        return rewriter.getZeroAttr(
+            getElementTypeOrSelf(operand.get().getType()));
+      }));
+  // A padded result goes back into the op's own destination (a copy), which
+  // keeps a loop-carried destination in place for bufferization; a result
+  // that was not padded is the padded op's result itself.
+  bool paddedResult = llvm::any_of(op.getDpsInits(), [](Value init) {
+    return !cast<ShapedType>(init.getType()).hasStaticShape();
+  });
+  options.setCopyBackOp(
+      paddedResult ? linalg::LinalgPaddingOptions::CopyBackOp::LinalgCopy
+                   : linalg::LinalgPaddingOptions::CopyBackOp::None);
+  linalg::LinalgOp padded;
+  SmallVector<Value> replacements;
+  SmallVector<tensor::PadOp> pads;
+  rewriter.setInsertionPoint(op);
+  if (failed(linalg::rewriteAsPaddedOp(rewriter, op, options, padded,
+                                       replacements, pads)))
+    return op;
+  rewriter.replaceOp(op, replacements);
+  return padded;
+}
+
 /// Tiles `op` by `tiling` (upstream scf::tileUsingSCF); `op` itself when
 /// nothing is tiled, or when the tiling does not apply (the op is then left
 /// as it is, for the scalar lowering).
@@ -260,6 +366,92 @@ packColumnPanels(RewriterBase &rewriter, linalg::LinalgOp op,
   return {cast<linalg::LinalgOp>(copy.getOperation()), tiled};
 }
 
+/// `loop` rebuilt with the bounds `lbs`/`ubs` and the initial values
+/// `outputs`, its body moved over.
+static scf::ForallOp rebound(RewriterBase &rewriter, scf::ForallOp loop,
+                             ArrayRef<OpFoldResult> lbs,
+                             ArrayRef<OpFoldResult> ubs, ValueRange outputs) {
+  rewriter.setInsertionPoint(loop);
+  auto copy = scf::ForallOp::create(rewriter, loop.getLoc(), lbs, ubs,
+                                    loop.getMixedStep(), outputs,
+                                    loop.getMapping());
+  rewriter.eraseBlock(copy.getBody());
+  rewriter.inlineRegionBefore(loop.getRegion(), copy.getRegion(),
+                              copy.getRegion().end());
+  rewriter.replaceOp(loop, copy.getResults());
+  return copy;
+}
+
+/// Peels `loop` along `dim` (static lower bound and step, a static or
+/// dynamic upper bound): the first loop keeps the full steps, the second
+/// (after it, from its results) the partial one. Returns the two, or
+/// nothing when a static range has no partial step (or no full one).
+static std::optional<std::pair<scf::ForallOp, scf::ForallOp>>
+peelForallDim(RewriterBase &rewriter, scf::ForallOp loop, unsigned dim) {
+  SmallVector<OpFoldResult> lbs = loop.getMixedLowerBound();
+  SmallVector<OpFoldResult> ubs = loop.getMixedUpperBound();
+  std::optional<int64_t> lb = getConstantIntValue(lbs[dim]);
+  std::optional<int64_t> ub = getConstantIntValue(ubs[dim]);
+  std::optional<int64_t> step = getConstantIntValue(loop.getMixedStep()[dim]);
+  if (!lb || !step || *step <= 1 ||
+      (ub && (*ub - *lb <= *step || (*ub - *lb) % *step == 0)))
+    return std::nullopt;
+  Location loc = loop.getLoc();
+  rewriter.setInsertionPoint(loop);
+  AffineExpr u = rewriter.getAffineDimExpr(0);
+  OpFoldResult split = affine::makeComposedFoldedAffineApply(
+      rewriter, loc, (u - *lb).floorDiv(*step) * *step + *lb, {ubs[dim]});
+  Value ubValue = getValueOrCreateConstantIndexOp(rewriter, loc, ubs[dim]);
+  Value stepValue = arith::ConstantIndexOp::create(rewriter, loc, *step);
+
+  rewriter.setInsertionPointAfter(loop);
+  auto partial = cast<scf::ForallOp>(rewriter.clone(*loop));
+  SmallVector<OpFoldResult> mainUbs = ubs, partialLbs = lbs;
+  mainUbs[dim] = partialLbs[dim] = split;
+  scf::ForallOp full =
+      rebound(rewriter, loop, lbs, mainUbs, loop.getOutputs());
+  partial = rebound(rewriter, partial, partialLbs, ubs, full.getResults());
+  for (auto [result, next] : llvm::zip(full.getResults(), partial.getResults()))
+    rewriter.replaceAllUsesExcept(result, next, partial);
+
+  // Tile sizes min(step, ub - iv): the step in the first loop, the rest
+  // (ub - split) in the second (upstream's simplification after peeling).
+  // For a dynamic ub the second keeps its min: the step bounds the tiles
+  // there (see padToStaticShape).
+  SmallVector<std::pair<scf::ForallOp, bool>> simplify = {{full, true}};
+  if (ub)
+    simplify.push_back({partial, false});
+  for (auto [l, inside] : simplify) {
+    SmallVector<Operation *> minMax;
+    l.getBody()->walk([&](Operation *op) {
+      if (isa<affine::AffineMinOp, affine::AffineMaxOp>(op))
+        minMax.push_back(op);
+    });
+    for (Operation *op : minMax)
+      (void)scf::rewritePeeledMinMaxOp(rewriter, op,
+                                       l.getInductionVar(dim), ubValue,
+                                       stepValue, inside);
+  }
+  return std::pair(full, partial);
+}
+
+SmallVector<LoopLikeOpInterface>
+mha::peelParallelLoop(RewriterBase &rewriter, LoopLikeOpInterface loop) {
+  auto forall = dyn_cast<scf::ForallOp>(loop.getOperation());
+  if (!forall)
+    return {loop};
+  OpBuilder::InsertionGuard guard(rewriter);
+  SmallVector<scf::ForallOp> loops = {forall};
+  for (unsigned dim = 0, e = forall.getRank(); dim < e; ++dim)
+    for (size_t i = 0, n = loops.size(); i < n; ++i)
+      if (auto peeled = peelForallDim(rewriter, loops[i], dim)) {
+        loops[i] = peeled->first;
+        loops.push_back(peeled->second);
+      }
+  return llvm::map_to_vector(
+      loops, [](scf::ForallOp l) { return cast<LoopLikeOpInterface>(*l); });
+}
+
 LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
                                       const VectorizeOptions &options) {
   if (options.registerTileRows <= 0 || options.registerTileCols <= 0 ||
@@ -268,6 +460,23 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
            << "register tile sizes must be positive, found "
            << options.registerTileRows << "x" << options.registerTileCols
            << " (chunk " << options.chunk << ")";
+  MLIRContext *ctx = root->getContext();
+
+  // 0. Parallel loops peeled, so that their tiles but the last have static
+  //    sizes, which canonicalization carries into the ops of the bodies.
+  SmallVector<scf::ForallOp> foralls;
+  root->walk([&](scf::ForallOp loop) { foralls.push_back(loop); });
+  bool peeled = false;
+  for (scf::ForallOp loop : foralls)
+    peeled |= peelParallelLoop(rewriter, loop).size() > 1;
+  if (peeled) {
+    RewritePatternSet patterns(ctx);
+    for (Dialect *dialect : ctx->getLoadedDialects())
+      dialect->getCanonicalizationPatterns(patterns);
+    for (RegisteredOperationName op : ctx->getRegisteredOperations())
+      op.getCanonicalizationPatterns(patterns, ctx);
+    (void)applyPatternsGreedily(root, std::move(patterns));
+  }
 
   SmallVector<linalg::LinalgOp> ops;
   root->walk([&](linalg::LinalgOp op) {
@@ -296,13 +505,13 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
       rewriter.replaceOp(tile, vectorized->replacements);
   };
   for (linalg::LinalgOp op : ops)
-    for (linalg::LinalgOp part : packColumnPanels(rewriter, op, options))
+    for (linalg::LinalgOp part :
+         packColumnPanels(rewriter, padToStaticShape(rewriter, op), options))
       vectorizeOp(part);
 
   // 2. Broadcasts folded into the contractions (reduction_to_contract), unit
   //    dims dropped. The IR is valid whether or not a pattern set converges:
   //    what is left unfolded only costs speed.
-  MLIRContext *ctx = root->getContext();
   auto apply = [&](function_ref<void(RewritePatternSet &)> populate) {
     RewritePatternSet patterns(ctx);
     populate(patterns);

@@ -120,6 +120,101 @@ func.func @booleans(%m: tensor<8x64xi1>, %s: tensor<8x64xf32>) -> tensor<8x64xf3
 
 // -----
 
+// A parallel loop whose step does not divide its static range is peeled: the
+// full tiles keep the loop with static sizes (vectorized), the last partial
+// tile follows with its own static size (here 8 rows, a single iteration).
+
+// CHECK-LABEL: func.func @peel_static
+// CHECK: scf.forall (%[[I:.+]]) = (0) to (192) step (64)
+// CHECK:   tensor.extract_slice %{{.*}}[%[[I]], 0] [64, 64] [1, 1] : tensor<200x64xf32> to tensor<64x64xf32>
+// CHECK:   vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
+// CHECK: tensor.extract_slice %{{.*}}[192, 0] [8, 64] [1, 1] : tensor<200x64xf32> to tensor<8x64xf32>
+// CHECK: vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
+// CHECK-NOT: linalg.matmul
+func.func @peel_static(%a: tensor<200x64xf32>, %b: tensor<64x32xf32>, %init: tensor<200x32xf32>) -> tensor<200x32xf32> {
+  %r = scf.forall (%i) = (0) to (200) step (64) shared_outs(%o = %init) -> (tensor<200x32xf32>) {
+    %n = affine.min affine_map<(d0) -> (64, -d0 + 200)>(%i)
+    %as = tensor.extract_slice %a[%i, 0] [%n, 64] [1, 1] : tensor<200x64xf32> to tensor<?x64xf32>
+    %os = tensor.extract_slice %o[%i, 0] [%n, 32] [1, 1] : tensor<200x32xf32> to tensor<?x32xf32>
+    %m = linalg.matmul ins(%as, %b : tensor<?x64xf32>, tensor<64x32xf32>) outs(%os : tensor<?x32xf32>) -> tensor<?x32xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %m into %o[%i, 0] [%n, 32] [1, 1] : tensor<?x32xf32> into tensor<200x32xf32>
+    }
+  }
+  return %r : tensor<200x32xf32>
+}
+
+// -----
+
+// A dynamic range: the full tiles up to (n floordiv 64) * 64, then the partial
+// tile, whose operands are padded with zeros to the step (its static bound),
+// computed as a full tile and copied back.
+
+// CHECK-DAG: #[[FULL:.+]] = affine_map<()[s0] -> ((s0 floordiv 64) * 64)>
+// CHECK-LABEL: func.func @peel_dynamic
+// CHECK: %[[SPLIT:.+]] = affine.apply #[[FULL]]()[%[[N:.+]]]
+// CHECK: %[[MAIN:.+]] = scf.forall (%{{.+}}) = (0) to (%[[SPLIT]]) step (64)
+// CHECK:   vector.contract
+// CHECK: scf.forall (%{{.+}}) = (%[[SPLIT]]) to (%[[N]]) step (64) shared_outs(%{{.+}} = %[[MAIN]])
+// CHECK:   tensor.pad
+// CHECK:   } : tensor<?x64xf32> to tensor<64x64xf32>
+// CHECK:   tensor.pad
+// CHECK:   } : tensor<?x32xf32> to tensor<64x32xf32>
+// CHECK:   vector.contract
+// CHECK:   linalg.copy ins(%{{.*}} : tensor<?x32xf32>) outs(%{{.*}} : tensor<?x32xf32>)
+// CHECK-NOT: linalg.matmul
+func.func @peel_dynamic(%a: tensor<?x64xf32>, %b: tensor<64x32xf32>, %init: tensor<?x32xf32>) -> tensor<?x32xf32> {
+  %c0 = arith.constant 0 : index
+  %rows = tensor.dim %a, %c0 : tensor<?x64xf32>
+  %r = scf.forall (%i) = (0) to (%rows) step (64) shared_outs(%o = %init) -> (tensor<?x32xf32>) {
+    %n = affine.min affine_map<(d0)[s0] -> (64, -d0 + s0)>(%i)[%rows]
+    %as = tensor.extract_slice %a[%i, 0] [%n, 64] [1, 1] : tensor<?x64xf32> to tensor<?x64xf32>
+    %os = tensor.extract_slice %o[%i, 0] [%n, 32] [1, 1] : tensor<?x32xf32> to tensor<?x32xf32>
+    %m = linalg.matmul ins(%as, %b : tensor<?x64xf32>, tensor<64x32xf32>) outs(%os : tensor<?x32xf32>) -> tensor<?x32xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %m into %o[%i, 0] [%n, 32] [1, 1] : tensor<?x32xf32> into tensor<?x32xf32>
+    }
+  }
+  return %r : tensor<?x32xf32>
+}
+
+// -----
+
+// A plain reduction over a dynamic range is padded with its combiner's neutral
+// element (NaN for maxnumf, which maxnumf ignores), the rows with zeros.
+
+// CHECK-LABEL: func.func @pad_reduction
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant 0.000000e+00 : f32
+// CHECK-DAG: %[[NAN:.+]] = arith.constant 0xFFC00000 : f32
+// CHECK: tensor.pad
+// CHECK:   tensor.yield %[[NAN]]
+// CHECK: } : tensor<?x?xf32> to tensor<8x64xf32>
+// CHECK: tensor.pad
+// CHECK:   tensor.yield %[[ZERO]]
+// CHECK: } : tensor<?xf32> to tensor<8xf32>
+// CHECK: vector.multi_reduction <maxnumf>, %{{.*}}, %{{.*}} [1] : vector<1x64xf32> to vector<1xf32>
+// CHECK-NOT: linalg.generic
+func.func @pad_reduction(%s: tensor<?x?xf32>, %init: tensor<?xf32>) -> tensor<?xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %rows = tensor.dim %s, %c0 : tensor<?x?xf32>
+  %cols = tensor.dim %s, %c1 : tensor<?x?xf32>
+  %n = affine.min affine_map<()[s0] -> (s0, 8)>()[%rows]
+  %k = affine.min affine_map<()[s0] -> (s0, 64)>()[%cols]
+  %ss = tensor.extract_slice %s[0, 0] [%n, %k] [1, 1] : tensor<?x?xf32> to tensor<?x?xf32>
+  %is = tensor.extract_slice %init[0] [%n] [1] : tensor<?xf32> to tensor<?xf32>
+  %m = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i)>], iterator_types = ["parallel", "reduction"]}
+       ins(%ss : tensor<?x?xf32>) outs(%is : tensor<?xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.maxnumf %acc, %x : f32
+    linalg.yield %y : f32
+  } -> tensor<?xf32>
+  %r = tensor.insert_slice %m into %init[0] [%n] [1] : tensor<?xf32> into tensor<?xf32>
+  return %r : tensor<?xf32>
+}
+
+// -----
+
 // A long reduction over a wide weight (a projection: 512 steps, rows 2048
 // elements apart): each 32-column panel of the weight is first copied into a
 // contiguous tensor, which the 8-row tiles then read in order.

@@ -224,10 +224,17 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
 
     A tile size that does not divide a static size shrinks until it does
     (rows: the largest divisor up to the tile; columns: halves), so every
-    tile is full and vectorizes without masks. Tiles of dynamic size (the
-    partial query tile of an odd or dynamic length, the partial key block
-    the tiling stage peels off) are left as linalg ops for the scalar
-    lowering, as is any op the vectorizer does not take. Boolean masks are
+    tile is full and vectorizes without masks. Partial tiles: every
+    `scf.forall` whose step does not divide its range (an odd or dynamic
+    sequence length) is first peeled (`peelParallelLoop`), so that its tiles
+    but the last have static sizes instead of all being dynamic; an op still
+    of dynamic size (that last tile, the partial key block the tiling stage
+    peels off) is padded to its static bound with upstream
+    `linalg::rewriteAsPaddedOp` (zeros along parallel dims and a
+    contraction's reductions, the combiner's neutral element along a plain
+    reduction's) and vectorized like a full tile. An op the vectorizer does
+    not take, or whose sizes have no static bound, is left as a linalg op
+    for the scalar lowering. Boolean masks are
     read as vectors of `i1`; `mha-legalize-bool-vector-memory` makes their
     loads read bytes. The IR stays target-neutral; only the sizes are chosen
     for a target. `mha-lower-to-cpu` runs it after the decomposition stage.

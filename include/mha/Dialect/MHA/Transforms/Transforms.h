@@ -97,8 +97,10 @@ struct VectorizeOptions {
 /// scf::tileUsingSCF) and vectorizes the full ones (upstream
 /// linalg::vectorize); contractions become outer products whose accumulator
 /// is carried in registers across the reduction loop, and the strided weight
-/// panels of long reductions are packed first. Partial tiles and ops the
-/// vectorizer does not take stay linalg ops (scalar loops later). Fails only
+/// panels of long reductions are packed first. Parallel loops with a partial
+/// last tile are peeled first (peelParallelLoop) and ops of dynamic size
+/// padded to their static bounds; ops the vectorizer does not take stay
+/// linalg ops (scalar loops later). Fails only
 /// on non-positive tile sizes.
 LogicalResult vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
                                  const VectorizeOptions &options);
@@ -128,6 +130,20 @@ FailureOr<AttentionKeyLoop> tileAttentionKeys(RewriterBase &rewriter,
                                               AttentionOp op,
                                               int64_t kvTileSize,
                                               bool decompose = true);
+
+/// Peels the last, partial iteration off every dimension of `loop` (an
+/// scf.forall) whose lower bound and step are static and whose upper bound
+/// is dynamic or not a multiple of the step away, into a second scf.forall
+/// after it that carries on from the first's results. Returns the loops
+/// that replace `loop`: first the one with the full steps, then the peeled
+/// ones (just `loop` when nothing was peeled). Tile sizes computed in the
+/// bodies (`affine.min(step, ub - iv)`) fold to constants (upstream's
+/// scf::rewritePeeledMinMaxOp), so every tile of the first loop and of each
+/// peeled loop has static sizes (what the vectorizer takes), where before
+/// all of them were dynamic. The forall counterpart of upstream's
+/// scf::peelForLoopAndSimplifyBounds.
+SmallVector<LoopLikeOpInterface> peelParallelLoop(RewriterBase &rewriter,
+                                                  LoopLikeOpInterface loop);
 
 /// Whether `op` has a static batch, query or key length of 0: there is
 /// nothing to tile, and the tiling entry points lower it to the reference
