@@ -77,6 +77,36 @@ config.substitutions.append(
                      "check_mha.py"),
         os.path.join(config.mha_tools_dir, "mha-run"))))
 
+# GPU tests on Vulkan need the runtime (built where libvulkan-dev is) and a
+# device: any Vulkan driver, Mesa's lavapipe (a CPU device) on machines with
+# no GPU. The probe asks the loader for devices, as the runtime will.
+def vulkan_device_count():
+    import ctypes
+    try:
+        vulkan = ctypes.CDLL("libvulkan.so.1")
+    except OSError:
+        return 0
+    class InstanceCreateInfo(ctypes.Structure):
+        _fields_ = [("sType", ctypes.c_int), ("pNext", ctypes.c_void_p),
+                    ("flags", ctypes.c_uint32),
+                    ("pApplicationInfo", ctypes.c_void_p),
+                    ("enabledLayerCount", ctypes.c_uint32),
+                    ("ppEnabledLayerNames", ctypes.c_void_p),
+                    ("enabledExtensionCount", ctypes.c_uint32),
+                    ("ppEnabledExtensionNames", ctypes.c_void_p)]
+    info = InstanceCreateInfo(1)  # VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO
+    instance = ctypes.c_void_p()
+    if vulkan.vkCreateInstance(ctypes.byref(info), None,
+                               ctypes.byref(instance)) != 0:
+        return 0
+    count = ctypes.c_uint32(0)
+    vulkan.vkEnumeratePhysicalDevices(instance, ctypes.byref(count), None)
+    vulkan.vkDestroyInstance(instance, None)
+    return count.value
+if (os.path.exists(os.path.join(config.mha_lib_dir, "libmha_vulkan_runtime.so"))
+        and vulkan_device_count() > 0):
+    config.available_features.add("vulkan")
+
 # Sanitizer builds: UBSan and ASan reports fail the test that triggers them.
 # The stock mlir-opt does not carry the ASan runtime, so it cannot load an
 # instrumented plugin: those tests are unsupported there.

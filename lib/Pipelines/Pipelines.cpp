@@ -18,6 +18,10 @@
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
+#include "mlir/Dialect/SPIRV/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
@@ -140,6 +144,41 @@ void mha::buildLowerToCPUPipeline(OpPassManager &pm,
   buildCPUToLLVMStage(pm, options.emitCInterface, options.openMP);
 }
 
+void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface) {
+  // Constants and index computations into the kernels: the Vulkan calling
+  // convention passes buffers only.
+  pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addPass(memref::createFoldMemRefAliasOpsPass());
+  GpuSPIRVAttachTargetOptions target;
+  target.spirvVersion = "v1.0";
+  target.spirvCapabilities.push_back("Shader");
+  target.spirvExtensions.push_back("SPV_KHR_storage_buffer_storage_class");
+  pm.addPass(createGpuSPIRVAttachTarget(target));
+  pm.addPass(createMHAGPUToSPIRVPass());
+  OpPassManager &spirvModule =
+      pm.nest<gpu::GPUModuleOp>().nest<spirv::ModuleOp>();
+  // Kernel arguments as descriptor set 0, binding i; the version,
+  // capabilities and extensions the module really needs.
+  spirvModule.addPass(spirv::createSPIRVLowerABIAttributesPass());
+  spirvModule.addPass(spirv::createSPIRVUpdateVCEPass());
+  pm.addPass(createGpuModuleToBinaryPass());
+
+  // Host code. The runtime binds buffers from (pointer, size) pairs.
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  if (emitCInterface)
+    pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  GpuToLLVMConversionPassOptions host;
+  host.hostBarePtrCallConv = false;
+  host.kernelBarePtrCallConv = true;
+  host.kernelIntersperseSizeCallConv = true;
+  pm.addPass(createGpuToLLVMConversionPass(host));
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
+
 void mha::registerMHAPipelines() {
   PassPipelineRegistration<LowerToLoopsOptions>(
       "mha-lower-to-loops",
@@ -151,4 +190,11 @@ void mha::registerMHAPipelines() {
       "Lower mha ops to the LLVM dialect through the tiled path "
       "(FlashAttention-style online softmax, O(S*d) memory)",
       buildLowerToCPUPipeline);
+  PassPipelineRegistration<LowerToLoopsOptions>(
+      "mha-vulkan-backend",
+      "Lower GPU kernels on buffers (gpu.launch) to a Vulkan SPIR-V binary "
+      "and host code in the LLVM dialect calling the mgpu* Vulkan runtime",
+      [](OpPassManager &pm, const LowerToLoopsOptions &options) {
+        buildVulkanBackendStage(pm, options.emitCInterface);
+      });
 }

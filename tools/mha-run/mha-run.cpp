@@ -24,6 +24,8 @@
 #include "mha/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -449,6 +451,28 @@ void printTargetMachine(const llvm::TargetMachine &tm) {
                << llvm::join(features, ",") << "\n";
 }
 
+/// The GPU runtime the lowered `module` calls, from the targets of its
+/// kernel binaries: the path of the library to load, "" when it runs on the
+/// CPU alone, or an error when that runtime was not built.
+llvm::Expected<std::string> gpuRuntimeFor(ModuleOp module) {
+  bool vulkan = false;
+  module.walk([&](gpu::BinaryOp binary) {
+    for (Attribute object : binary.getObjects())
+      if (isa<spirv::TargetEnvAttr>(cast<gpu::ObjectAttr>(object).getTarget()))
+        vulkan = true;
+  });
+  if (!vulkan)
+    return "";
+#ifdef MHA_VULKAN_RUNTIME_LIB
+  if (llvm::sys::fs::exists(MHA_VULKAN_RUNTIME_LIB))
+    return MHA_VULKAN_RUNTIME_LIB;
+#endif
+  return llvm::createStringError(
+      "the lowered code runs on Vulkan, but this mha-run was built without "
+      "the Vulkan runtime (no Vulkan headers and loader when it was "
+      "configured: install libvulkan-dev and rebuild)");
+}
+
 int run(MLIRContext &context) {
   // The pipeline first: a usage error, reported before any input is read.
   PassManager pm(&context);
@@ -619,6 +643,12 @@ int run(MLIRContext &context) {
   // LLVM's OpenMP runtime, for the parallel loops of mha-lower-to-cpu.
   if (llvm::sys::fs::exists(MHA_OPENMP_LIB))
     sharedLibs.push_back(MHA_OPENMP_LIB);
+  // The GPU runtime kernels launch through.
+  llvm::Expected<std::string> gpuRuntime = gpuRuntimeFor(*module);
+  if (!gpuRuntime)
+    return badInput(llvm::toString(gpuRuntime.takeError()));
+  if (!gpuRuntime->empty())
+    sharedLibs.push_back(*gpuRuntime);
   engineOptions.sharedLibPaths = sharedLibs;
   // The engine generates code with the target machine it is given, so the
   // -O3 code generation level is set on that machine, not through

@@ -95,11 +95,12 @@ void buildTilingStage(OpPassManager &pm, int64_t qTileSize,
 /// and for key blocks, then canonicalization.
 void buildDecompositionStage(OpPassManager &pm);
 
-/// One-shot bufferization (function boundaries included, identity layouts),
-/// buffer deallocation, bufferization to memref.
+/// mha-vectorize (register tiles of vector code), canonicalization, CSE.
 void buildVectorizationStage(OpPassManager &pm,
                              const LowerToCPUOptions &options);
 
+/// One-shot bufferization (function boundaries included, identity layouts),
+/// buffer deallocation, bufferization to memref.
 void buildBufferizationStage(OpPassManager &pm);
 
 /// Buffers to the LLVM dialect on the CPU: scf.forall to an OpenMP parallel
@@ -109,8 +110,19 @@ void buildBufferizationStage(OpPassManager &pm);
 void buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
                          bool openMP);
 
-/// Registers `mha-lower-to-loops` (and later pipelines) with the global
-/// pipeline registry.
+/// GPU kernels on buffers (`gpu.launch`, or kernels already outlined) to a
+/// Vulkan SPIR-V binary and host code in the LLVM dialect: kernel outlining,
+/// `spirv-attach-target` (Vulkan, SPIR-V 1.0 with the Shader capability),
+/// mha-gpu-to-spirv, `spirv-lower-abi-attrs` and `spirv-update-vce` in each
+/// spirv.module, `gpu-module-to-binary`, then the host through `gpu-to-llvm`
+/// with the calling convention of the mgpu* Vulkan runtime (runtime/vulkan:
+/// each memref argument of a kernel as its aligned pointer followed by its
+/// size in bytes, so kernel arguments need static shapes) and the CPU
+/// lowering of what is left.
+void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface);
+
+/// Registers `mha-lower-to-loops`, `mha-lower-to-cpu` and
+/// `mha-vulkan-backend` with the global pipeline registry.
 void registerMHAPipelines();
 
 } // namespace mha

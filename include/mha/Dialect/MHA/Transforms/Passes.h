@@ -36,6 +36,11 @@ class VectorDialect;
 namespace LLVM {
 class LLVMDialect;
 } // namespace LLVM
+namespace spirv {
+class SPIRVDialect;
+} // namespace spirv
+
+class ModuleOp;
 
 namespace mha {
 

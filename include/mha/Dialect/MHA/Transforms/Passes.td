@@ -306,4 +306,24 @@ def MHALegalizeBoolVectorMemoryPass : Pass<"mha-legalize-bool-vector-memory"> {
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def MHAGPUToSPIRVPass : Pass<"mha-gpu-to-spirv", "::mlir::ModuleOp"> {
+  let summary = "Convert each gpu.module's kernels into a spirv.module nested "
+                "in it";
+  let description = [{
+    For every `gpu.module`, converts a copy of its contents with upstream's
+    SPIR-V conversion patterns (GPU, func, arith, math, index, memref, vector,
+    SCF, UB; memory spaces mapped to Vulkan storage classes) under the
+    module's `spirv.target_env` (from `spirv-attach-target`), and leaves the
+    resulting `spirv.module` inside the `gpu.module`: where
+    `gpu-module-to-binary` looks for it to serialize a SPIR-V binary. The
+    kernels themselves stay until then, since the host's `gpu.launch_func`
+    ops refer to them. (Upstream's `convert-gpu-to-spirv` puts the
+    `spirv.module` next to the `gpu.module` instead, and the nesting variant
+    is only a test pass in MLIR 22.) Kernels need a
+    `spirv.entry_point_abi` attribute (workgroup size); anything the patterns
+    do not convert is an error naming the op.
+  }];
+  let dependentDialects = ["::mlir::spirv::SPIRVDialect"];
+}
+
 #endif // MHA_DIALECT_MHA_TRANSFORMS_PASSES_TD

@@ -1,0 +1,388 @@
+//===- VulkanRuntime.cpp - mgpu* entry points on Vulkan ---------*- C++ -*-===//
+//
+// The runtime that host code lowered by `gpu-to-llvm` (kernel calling
+// convention: bare pointers, each followed by its buffer's size in bytes)
+// calls, implemented on Vulkan 1.x compute:
+//
+//   mgpuModuleLoad(spirv, bytes)         -> VkShaderModule
+//   mgpuModuleGetFunction(module, name)  -> the entry point of that name
+//   mgpuLaunchKernel(function, grid..., block..., smem, stream, params,
+//                    extra, count)       -> one dispatch, synchronous
+//   mgpuStream*                          -> no-ops (launches are synchronous)
+//
+// Memref arguments reach the shader as storage buffers: argument i is
+// descriptor set 0, binding i (what upstream's GPU->SPIR-V conversion and
+// `spirv-lower-abi-attrs` give a kernel's i-th memref). Host memory is
+// plain memory, so each launch copies every argument into a host-visible
+// buffer, dispatches, waits, and copies every buffer back. Sizes come from
+// the calling convention: static, known when the host code was lowered.
+//
+// The device is the first one with a compute queue, or the one whose name
+// contains $MHA_VULKAN_DEVICE (or whose index it is). Errors are fatal: the
+// message names the Vulkan call and its VkResult, then the process aborts.
+//
+//===----------------------------------------------------------------------===//
+
+#include <vulkan/vulkan.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace {
+
+[[noreturn]] void fail(const char *what, VkResult result) {
+  std::fprintf(stderr, "mha vulkan runtime: %s failed (VkResult %d)\n", what,
+               static_cast<int>(result));
+  std::abort();
+}
+
+[[noreturn]] void fail(const std::string &what) {
+  std::fprintf(stderr, "mha vulkan runtime: %s\n", what.c_str());
+  std::abort();
+}
+
+void check(VkResult result, const char *what) {
+  if (result != VK_SUCCESS)
+    fail(what, result);
+}
+
+/// The instance, device and compute queue, created on first use.
+struct Device {
+  VkInstance instance = VK_NULL_HANDLE;
+  VkPhysicalDevice physical = VK_NULL_HANDLE;
+  VkDevice device = VK_NULL_HANDLE;
+  VkQueue queue = VK_NULL_HANDLE;
+  uint32_t queueFamily = 0;
+  VkCommandPool commandPool = VK_NULL_HANDLE;
+  VkPhysicalDeviceMemoryProperties memory{};
+  std::string name;
+
+  Device() {
+    VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
+    app.pApplicationName = "mha";
+    app.apiVersion = VK_API_VERSION_1_1;
+    VkInstanceCreateInfo instanceInfo{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
+    instanceInfo.pApplicationInfo = &app;
+    check(vkCreateInstance(&instanceInfo, nullptr, &instance),
+          "vkCreateInstance");
+
+    uint32_t count = 0;
+    check(vkEnumeratePhysicalDevices(instance, &count, nullptr),
+          "vkEnumeratePhysicalDevices");
+    std::vector<VkPhysicalDevice> devices(count);
+    check(vkEnumeratePhysicalDevices(instance, &count, devices.data()),
+          "vkEnumeratePhysicalDevices");
+    const char *wanted = std::getenv("MHA_VULKAN_DEVICE");
+    for (uint32_t i = 0; i < count && physical == VK_NULL_HANDLE; ++i) {
+      VkPhysicalDeviceProperties properties;
+      vkGetPhysicalDeviceProperties(devices[i], &properties);
+      if (wanted && *wanted && !std::strstr(properties.deviceName, wanted) &&
+          std::to_string(i) != wanted)
+        continue;
+      uint32_t families = 0;
+      vkGetPhysicalDeviceQueueFamilyProperties(devices[i], &families, nullptr);
+      std::vector<VkQueueFamilyProperties> props(families);
+      vkGetPhysicalDeviceQueueFamilyProperties(devices[i], &families,
+                                               props.data());
+      for (uint32_t f = 0; f < families; ++f)
+        if (props[f].queueFlags & VK_QUEUE_COMPUTE_BIT) {
+          physical = devices[i];
+          queueFamily = f;
+          name = properties.deviceName;
+          break;
+        }
+    }
+    if (physical == VK_NULL_HANDLE)
+      fail(wanted ? std::string("no Vulkan device with a compute queue "
+                                "matches MHA_VULKAN_DEVICE=") +
+                        wanted
+                  : std::string("no Vulkan device with a compute queue"));
+    vkGetPhysicalDeviceMemoryProperties(physical, &memory);
+
+    float priority = 1.0f;
+    VkDeviceQueueCreateInfo queueInfo{VK_STRUCTURE_TYPE_DEVICE_QUEUE_CREATE_INFO};
+    queueInfo.queueFamilyIndex = queueFamily;
+    queueInfo.queueCount = 1;
+    queueInfo.pQueuePriorities = &priority;
+    VkDeviceCreateInfo deviceInfo{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    deviceInfo.queueCreateInfoCount = 1;
+    deviceInfo.pQueueCreateInfos = &queueInfo;
+    check(vkCreateDevice(physical, &deviceInfo, nullptr, &device),
+          "vkCreateDevice");
+    vkGetDeviceQueue(device, queueFamily, 0, &queue);
+    VkCommandPoolCreateInfo poolInfo{VK_STRUCTURE_TYPE_COMMAND_POOL_CREATE_INFO};
+    poolInfo.flags = VK_COMMAND_POOL_CREATE_RESET_COMMAND_BUFFER_BIT;
+    poolInfo.queueFamilyIndex = queueFamily;
+    check(vkCreateCommandPool(device, &poolInfo, nullptr, &commandPool),
+          "vkCreateCommandPool");
+  }
+
+  ~Device() {
+    vkDestroyCommandPool(device, commandPool, nullptr);
+    vkDestroyDevice(device, nullptr);
+    vkDestroyInstance(instance, nullptr);
+  }
+
+  /// A memory type that the host can map, coherent, among `allowed`.
+  uint32_t hostVisibleMemoryType(uint32_t allowed) const {
+    VkMemoryPropertyFlags flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
+                                  VK_MEMORY_PROPERTY_HOST_COHERENT_BIT;
+    for (uint32_t i = 0; i < memory.memoryTypeCount; ++i)
+      if ((allowed & (1u << i)) &&
+          (memory.memoryTypes[i].propertyFlags & flags) == flags)
+        return i;
+    fail("no host-visible coherent memory type");
+  }
+};
+
+Device &device() {
+  static Device instance;
+  return instance;
+}
+
+struct Module {
+  VkShaderModule shader = VK_NULL_HANDLE;
+};
+
+/// An entry point, with the pipeline built for the number of buffers its
+/// first launch passed (a kernel's signature does not change).
+struct Function {
+  Module *module;
+  std::string name;
+  uint32_t buffers = 0;
+  VkDescriptorSetLayout setLayout = VK_NULL_HANDLE;
+  VkPipelineLayout layout = VK_NULL_HANDLE;
+  VkPipeline pipeline = VK_NULL_HANDLE;
+};
+
+std::mutex launchMutex;
+
+void buildPipeline(Function &function, uint32_t buffers) {
+  Device &d = device();
+  std::vector<VkDescriptorSetLayoutBinding> bindings(buffers);
+  for (uint32_t i = 0; i < buffers; ++i) {
+    bindings[i] = {};
+    bindings[i].binding = i;
+    bindings[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    bindings[i].descriptorCount = 1;
+    bindings[i].stageFlags = VK_SHADER_STAGE_COMPUTE_BIT;
+  }
+  VkDescriptorSetLayoutCreateInfo setInfo{
+      VK_STRUCTURE_TYPE_DESCRIPTOR_SET_LAYOUT_CREATE_INFO};
+  setInfo.bindingCount = buffers;
+  setInfo.pBindings = bindings.data();
+  check(vkCreateDescriptorSetLayout(d.device, &setInfo, nullptr,
+                                    &function.setLayout),
+        "vkCreateDescriptorSetLayout");
+  VkPipelineLayoutCreateInfo layoutInfo{
+      VK_STRUCTURE_TYPE_PIPELINE_LAYOUT_CREATE_INFO};
+  layoutInfo.setLayoutCount = 1;
+  layoutInfo.pSetLayouts = &function.setLayout;
+  check(vkCreatePipelineLayout(d.device, &layoutInfo, nullptr,
+                               &function.layout),
+        "vkCreatePipelineLayout");
+  VkComputePipelineCreateInfo pipelineInfo{
+      VK_STRUCTURE_TYPE_COMPUTE_PIPELINE_CREATE_INFO};
+  pipelineInfo.stage.sType = VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_CREATE_INFO;
+  pipelineInfo.stage.stage = VK_SHADER_STAGE_COMPUTE_BIT;
+  pipelineInfo.stage.module = function.module->shader;
+  pipelineInfo.stage.pName = function.name.c_str();
+  pipelineInfo.layout = function.layout;
+  check(vkCreateComputePipelines(d.device, VK_NULL_HANDLE, 1, &pipelineInfo,
+                                 nullptr, &function.pipeline),
+        "vkCreateComputePipelines");
+  function.buffers = buffers;
+}
+
+/// A host-visible buffer holding a copy of one argument.
+struct Buffer {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  VkDeviceMemory memory = VK_NULL_HANDLE;
+  void *mapped = nullptr;
+  void *host = nullptr;
+  uint64_t bytes = 0;
+
+  Buffer(void *host, uint64_t bytes) : host(host), bytes(bytes) {
+    Device &d = device();
+    VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
+    info.size = bytes ? bytes : 4; // Vulkan has no empty buffers.
+    info.usage = VK_BUFFER_USAGE_STORAGE_BUFFER_BIT;
+    info.sharingMode = VK_SHARING_MODE_EXCLUSIVE;
+    check(vkCreateBuffer(d.device, &info, nullptr, &buffer), "vkCreateBuffer");
+    VkMemoryRequirements needs;
+    vkGetBufferMemoryRequirements(d.device, buffer, &needs);
+    VkMemoryAllocateInfo allocate{VK_STRUCTURE_TYPE_MEMORY_ALLOCATE_INFO};
+    allocate.allocationSize = needs.size;
+    allocate.memoryTypeIndex = d.hostVisibleMemoryType(needs.memoryTypeBits);
+    check(vkAllocateMemory(d.device, &allocate, nullptr, &memory),
+          "vkAllocateMemory");
+    check(vkBindBufferMemory(d.device, buffer, memory, 0),
+          "vkBindBufferMemory");
+    check(vkMapMemory(d.device, memory, 0, VK_WHOLE_SIZE, 0, &mapped),
+          "vkMapMemory");
+    if (bytes)
+      std::memcpy(mapped, host, bytes);
+  }
+  Buffer(const Buffer &) = delete;
+  Buffer(Buffer &&other) noexcept { *this = std::move(other); }
+  Buffer &operator=(Buffer &&other) noexcept {
+    std::swap(buffer, other.buffer);
+    std::swap(memory, other.memory);
+    std::swap(mapped, other.mapped);
+    std::swap(host, other.host);
+    std::swap(bytes, other.bytes);
+    return *this;
+  }
+  ~Buffer() {
+    if (buffer == VK_NULL_HANDLE)
+      return;
+    Device &d = device();
+    vkUnmapMemory(d.device, memory);
+    vkDestroyBuffer(d.device, buffer, nullptr);
+    vkFreeMemory(d.device, memory, nullptr);
+  }
+  void copyBack() {
+    if (bytes)
+      std::memcpy(host, mapped, bytes);
+  }
+};
+
+} // namespace
+
+extern "C" {
+
+void *mgpuModuleLoad(void *data, size_t bytes) {
+  if (bytes % 4 != 0)
+    fail("the SPIR-V binary is not a whole number of words");
+  // The binary may not be 4-byte aligned where the host code keeps it.
+  std::vector<uint32_t> words(bytes / 4);
+  std::memcpy(words.data(), data, bytes);
+  VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
+  info.codeSize = bytes;
+  info.pCode = words.data();
+  auto *module = new Module;
+  check(vkCreateShaderModule(device().device, &info, nullptr, &module->shader),
+        "vkCreateShaderModule");
+  return module;
+}
+
+void mgpuModuleUnload(void *module) {
+  auto *m = static_cast<Module *>(module);
+  vkDestroyShaderModule(device().device, m->shader, nullptr);
+  delete m;
+}
+
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  // Owned for the life of the process: the host code holds on to it.
+  return new Function{static_cast<Module *>(module), name};
+}
+
+void *mgpuStreamCreate() { return &device(); }
+void mgpuStreamSynchronize(void *) {}
+void mgpuStreamDestroy(void *) {}
+
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t /*blockX*/,
+                      intptr_t /*blockY*/, intptr_t /*blockZ*/,
+                      int32_t /*smem*/, void * /*stream*/, void **params,
+                      void ** /*extra*/, size_t paramCount) {
+  // The workgroup size is the shader's own (its LocalSize); the block sizes
+  // the host code passes are the same numbers.
+  if (paramCount % 2 != 0)
+    fail("kernel arguments must come as (pointer, size in bytes) pairs");
+  if (gridX == 0 || gridY == 0 || gridZ == 0)
+    return;
+  std::lock_guard<std::mutex> lock(launchMutex);
+  Device &d = device();
+  auto &f = *static_cast<Function *>(function);
+  uint32_t count = static_cast<uint32_t>(paramCount / 2);
+  if (f.pipeline == VK_NULL_HANDLE)
+    buildPipeline(f, count);
+  else if (f.buffers != count)
+    fail("kernel '" + f.name + "' launched with a different number of "
+         "buffers");
+
+  std::vector<Buffer> buffers;
+  buffers.reserve(count);
+  for (uint32_t i = 0; i < count; ++i)
+    buffers.emplace_back(*static_cast<void **>(params[2 * i]),
+                         *static_cast<uint64_t *>(params[2 * i + 1]));
+
+  VkDescriptorPoolSize poolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
+                                count ? count : 1};
+  VkDescriptorPoolCreateInfo poolInfo{
+      VK_STRUCTURE_TYPE_DESCRIPTOR_POOL_CREATE_INFO};
+  poolInfo.maxSets = 1;
+  poolInfo.poolSizeCount = 1;
+  poolInfo.pPoolSizes = &poolSize;
+  VkDescriptorPool pool;
+  check(vkCreateDescriptorPool(d.device, &poolInfo, nullptr, &pool),
+        "vkCreateDescriptorPool");
+  VkDescriptorSetAllocateInfo setInfo{
+      VK_STRUCTURE_TYPE_DESCRIPTOR_SET_ALLOCATE_INFO};
+  setInfo.descriptorPool = pool;
+  setInfo.descriptorSetCount = 1;
+  setInfo.pSetLayouts = &f.setLayout;
+  VkDescriptorSet set;
+  check(vkAllocateDescriptorSets(d.device, &setInfo, &set),
+        "vkAllocateDescriptorSets");
+  std::vector<VkDescriptorBufferInfo> infos(count);
+  std::vector<VkWriteDescriptorSet> writes(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    infos[i] = {buffers[i].buffer, 0, VK_WHOLE_SIZE};
+    writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
+    writes[i].dstSet = set;
+    writes[i].dstBinding = i;
+    writes[i].descriptorCount = 1;
+    writes[i].descriptorType = VK_DESCRIPTOR_TYPE_STORAGE_BUFFER;
+    writes[i].pBufferInfo = &infos[i];
+  }
+  vkUpdateDescriptorSets(d.device, count, writes.data(), 0, nullptr);
+
+  VkCommandBufferAllocateInfo commandInfo{
+      VK_STRUCTURE_TYPE_COMMAND_BUFFER_ALLOCATE_INFO};
+  commandInfo.commandPool = d.commandPool;
+  commandInfo.level = VK_COMMAND_BUFFER_LEVEL_PRIMARY;
+  commandInfo.commandBufferCount = 1;
+  VkCommandBuffer commands;
+  check(vkAllocateCommandBuffers(d.device, &commandInfo, &commands),
+        "vkAllocateCommandBuffers");
+  VkCommandBufferBeginInfo begin{VK_STRUCTURE_TYPE_COMMAND_BUFFER_BEGIN_INFO};
+  begin.flags = VK_COMMAND_BUFFER_USAGE_ONE_TIME_SUBMIT_BIT;
+  check(vkBeginCommandBuffer(commands, &begin), "vkBeginCommandBuffer");
+  vkCmdBindPipeline(commands, VK_PIPELINE_BIND_POINT_COMPUTE, f.pipeline);
+  vkCmdBindDescriptorSets(commands, VK_PIPELINE_BIND_POINT_COMPUTE, f.layout,
+                          0, 1, &set, 0, nullptr);
+  vkCmdDispatch(commands, static_cast<uint32_t>(gridX),
+                static_cast<uint32_t>(gridY), static_cast<uint32_t>(gridZ));
+  // Shader writes visible to the host reads after the fence.
+  VkMemoryBarrier barrier{VK_STRUCTURE_TYPE_MEMORY_BARRIER};
+  barrier.srcAccessMask = VK_ACCESS_SHADER_WRITE_BIT;
+  barrier.dstAccessMask = VK_ACCESS_HOST_READ_BIT;
+  vkCmdPipelineBarrier(commands, VK_PIPELINE_STAGE_COMPUTE_SHADER_BIT,
+                       VK_PIPELINE_STAGE_HOST_BIT, 0, 1, &barrier, 0, nullptr,
+                       0, nullptr);
+  check(vkEndCommandBuffer(commands), "vkEndCommandBuffer");
+
+  VkFenceCreateInfo fenceInfo{VK_STRUCTURE_TYPE_FENCE_CREATE_INFO};
+  VkFence fence;
+  check(vkCreateFence(d.device, &fenceInfo, nullptr, &fence), "vkCreateFence");
+  VkSubmitInfo submit{VK_STRUCTURE_TYPE_SUBMIT_INFO};
+  submit.commandBufferCount = 1;
+  submit.pCommandBuffers = &commands;
+  check(vkQueueSubmit(d.queue, 1, &submit, fence), "vkQueueSubmit");
+  check(vkWaitForFences(d.device, 1, &fence, VK_TRUE, UINT64_MAX),
+        "vkWaitForFences");
+  for (Buffer &buffer : buffers)
+    buffer.copyBack();
+  vkDestroyFence(d.device, fence, nullptr);
+  vkFreeCommandBuffers(d.device, d.commandPool, 1, &commands);
+  vkDestroyDescriptorPool(d.device, pool, nullptr);
+}
+
+} // extern "C"
