@@ -107,6 +107,18 @@ if (os.path.exists(os.path.join(config.mha_lib_dir, "libmha_vulkan_runtime.so"))
         and vulkan_device_count() > 0):
     config.available_features.add("vulkan")
 
+# ptxas (CUDA toolkit) assembles the PTX of the NVVM backend into cubins,
+# with libdevice linked for math functions; gpu-module-to-binary finds both
+# through $CUDA_ROOT (set here for the toolkit's usual place) or PATH.
+import shutil
+if os.path.exists("/usr/local/cuda/bin/ptxas") or shutil.which("ptxas"):
+    config.available_features.add("ptxas")
+    for var in ("CUDA_ROOT", "CUDA_HOME", "CUDA_PATH"):
+        if var in os.environ:
+            config.environment[var] = os.environ[var]
+    if os.path.exists("/usr/local/cuda/bin/ptxas"):
+        config.environment.setdefault("CUDA_ROOT", "/usr/local/cuda")
+
 # Sanitizer builds: UBSan and ASan reports fail the test that triggers them.
 # The stock mlir-opt does not carry the ASan runtime, so it cannot load an
 # instrumented plugin: those tests are unsupported there.

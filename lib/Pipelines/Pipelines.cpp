@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Pipelines/Passes.h"
 #include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/SPIRV/Transforms/Passes.h"
@@ -179,6 +180,15 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void mha::buildNVVMBackendStage(OpPassManager &pm,
+                                const NVVMBackendOptions &options) {
+  gpu::GPUToNVVMPipelineOptions nvvm;
+  nvvm.cubinChip = options.chip;
+  nvvm.cubinFeatures = options.features;
+  nvvm.cubinFormat = options.format;
+  gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+}
+
 void mha::registerMHAPipelines() {
   PassPipelineRegistration<LowerToLoopsOptions>(
       "mha-lower-to-loops",
@@ -197,4 +207,10 @@ void mha::registerMHAPipelines() {
       [](OpPassManager &pm, const LowerToLoopsOptions &options) {
         buildVulkanBackendStage(pm, options.emitCInterface);
       });
+  PassPipelineRegistration<NVVMBackendOptions>(
+      "mha-nvvm-backend",
+      "Lower GPU kernels on buffers (gpu.launch) to NVVM and a PTX/cubin "
+      "gpu.binary, with host code in the LLVM dialect calling the mgpu* "
+      "CUDA runtime",
+      buildNVVMBackendStage);
 }

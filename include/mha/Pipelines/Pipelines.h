@@ -121,8 +121,34 @@ void buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
 /// lowering of what is left.
 void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface);
 
-/// Registers `mha-lower-to-loops`, `mha-lower-to-cpu` and
-/// `mha-vulkan-backend` with the global pipeline registry.
+/// Options of `mha-nvvm-backend`.
+struct NVVMBackendOptions : public PassPipelineOptions<NVVMBackendOptions> {
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("SM architecture to compile for"),
+      llvm::cl::init("sm_80")};
+  PassOptions::Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features (PTX ISA 8.0 covers sm_80 and sm_90)"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What the gpu.binary holds: isa (PTX text), bin (cubin, "
+                     "assembled by ptxas) or fatbin"),
+      llvm::cl::init("fatbin")};
+};
+
+/// GPU kernels on buffers (`gpu.launch`) to NVVM and a `gpu.binary` of PTX,
+/// cubin or fatbin, with host code in the LLVM dialect calling the mgpu*
+/// CUDA runtime functions: upstream's `gpu-lower-to-nvvm-pipeline`
+/// (buildLowerToNVVMPassPipeline) with the chip, features and format.
+/// `bin` and `fatbin` run ptxas (CUDA toolkit at /usr/local/cuda, or on
+/// PATH); `isa` needs no CUDA.
+void buildNVVMBackendStage(OpPassManager &pm,
+                           const NVVMBackendOptions &options);
+
+/// Registers `mha-lower-to-loops`, `mha-lower-to-cpu`,
+/// `mha-vulkan-backend` and `mha-nvvm-backend` with the global pipeline
+/// registry.
 void registerMHAPipelines();
 
 } // namespace mha
