@@ -150,7 +150,10 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface) {
   // convention passes buffers only.
   pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
+  // Views folded into the loads and stores (SPIR-V has no strided views);
+  // the index arithmetic that leaves as affine.apply, lowered.
   pm.addPass(memref::createFoldMemRefAliasOpsPass());
+  pm.addPass(createLowerAffinePass());
   GpuSPIRVAttachTargetOptions target;
   target.spirvVersion = "v1.0";
   target.spirvCapabilities.push_back("Shader");
@@ -180,6 +183,37 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
+                                     const LowerToVulkanOptions &options) {
+  pm.addPass(createMHAInsertRuntimeChecksPass());
+  pm.addPass(createMHADecomposePass());
+  MHATileAttentionPassOptions tile;
+  tile.qTileSize = options.qTileSize;
+  tile.kvTileSize = options.kvTileSize;
+  pm.addPass(createMHATileAttentionPass(tile));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  MHADistributeToThreadsPassOptions distribute;
+  distribute.threads = options.qTileSize;
+  pm.addPass(createMHADistributeToThreadsPass(distribute));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(createCSEPass());
+  MHAMapForallToGPUPassOptions map;
+  map.threads = options.qTileSize;
+  pm.addPass(createMHAMapForallToGPUPass(map));
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createCanonicalizerPass());
+  buildVulkanBackendStage(pm, /*emitCInterface=*/true);
+}
+
 void mha::buildNVVMBackendStage(OpPassManager &pm,
                                 const NVVMBackendOptions &options) {
   gpu::GPUToNVVMPipelineOptions nvvm;
@@ -200,6 +234,12 @@ void mha::registerMHAPipelines() {
       "Lower mha ops to the LLVM dialect through the tiled path "
       "(FlashAttention-style online softmax, O(S*d) memory)",
       buildLowerToCPUPipeline);
+  PassPipelineRegistration<LowerToVulkanOptions>(
+      "mha-lower-to-vulkan",
+      "Lower mha ops to GPU kernels for Vulkan (SPIR-V) and host code in the "
+      "LLVM dialect: one workgroup per (batch, head, query tile), a thread "
+      "per query row, tile buffers in workgroup memory",
+      buildLowerToVulkanPipeline);
   PassPipelineRegistration<LowerToLoopsOptions>(
       "mha-vulkan-backend",
       "Lower GPU kernels on buffers (gpu.launch) to a Vulkan SPIR-V binary "

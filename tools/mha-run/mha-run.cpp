@@ -505,6 +505,17 @@ int run(MLIRContext &context) {
                                     i, entryName, type)
                           .str());
   }
+  // The Vulkan calling convention gives kernels static buffer sizes.
+  if (StringRef(pipelineName.getValue()).starts_with("vulkan"))
+    for (auto [i, type] : llvm::enumerate(signature.getInputs()))
+      if (!cast<RankedTensorType>(type).hasStaticShape())
+        return badInput(llvm::formatv(
+                            "argument {0} of '@{1}' has a dynamic shape ({2}); "
+                            "the Vulkan pipeline passes its kernels static "
+                            "buffer sizes: give the function static shapes, "
+                            "or use --pipeline=cpu",
+                            i, entryName, type)
+                            .str());
   for (auto [i, type] : llvm::enumerate(signature.getResults())) {
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor || dtypeFor(tensor.getElementType()).empty())

@@ -121,6 +121,30 @@ void buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
 /// lowering of what is left.
 void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface);
 
+/// Options of `mha-lower-to-vulkan`.
+struct LowerToVulkanOptions
+    : public PassPipelineOptions<LowerToVulkanOptions> {
+  PassOptions::Option<int64_t> qTileSize{
+      *this, "q-tile-size",
+      llvm::cl::desc("Queries per workgroup (a thread per query row)"),
+      llvm::cl::init(32)};
+  PassOptions::Option<int64_t> kvTileSize{
+      *this, "kv-tile-size",
+      llvm::cl::desc("Keys per block of the online softmax"),
+      llvm::cl::init(32)};
+};
+
+/// `mha` ops on tensors to the Vulkan backend: the layer decomposed
+/// (projections stay host loops for now), the attention tiled
+/// FlashAttention-style (mha-tile-attention), each tile's linalg ops
+/// distributed over `q-tile-size` threads with the tile's buffers in
+/// workgroup memory (mha-distribute-to-threads), bufferization, one
+/// workgroup per (batch, head, query tile) (mha-map-forall-to-gpu), then
+/// buildVulkanBackendStage. Tiles must come out static: sizes that the tile
+/// sizes divide (docs/GPU.md).
+void buildLowerToVulkanPipeline(OpPassManager &pm,
+                                const LowerToVulkanOptions &options);
+
 /// Options of `mha-nvvm-backend`.
 struct NVVMBackendOptions : public PassPipelineOptions<NVVMBackendOptions> {
   PassOptions::Option<std::string> chip{
@@ -147,8 +171,8 @@ void buildNVVMBackendStage(OpPassManager &pm,
                            const NVVMBackendOptions &options);
 
 /// Registers `mha-lower-to-loops`, `mha-lower-to-cpu`,
-/// `mha-vulkan-backend` and `mha-nvvm-backend` with the global pipeline
-/// registry.
+/// `mha-lower-to-vulkan`, `mha-vulkan-backend` and `mha-nvvm-backend` with
+/// the global pipeline registry.
 void registerMHAPipelines();
 
 } // namespace mha

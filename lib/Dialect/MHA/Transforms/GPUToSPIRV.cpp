@@ -105,8 +105,9 @@ static LogicalResult convertToSPIRV(gpu::GPUModuleOp copy) {
   return applyFullConversion(copy, *target, std::move(patterns));
 }
 
-/// Checks that the kernels of `module` take buffers only (the Vulkan
-/// calling convention binds each argument as a storage buffer), and gives
+/// Checks that the kernels of `module` take buffers of static shapes only
+/// (the Vulkan calling convention binds each argument as a storage buffer
+/// of the size its type gives), and gives
 /// each the workgroup size of its entry point (`spirv.entry_point_abi`) from
 /// the block size the launches use, which kernel outlining records when it
 /// is static (`known_block_size`).
@@ -114,13 +115,21 @@ static LogicalResult prepareKernels(gpu::GPUModuleOp module) {
   WalkResult result = module.walk([&](gpu::GPUFuncOp kernel) {
     if (!kernel.isKernel())
       return WalkResult::advance();
-    for (auto [i, type] : llvm::enumerate(kernel.getArgumentTypes()))
-      if (!isa<MemRefType>(type)) {
+    for (auto [i, type] : llvm::enumerate(kernel.getArgumentTypes())) {
+      auto memref = dyn_cast<MemRefType>(type);
+      if (!memref) {
         kernel.emitOpError() << "argument " << i << " is " << type
                              << ": kernels for Vulkan take buffers (memrefs) "
                                 "only";
         return WalkResult::interrupt();
       }
+      if (!memref.hasStaticShape()) {
+        kernel.emitOpError() << "argument " << i << " is " << type
+                             << ": the Vulkan calling convention passes "
+                                "static buffer sizes";
+        return WalkResult::interrupt();
+      }
+    }
     if (kernel->hasAttr(spirv::getEntryPointABIAttrName()))
       return WalkResult::advance();
     std::optional<ArrayRef<int32_t>> size = kernel.getKnownBlockSize();

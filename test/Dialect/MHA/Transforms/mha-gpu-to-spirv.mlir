@@ -67,3 +67,14 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+module attributes {gpu.container_module} {
+  gpu.module @dynamic_buffer [#spirv.target_env<#spirv.vce<v1.0, [Shader], [SPV_KHR_storage_buffer_storage_class]>, #spirv.resource_limits<>>] {
+    // expected-error @below {{'gpu.func' op argument 0 is 'memref<?xf32>': the Vulkan calling convention passes static buffer sizes}}
+    gpu.func @k(%out: memref<?xf32>) kernel attributes {known_block_size = array<i32: 8, 1, 1>} {
+      gpu.return
+    }
+  }
+}

@@ -39,6 +39,12 @@ class LLVMDialect;
 namespace spirv {
 class SPIRVDialect;
 } // namespace spirv
+namespace gpu {
+class GPUDialect;
+} // namespace gpu
+namespace bufferization {
+class BufferizationDialect;
+} // namespace bufferization
 
 class ModuleOp;
 

@@ -326,4 +326,44 @@ def MHAGPUToSPIRVPass : Pass<"mha-gpu-to-spirv", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::spirv::SPIRVDialect"];
 }
 
+def MHADistributeToThreadsPass : Pass<"mha-distribute-to-threads"> {
+  let summary = "Distribute the linalg ops of each tile over GPU threads";
+  let description = [{
+    On tensors, inside every top-level `scf.forall` (a loop over independent
+    tiles, one GPU workgroup each): tiles each linalg op with upstream
+    `scf::tileUsingSCF` into an `scf.forall` mapped to `#gpu.thread<linear_dim_0>`
+    over its first parallel loop (a thread per row, ceil(rows / threads) rows
+    per thread when there are more), and allocates the tile's own tensors
+    (`tensor.empty`) in workgroup memory (`bufferization.alloc_tensor` in
+    `#gpu.address_space<workgroup>`). Extents distributed over threads must be
+    static (pad partial tiles first).
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", "64", "Threads per workgroup">,
+  ];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
+def MHAMapForallToGPUPass : Pass<"mha-map-forall-to-gpu"> {
+  let summary = "Map top-level scf.forall loops on buffers to gpu.launch";
+  let description = [{
+    Every top-level `scf.forall` (bufferized) becomes a `gpu.launch` with one
+    workgroup per iteration, the grid sizes computed at run time from the
+    loop's bounds (so dynamic batch and sequence lengths work), `threads`
+    threads per workgroup; the `#gpu.thread` loops inside are mapped by
+    upstream's `mapNestedForallToThreadsImpl`, each followed by a barrier.
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", "64", "Threads per workgroup">,
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::gpu::GPUDialect",
+  ];
+}
+
 #endif // MHA_DIALECT_MHA_TRANSFORMS_PASSES_TD

@@ -105,6 +105,19 @@ struct VectorizeOptions {
 LogicalResult vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
                                  const VectorizeOptions &options);
 
+/// GPU mapping, on tensors: inside each top-level scf.forall (one workgroup
+/// per iteration later), every linalg op tiled into an scf.forall over
+/// `threads` GPU threads along its first parallel loop, and the tile's own
+/// tensors allocated in workgroup memory.
+LogicalResult distributeToThreads(RewriterBase &rewriter, Operation *root,
+                                  int64_t threads);
+
+/// GPU mapping, on buffers: each top-level scf.forall as a gpu.launch, one
+/// workgroup per iteration (grid from the loop bounds at run time) of
+/// `threads` threads, its #gpu.thread loops mapped with barriers after them.
+LogicalResult mapForallsToGPULaunch(RewriterBase &rewriter, Operation *root,
+                                    int64_t threads);
+
 /// Checks that the tile sizes are positive; the error names `op`.
 LogicalResult checkTileOptions(Operation *op, const TileOptions &options);
 

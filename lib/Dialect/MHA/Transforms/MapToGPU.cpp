@@ -1,0 +1,248 @@
+//===- MapToGPU.cpp - tiled loop nests onto GPU workgroups and threads ----===//
+//
+// The tiled form (scf.forall over independent tiles, each a loop nest of
+// linalg ops) onto the GPU:
+//   - on tensors (distributeToThreads): each linalg op inside a top-level
+//     scf.forall is tiled again with upstream scf::tileUsingSCF into an
+//     scf.forall mapped to #gpu.thread<x> (a thread per row, or per few
+//     rows when there are more rows than threads), and the tile-local
+//     tensors are allocated in workgroup memory;
+//   - on buffers (mapToGPULaunch): each top-level scf.forall becomes a
+//     gpu.launch with one workgroup per iteration (grid sizes computed at run
+//     time from the loop bounds), and upstream's
+//     mapNestedForallToThreadsImpl maps the thread loops inside it, with a
+//     barrier after each.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Dialect/MHA/Transforms/Transforms.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/TransformOps/GPUTransformOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/ValueBoundsOpInterface.h"
+
+namespace mlir::mha {
+#define GEN_PASS_DEF_MHADISTRIBUTETOTHREADSPASS
+#define GEN_PASS_DEF_MHAMAPFORALLTOGPUPASS
+#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+} // namespace mlir::mha
+
+using namespace mlir;
+
+/// The scf.forall ops not nested in another scf.forall.
+static SmallVector<scf::ForallOp> topLevelForalls(Operation *root) {
+  SmallVector<scf::ForallOp> loops;
+  root->walk<WalkOrder::PreOrder>([&](scf::ForallOp loop) {
+    loops.push_back(loop);
+    return WalkResult::skip();
+  });
+  return loops;
+}
+
+/// `op` tiled into an scf.forall over GPU threads along its first parallel
+/// loop (not of size 1): ceil(n / threads) iterations per thread. On tensors
+/// or buffers; `op` is replaced.
+static LogicalResult distributeOp(RewriterBase &rewriter, linalg::LinalgOp op,
+                                  int64_t threads) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  std::optional<unsigned> loop;
+  for (unsigned i = 0; i < iterators.size(); ++i)
+    if (iterators[i] == utils::IteratorType::parallel && ranges[i] != 1) {
+      loop = i;
+      break;
+    }
+  if (!loop)
+    return success();
+  if (ShapedType::isDynamic(ranges[*loop]))
+    return op.emitOpError()
+           << "has a dynamic extent along the loop distributed over threads; "
+              "pad it to a static bound first";
+  // A normalized loop over min(n, threads) threads (what the thread mapping
+  // takes), each with ceil(n / threads) iterations.
+  SmallVector<OpFoldResult> numThreads(iterators.size(),
+                                       rewriter.getIndexAttr(0));
+  numThreads[*loop] =
+      rewriter.getIndexAttr(std::min<int64_t>(ranges[*loop], threads));
+  scf::SCFTilingOptions tiling;
+  tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+  tiling.setNumThreads(numThreads);
+  tiling.setMapping({gpu::GPUThreadMappingAttr::get(
+      op.getContext(), gpu::MappingId::LinearDim0)});
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(op.getOperation()), tiling);
+  if (failed(tiled))
+    return op.emitOpError() << "could not be distributed over threads";
+  if (op->getNumResults())
+    rewriter.replaceOp(op, tiled->replacements);
+  else
+    rewriter.eraseOp(op);
+  return success();
+}
+
+LogicalResult mha::distributeToThreads(RewriterBase &rewriter, Operation *root,
+                                       int64_t threads) {
+  MLIRContext *ctx = root->getContext();
+  Attribute workgroup =
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  for (scf::ForallOp block : topLevelForalls(root)) {
+    SmallVector<linalg::LinalgOp> ops;
+    block.getBody()->walk([&](linalg::LinalgOp op) {
+      if (op.hasPureTensorSemantics())
+        ops.push_back(op);
+    });
+    for (linalg::LinalgOp op : ops)
+      if (failed(distributeOp(rewriter, op, threads)))
+        return failure();
+    // Tile-local tensors in workgroup memory, which has static sizes: a
+    // tensor of dynamic size (the partial key block) is a slice of one of
+    // its static bound.
+    SmallVector<tensor::EmptyOp> empties;
+    block.getBody()->walk([&](tensor::EmptyOp e) { empties.push_back(e); });
+    for (tensor::EmptyOp e : empties) {
+      rewriter.setInsertionPoint(e);
+      RankedTensorType type = e.getType();
+      SmallVector<int64_t> bound(type.getShape());
+      SmallVector<OpFoldResult> sizes = e.getMixedSizes();
+      for (auto [dim, size] : llvm::enumerate(bound)) {
+        if (!ShapedType::isDynamic(size))
+          continue;
+        FailureOr<int64_t> ub = ValueBoundsConstraintSet::computeConstantBound(
+            presburger::BoundType::UB, {e.getResult(), int64_t(dim)},
+            /*stopCondition=*/nullptr, /*closedUB=*/true);
+        if (failed(ub))
+          return e.emitOpError()
+                 << "has no static bound along dimension " << dim
+                 << ", which workgroup memory needs";
+        size = *ub;
+      }
+      Value full = bufferization::AllocTensorOp::create(
+          rewriter, e.getLoc(), type.clone(bound), ValueRange(),
+          /*copy=*/Value(), /*size_hint=*/Value(), workgroup);
+      if (type.hasStaticShape()) {
+        rewriter.replaceOp(e, full);
+        continue;
+      }
+      SmallVector<OpFoldResult> offsets(type.getRank(),
+                                        rewriter.getIndexAttr(0));
+      SmallVector<OpFoldResult> strides(type.getRank(),
+                                        rewriter.getIndexAttr(1));
+      rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(e, type, full,
+                                                          offsets, sizes,
+                                                          strides);
+    }
+  }
+  return success();
+}
+
+LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
+                                         Operation *root, int64_t threads) {
+  for (scf::ForallOp loop : topLevelForalls(root)) {
+    if (loop.getNumResults() != 0)
+      return loop.emitOpError() << "must be bufferized before GPU mapping";
+    if (loop.getRank() > 3)
+      return loop.emitOpError() << "has more than 3 dimensions for the grid";
+    // Copies bufferization left in the tile: none where source and target
+    // are the same buffer, the others spread over the threads like the ops.
+    SmallVector<memref::CopyOp> copies;
+    loop.getBody()->walk([&](memref::CopyOp copy) { copies.push_back(copy); });
+    for (memref::CopyOp copy : copies) {
+      if (copy.getSource() == copy.getTarget()) {
+        rewriter.eraseOp(copy);
+        continue;
+      }
+      rewriter.setInsertionPoint(copy);
+      auto linalgCopy = linalg::CopyOp::create(rewriter, copy.getLoc(),
+                                               copy.getSource(),
+                                               copy.getTarget());
+      rewriter.eraseOp(copy);
+      if (failed(distributeOp(rewriter, linalgCopy, threads)))
+        return failure();
+    }
+    Location loc = loop.getLoc();
+    rewriter.setInsertionPoint(loop);
+    // One workgroup per iteration: grid size ceil((ub - lb) / step).
+    SmallVector<Value> grid;
+    for (auto [lb, ub, step] :
+         llvm::zip(loop.getMixedLowerBound(), loop.getMixedUpperBound(),
+                   loop.getMixedStep())) {
+      AffineExpr l, u, s;
+      bindSymbols(rewriter.getContext(), l, u, s);
+      grid.push_back(affine::makeComposedAffineApply(
+          rewriter, loc, (u - l).ceilDiv(s), {lb, ub, step}));
+    }
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    while (grid.size() < 3)
+      grid.push_back(one);
+    Value blockX = arith::ConstantIndexOp::create(rewriter, loc, threads);
+    auto launch = gpu::LaunchOp::create(rewriter, loc, grid[0], grid[1],
+                                        grid[2], blockX, one, one);
+    Block &body = launch.getBody().front();
+    rewriter.setInsertionPointToStart(&body);
+    SmallVector<Value> ivs;
+    for (auto [d, lb, step] : llvm::enumerate(loop.getMixedLowerBound(),
+                                              loop.getMixedStep())) {
+      AffineExpr id, l, s;
+      bindDims(rewriter.getContext(), id);
+      bindSymbols(rewriter.getContext(), l, s);
+      Value blockId = launch.getBlockIds().x;
+      if (d == 1)
+        blockId = launch.getBlockIds().y;
+      if (d == 2)
+        blockId = launch.getBlockIds().z;
+      ivs.push_back(affine::makeComposedAffineApply(
+          rewriter, loc, id * s + l, {blockId, lb, step}));
+    }
+    // The loop's body (without its terminator) into the launch.
+    Block *loopBody = loop.getBody();
+    rewriter.eraseOp(loopBody->getTerminator());
+    auto terminator = gpu::TerminatorOp::create(rewriter, loc);
+    rewriter.inlineBlockBefore(loopBody, terminator, ivs);
+    rewriter.eraseOp(loop);
+
+    rewriter.setInsertionPointToStart(&body);
+    DiagnosedSilenceableFailure mapped =
+        transform::gpu::mapNestedForallToThreadsImpl(
+            rewriter, std::nullopt, launch, {threads, 1, 1},
+            /*warpSize=*/32, /*syncAfterDistribute=*/true);
+    if (!mapped.succeeded())
+      return launch.emitOpError() << "could not map its thread loops";
+  }
+  return success();
+}
+
+namespace {
+
+struct MHADistributeToThreadsPass final
+    : mha::impl::MHADistributeToThreadsPassBase<MHADistributeToThreadsPass> {
+  using MHADistributeToThreadsPassBase::MHADistributeToThreadsPassBase;
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    if (failed(mha::distributeToThreads(rewriter, getOperation(), threads)))
+      signalPassFailure();
+  }
+};
+
+struct MHAMapForallToGPUPass final
+    : mha::impl::MHAMapForallToGPUPassBase<MHAMapForallToGPUPass> {
+  using MHAMapForallToGPUPassBase::MHAMapForallToGPUPassBase;
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    if (failed(mha::mapForallsToGPULaunch(rewriter, getOperation(), threads)))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,49 @@
+// RUN: mha-opt %s --split-input-file --verify-diagnostics --mha-map-forall-to-gpu=threads=32 --canonicalize | FileCheck %s
+
+// A bufferized tile loop as a gpu.launch: one workgroup per iteration, the
+// grid computed at run time from the bounds (here a dynamic length), the
+// thread loop mapped to thread ids with a barrier after it.
+
+// CHECK-DAG: #[[GRID:.+]] = affine_map<()[s0] -> (s0 ceildiv 32)>
+// CHECK-LABEL: func.func @launch
+// CHECK: %[[N:.+]] = memref.dim
+// CHECK: %[[G:.+]] = affine.apply #[[GRID]]()[%[[N]]]
+// CHECK: gpu.launch blocks(%[[BX:[a-z0-9_]+]], %{{.*}}, %{{.*}}) in (%{{.*}} = %[[G]], %{{.*}} = %c1, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c32, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK:   %[[START:.+]] = affine.apply #{{.*}}()[%[[BX]]]
+// CHECK:   %[[T:.+]] = gpu.thread_id x
+// CHECK:   %[[J:.+]] = arith.addi %[[START]], %[[T]]
+// CHECK:   memref.store %{{.*}}, %{{.*}}[%[[J]]]
+// CHECK:   gpu.barrier
+// CHECK:   gpu.terminator
+// CHECK-NOT: scf.forall
+func.func @launch(%out: memref<?xf32>, %x: f32) {
+  %c0 = arith.constant 0 : index
+  %n = memref.dim %out, %c0 : memref<?xf32>
+  scf.forall (%i) = (0) to (%n) step (32) {
+    scf.forall (%t) in (32) {
+      %j = arith.addi %i, %t : index
+      memref.store %x, %out[%j] : memref<?xf32>
+    } {mapping = [#gpu.thread<linear_dim_0>]}
+  }
+  return
+}
+
+// -----
+
+func.func @tensors(%t: tensor<8xf32>) -> tensor<8xf32> {
+  // expected-error @below {{'scf.forall' op must be bufferized before GPU mapping}}
+  %r = scf.forall (%i) in (8) shared_outs(%o = %t) -> (tensor<8xf32>) {
+    scf.forall.in_parallel {
+    }
+  }
+  return %r : tensor<8xf32>
+}
+
+// -----
+
+func.func @four_dims(%out: memref<2x2x2x2xf32>) {
+  // expected-error @below {{'scf.forall' op has more than 3 dimensions for the grid}}
+  scf.forall (%a, %b, %c, %d) in (2, 2, 2, 2) {
+  }
+  return
+}
