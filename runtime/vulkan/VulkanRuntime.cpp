@@ -29,6 +29,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -145,9 +146,7 @@ Device &device() {
   return instance;
 }
 
-struct Module {
-  VkShaderModule shader = VK_NULL_HANDLE;
-};
+struct Module;
 
 /// An entry point, with the pipeline built for the number of buffers its
 /// first launch passed (a kernel's signature does not change).
@@ -158,6 +157,20 @@ struct Function {
   VkDescriptorSetLayout setLayout = VK_NULL_HANDLE;
   VkPipelineLayout layout = VK_NULL_HANDLE;
   VkPipeline pipeline = VK_NULL_HANDLE;
+
+  ~Function() {
+    VkDevice d = device().device;
+    vkDestroyPipeline(d, pipeline, nullptr);
+    vkDestroyPipelineLayout(d, layout, nullptr);
+    vkDestroyDescriptorSetLayout(d, setLayout, nullptr);
+  }
+};
+
+/// A shader module and the entry points looked up in it, which live as long
+/// as the module (the host code unloads it when the program ends).
+struct Module {
+  VkShaderModule shader = VK_NULL_HANDLE;
+  std::vector<std::unique_ptr<Function>> functions;
 };
 
 std::mutex launchMutex;
@@ -273,13 +286,20 @@ void *mgpuModuleLoad(void *data, size_t bytes) {
 
 void mgpuModuleUnload(void *module) {
   auto *m = static_cast<Module *>(module);
+  m->functions.clear();
   vkDestroyShaderModule(device().device, m->shader, nullptr);
   delete m;
 }
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
-  // Owned for the life of the process: the host code holds on to it.
-  return new Function{static_cast<Module *>(module), name};
+  auto *m = static_cast<Module *>(module);
+  for (const std::unique_ptr<Function> &f : m->functions)
+    if (f->name == name)
+      return f.get();
+  m->functions.push_back(std::make_unique<Function>());
+  m->functions.back()->module = m;
+  m->functions.back()->name = name;
+  return m->functions.back().get();
 }
 
 void *mgpuStreamCreate() { return &device(); }
