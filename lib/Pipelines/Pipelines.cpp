@@ -63,14 +63,19 @@ void mha::buildVectorizationStage(OpPassManager &pm,
   pm.addPass(createCSEPass());
 }
 
-void mha::buildBufferizationStage(OpPassManager &pm) {
-  // Identity layouts at function boundaries keep the calling convention
-  // plain (contiguous row-major memrefs).
+/// One-shot bufferization of the whole module. Identity layouts at function
+/// boundaries keep the calling convention plain (contiguous row-major
+/// memrefs).
+static void addOneShotBufferize(OpPassManager &pm) {
   bufferization::OneShotBufferizePassOptions bufferize;
   bufferize.bufferizeFunctionBoundaries = true;
   bufferize.functionBoundaryTypeConversion =
       bufferization::LayoutMapOption::IdentityLayoutMap;
   pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+}
+
+void mha::buildBufferizationStage(OpPassManager &pm) {
+  addOneShotBufferize(pm);
   // Tiles written back where they were read from bufferize to copies between
   // identical subviews; CSE makes them self-copies, which fold away.
   pm.addNestedPass<func::FuncOp>(createCSEPass());
@@ -198,11 +203,9 @@ void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
   pm.addPass(createMHADistributeToThreadsPass(distribute));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // No deallocation pipeline: the buffers allocated inside kernels are
+  // workgroup memory, which lives as long as the workgroup.
+  addOneShotBufferize(pm);
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   MHAMapForallToGPUPassOptions map;

@@ -30,6 +30,8 @@
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
+
+#include <array>
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
 
 namespace mlir::mha {
@@ -92,6 +94,41 @@ static LogicalResult distributeOp(RewriterBase &rewriter, linalg::LinalgOp op,
   return success();
 }
 
+/// `empty` (a tile-local tensor) allocated in workgroup memory, which has
+/// static sizes: a tensor of dynamic size (the partial key block) becomes a
+/// slice of one of its static upper bound (ValueBounds).
+static LogicalResult allocateInWorkgroupMemory(RewriterBase &rewriter,
+                                               tensor::EmptyOp empty,
+                                               Attribute workgroup) {
+  rewriter.setInsertionPoint(empty);
+  RankedTensorType type = empty.getType();
+  SmallVector<int64_t> bound(type.getShape());
+  for (auto [dim, size] : llvm::enumerate(bound)) {
+    if (!ShapedType::isDynamic(size))
+      continue;
+    FailureOr<int64_t> ub = ValueBoundsConstraintSet::computeConstantBound(
+        presburger::BoundType::UB, {empty.getResult(), int64_t(dim)},
+        /*stopCondition=*/nullptr, /*closedUB=*/true);
+    if (failed(ub))
+      return empty.emitOpError()
+             << "has no static bound along dimension " << dim
+             << ", which workgroup memory needs";
+    size = *ub;
+  }
+  Value full = bufferization::AllocTensorOp::create(
+      rewriter, empty.getLoc(), type.clone(bound), ValueRange(),
+      /*copy=*/Value(), /*size_hint=*/Value(), workgroup);
+  if (type.hasStaticShape()) {
+    rewriter.replaceOp(empty, full);
+    return success();
+  }
+  SmallVector<OpFoldResult> offsets(type.getRank(), rewriter.getIndexAttr(0));
+  SmallVector<OpFoldResult> strides(type.getRank(), rewriter.getIndexAttr(1));
+  rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(
+      empty, type, full, offsets, empty.getMixedSizes(), strides);
+  return success();
+}
+
 LogicalResult mha::distributeToThreads(RewriterBase &rewriter, Operation *root,
                                        int64_t threads) {
   MLIRContext *ctx = root->getContext();
@@ -106,43 +143,11 @@ LogicalResult mha::distributeToThreads(RewriterBase &rewriter, Operation *root,
     for (linalg::LinalgOp op : ops)
       if (failed(distributeOp(rewriter, op, threads)))
         return failure();
-    // Tile-local tensors in workgroup memory, which has static sizes: a
-    // tensor of dynamic size (the partial key block) is a slice of one of
-    // its static bound.
     SmallVector<tensor::EmptyOp> empties;
     block.getBody()->walk([&](tensor::EmptyOp e) { empties.push_back(e); });
-    for (tensor::EmptyOp e : empties) {
-      rewriter.setInsertionPoint(e);
-      RankedTensorType type = e.getType();
-      SmallVector<int64_t> bound(type.getShape());
-      SmallVector<OpFoldResult> sizes = e.getMixedSizes();
-      for (auto [dim, size] : llvm::enumerate(bound)) {
-        if (!ShapedType::isDynamic(size))
-          continue;
-        FailureOr<int64_t> ub = ValueBoundsConstraintSet::computeConstantBound(
-            presburger::BoundType::UB, {e.getResult(), int64_t(dim)},
-            /*stopCondition=*/nullptr, /*closedUB=*/true);
-        if (failed(ub))
-          return e.emitOpError()
-                 << "has no static bound along dimension " << dim
-                 << ", which workgroup memory needs";
-        size = *ub;
-      }
-      Value full = bufferization::AllocTensorOp::create(
-          rewriter, e.getLoc(), type.clone(bound), ValueRange(),
-          /*copy=*/Value(), /*size_hint=*/Value(), workgroup);
-      if (type.hasStaticShape()) {
-        rewriter.replaceOp(e, full);
-        continue;
-      }
-      SmallVector<OpFoldResult> offsets(type.getRank(),
-                                        rewriter.getIndexAttr(0));
-      SmallVector<OpFoldResult> strides(type.getRank(),
-                                        rewriter.getIndexAttr(1));
-      rewriter.replaceOpWithNewOp<tensor::ExtractSliceOp>(e, type, full,
-                                                          offsets, sizes,
-                                                          strides);
-    }
+    for (tensor::EmptyOp e : empties)
+      if (failed(allocateInWorkgroupMemory(rewriter, e, workgroup)))
+        return failure();
   }
   return success();
 }
@@ -197,11 +202,8 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
       AffineExpr id, l, s;
       bindDims(rewriter.getContext(), id);
       bindSymbols(rewriter.getContext(), l, s);
-      Value blockId = launch.getBlockIds().x;
-      if (d == 1)
-        blockId = launch.getBlockIds().y;
-      if (d == 2)
-        blockId = launch.getBlockIds().z;
+      gpu::KernelDim3 blockIds = launch.getBlockIds();
+      Value blockId = std::array{blockIds.x, blockIds.y, blockIds.z}[d];
       ivs.push_back(affine::makeComposedAffineApply(
           rewriter, loc, id * s + l, {blockId, lb, step}));
     }

@@ -47,3 +47,19 @@ func.func @four_dims(%out: memref<2x2x2x2xf32>) {
   }
   return
 }
+
+// -----
+
+// More thread-loop iterations than threads in the workgroup: upstream's
+// thread mapping refuses, and the launch says so.
+
+func.func @too_many_threads(%out: memref<64xf32>, %x: f32) {
+  // expected-error @below {{'gpu.launch' op could not map its thread loops}}
+  scf.forall (%i) in (2) {
+    // expected-error @below {{the number of required parallel resources (blocks or threads) 64 overflows the number of available resources 32}}
+    scf.forall (%t) in (64) {
+      memref.store %x, %out[%t] : memref<64xf32>
+    } {mapping = [#gpu.thread<linear_dim_0>]}
+  }
+  return
+}
