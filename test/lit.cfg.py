@@ -77,6 +77,15 @@ config.substitutions.append(
                      "check_mha.py"),
         os.path.join(config.mha_tools_dir, "mha-run"))))
 
+# The same checks through mha-aot's executables instead of mha-run.
+config.substitutions.append(
+    ("%check_aot", "%s %s --mha-run %s --mha-aot %s" % (
+        python,
+        os.path.join(config.mha_src_root, "test", "Integration", "reference",
+                     "check_mha.py"),
+        os.path.join(config.mha_tools_dir, "mha-run"),
+        os.path.join(config.mha_tools_dir, "mha-aot"))))
+
 # GPU tests on Vulkan need the runtime (built where libvulkan-dev is) and a
 # device: any Vulkan driver, Mesa's lavapipe (a CPU device) on machines with
 # no GPU. The probe asks the loader for devices, as the runtime will.

@@ -123,12 +123,6 @@ struct Device {
           "vkCreateCommandPool");
   }
 
-  ~Device() {
-    vkDestroyCommandPool(device, commandPool, nullptr);
-    vkDestroyDevice(device, nullptr);
-    vkDestroyInstance(instance, nullptr);
-  }
-
   /// A memory type that the host can map, coherent, among `allowed`.
   uint32_t hostVisibleMemoryType(uint32_t allowed) const {
     VkMemoryPropertyFlags flags = VK_MEMORY_PROPERTY_HOST_VISIBLE_BIT |
@@ -141,9 +135,13 @@ struct Device {
   }
 };
 
+/// Never destroyed: host code compiled ahead of time unloads its kernel
+/// modules from a global destructor (`.fini_array`), which runs after the
+/// destructors of function-local statics; the device must outlive it. The
+/// process's exit releases it.
 Device &device() {
-  static Device instance;
-  return instance;
+  static Device *instance = new Device;
+  return *instance;
 }
 
 struct Module;

@@ -18,14 +18,13 @@
 //===----------------------------------------------------------------------===//
 
 #include "Npy.h"
+#include "ToolSupport.h"
 
 #include "mha/Dialect/MHA/IR/MHAOps.h"
 #include "mha/InitAll.h"
 #include "mha/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -33,11 +32,9 @@
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
-#include "mlir/Pass/PassRegistry.h"
 #include "mlir/Support/FileUtilities.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
-#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -46,8 +43,6 @@
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
-#include "llvm/MC/MCSubtargetInfo.h"
-#include "llvm/MC/TargetRegistry.h"
 #include "llvm/Target/TargetMachine.h"
 
 #include <algorithm>
@@ -74,9 +69,6 @@ enum ExitCode {
   kCompileError = 3,
   kRunError = 4,
 };
-
-/// `--pipeline=NAME` runs the registered pipeline `mha-lower-to-NAME`.
-constexpr StringLiteral kPipelinePrefix = "mha-lower-to-";
 
 cl::OptionCategory category("mha-run options");
 cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir file>"),
@@ -313,188 +305,19 @@ bool compare(unsigned index, const NpyArray &got, const NpyArray &want,
   return bad == 0;
 }
 
-/// The NAME of every registered `mha-lower-to-NAME` pipeline, sorted. MLIR's
-/// pass registry has no public iteration; the command-line parser it offers
-/// drivers like mlir-opt adds one option per registered pass and pipeline
-/// when it has no flag name of its own, so one is built (after mha-run's own
-/// options were parsed, so it adds no flags to mha-run) and LLVM's option map
-/// is read back.
-SmallVector<std::string> registeredPipelineNames() {
-  static PassPipelineCLParser everyPass("", "Registered passes and pipelines");
-  SmallVector<std::string> names;
-  for (auto &option : cl::getRegisteredOptions()) {
-    StringRef arg = option.first;
-    if (arg.starts_with(kPipelinePrefix) && PassPipelineInfo::lookup(arg))
-      names.push_back(arg.drop_front(kPipelinePrefix.size()).str());
-  }
-  llvm::sort(names);
-  return names;
-}
-
-/// Adds what `--pipeline` names to `pm`: `NAME[{OPTIONS}]` resolves to the
-/// registered pipeline `mha-lower-to-NAME` (so a new pipeline needs no change
-/// here), `builtin.module(...)` is parsed as a textual pipeline. Reports
-/// errors itself.
-LogicalResult addPipeline(PassManager &pm, StringRef spec) {
-  auto fail = [&](const Twine &message) {
-    llvm::errs() << "mha-run: error: --pipeline=" << spec << ": " << message
-                 << "\n";
-    return failure();
-  };
-  StringRef text = spec.trim();
-  if (text.consume_front("builtin.module(")) {
-    std::string error;
-    llvm::raw_string_ostream os(error);
-    if (!text.consume_back(")") || failed(parsePassPipeline(text, pm, os)))
-      return fail(error.empty() ? "expected 'builtin.module(...)'"
-                                : StringRef(error).trim());
-    return success();
-  }
-
-  StringRef name = text.take_until([](char c) { return c == '{'; });
-  StringRef options = text.drop_front(name.size());
-  if (!options.empty() &&
-      (!options.consume_front("{") || !options.consume_back("}")))
-    return fail("expected NAME or NAME{OPTIONS}");
-  const PassPipelineInfo *pipeline =
-      PassPipelineInfo::lookup((kPipelinePrefix + name).str());
-  if (name.empty() || !pipeline) {
-    std::string available;
-    for (const std::string &known : registeredPipelineNames())
-      available += (available.empty() ? "" : ", ") + known;
-    return fail("unknown pipeline '" + name + "'; expected one of " +
-                available + " (the registered " + kPipelinePrefix +
-                "* pipelines) or 'builtin.module(...)'");
-  }
-  // Option errors are printed by the options parser itself, before this.
-  std::string error;
-  if (failed(pipeline->addToPipeline(pm, options, [&](const Twine &message) {
-        error = message.str();
-        return failure();
-      })))
-    return fail("invalid options for '" + pipeline->getPassArgument() + "'" +
-                (error.empty() ? "" : ": " + error));
-  return success();
-}
-
-/// The target machine the JIT compiles for, with -O3 code generation: the
-/// host's triple, CPU name and features as LLVM detects them, or the CPU of
-/// --target-cpu with its default features; then --target-features on top.
-llvm::Expected<std::unique_ptr<llvm::TargetMachine>> createHostTargetMachine() {
-  llvm::Expected<llvm::orc::JITTargetMachineBuilder> builder =
-      llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder)
-    return builder.takeError();
-  if (!targetCpu.empty()) {
-    builder->setCPU(targetCpu);
-    builder->setFeatures("");
-  }
-  if (!targetFeatures.empty()) {
-    SmallVector<StringRef> features;
-    StringRef(targetFeatures).split(features, ',', -1, false);
-    std::vector<std::string> list;
-    for (StringRef feature : features)
-      list.push_back(feature.trim().str());
-    builder->addFeatures(list);
-  }
-  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
-  return builder->createTargetMachine();
-}
-
-/// Checks --target-cpu and --target-features before anything is compiled.
-LogicalResult checkTargetOptions(std::string &error) {
-  SmallVector<StringRef> features;
-  StringRef(targetFeatures).split(features, ',', -1, false);
-  for (StringRef feature : features) {
-    feature = feature.trim();
-    if (feature.size() < 2 || (feature[0] != '+' && feature[0] != '-')) {
-      error = ("--target-features: expected +name or -name, found '" +
-               feature + "'")
-                  .str();
-      return failure();
-    }
-  }
-  if (targetCpu.empty())
-    return success();
-  llvm::Expected<llvm::orc::JITTargetMachineBuilder> builder =
-      llvm::orc::JITTargetMachineBuilder::detectHost();
-  if (!builder) {
-    error = llvm::toString(builder.takeError());
-    return failure();
-  }
-  std::string lookupError;
-  const llvm::Target *target = llvm::TargetRegistry::lookupTarget(
-      builder->getTargetTriple(), lookupError);
-  if (!target) {
-    error = lookupError;
-    return failure();
-  }
-  std::unique_ptr<llvm::MCSubtargetInfo> info(target->createMCSubtargetInfo(
-      builder->getTargetTriple(), "", ""));
-  if (!info->isCPUStringValid(targetCpu)) {
-    error = "--target-cpu: '" + targetCpu +
-            "' is not a CPU of the host's target " +
-            builder->getTargetTriple().str();
-    return failure();
-  }
-  return success();
-}
-
-/// `target: TRIPLE, cpu CPU, features +A,+B,...` (enabled features only).
-void printTargetMachine(const llvm::TargetMachine &tm) {
-  SmallVector<StringRef> features;
-  StringRef(tm.getTargetFeatureString()).split(features, ',', -1, false);
-  llvm::erase_if(features, [](StringRef f) { return !f.starts_with("+"); });
-  llvm::sort(features);
-  llvm::outs() << "target: " << tm.getTargetTriple().str() << ", cpu "
-               << tm.getTargetCPU() << ", features "
-               << llvm::join(features, ",") << "\n";
-}
-
-/// The GPU runtime the lowered `module` calls, from the targets of its
-/// kernel binaries: the path of the library to load, "" when it runs on the
-/// CPU alone, or an error when that runtime was not built.
-llvm::Expected<std::string> gpuRuntimeFor(ModuleOp module) {
-  bool vulkan = false;
-  module.walk([&](gpu::BinaryOp binary) {
-    for (Attribute object : binary.getObjects())
-      if (isa<spirv::TargetEnvAttr>(cast<gpu::ObjectAttr>(object).getTarget()))
-        vulkan = true;
-  });
-  if (!vulkan)
-    return "";
-#ifdef MHA_VULKAN_RUNTIME_LIB
-  if (llvm::sys::fs::exists(MHA_VULKAN_RUNTIME_LIB))
-    return MHA_VULKAN_RUNTIME_LIB;
-#endif
-  return llvm::createStringError(
-      "the lowered code runs on Vulkan, but this mha-run was built without "
-      "the Vulkan runtime (no Vulkan headers and loader when it was "
-      "configured: install libvulkan-dev and rebuild)");
-}
-
 int run(MLIRContext &context) {
   // The pipeline first: a usage error, reported before any input is read.
   PassManager pm(&context);
-  if (failed(addPipeline(pm, pipelineName)))
-    return kBadInput;
+  if (llvm::Error error = mha::addPipeline(pm, pipelineName))
+    return badInput(llvm::toString(std::move(error)));
 
   // Parse and find the entry function before lowering: its signature says
   // what the arguments must look like.
-  std::string errorMessage;
-  std::unique_ptr<llvm::MemoryBuffer> file =
-      openInputFile(inputFile, &errorMessage);
-  if (!file)
-    return badInput("'" + inputFile + "': " + errorMessage);
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!module)
-    return badInput("'" + inputFile + "' could not be parsed");
-  auto func = module->lookupSymbol<func::FuncOp>(entryName);
-  if (!func || func.isExternal())
-    return badInput("no function '@" + entryName + "' with a body in '" +
-                    inputFile + "' (--entry)");
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp func;
+  if (llvm::Error error =
+          mha::loadEntry(context, inputFile, entryName, module, func))
+    return badInput(llvm::toString(std::move(error)));
   FunctionType signature = func.getFunctionType();
   for (auto [i, type] : llvm::enumerate(signature.getInputs())) {
     auto tensor = dyn_cast<RankedTensorType>(type);
@@ -588,6 +411,7 @@ int run(MLIRContext &context) {
     }
     args.push_back(std::move(array));
   }
+  std::string errorMessage;
   if (!dumpObjectFile.empty() &&
       !openOutputFile(dumpObjectFile, &errorMessage)) // Not kept: a check.
     return badInput("--dump-object-file: " + errorMessage);
@@ -613,9 +437,9 @@ int run(MLIRContext &context) {
     expected.push_back(std::move(*read));
   }
   double flops = countFlops(func, args);
-  std::string targetError;
-  if (failed(checkTargetOptions(targetError)))
-    return badInput(targetError);
+  mha::CPUTarget cpuTarget{targetCpu, targetFeatures};
+  if (llvm::Error error = mha::checkCPUTarget(cpuTarget))
+    return badInput(llvm::toString(std::move(error)));
 
   // Lower.
   auto lowerStart = std::chrono::steady_clock::now();
@@ -630,9 +454,9 @@ int run(MLIRContext &context) {
   // and code generation uses it for the instruction set. The engine takes
   // ownership of its own copy; `optimizerTarget` must outlive `transformer`.
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> optimizerTarget =
-      createHostTargetMachine();
+      mha::createTargetMachine(cpuTarget);
   llvm::Expected<std::unique_ptr<llvm::TargetMachine>> codegenTarget =
-      createHostTargetMachine();
+      mha::createTargetMachine(cpuTarget);
   if (!optimizerTarget || !codegenTarget) {
     llvm::Error error = llvm::joinErrors(optimizerTarget.takeError(),
                                          codegenTarget.takeError());
@@ -641,7 +465,7 @@ int run(MLIRContext &context) {
     return kCompileError;
   }
   if (printTarget)
-    printTargetMachine(**codegenTarget);
+    llvm::outs() << mha::describeTargetMachine(**codegenTarget) << "\n";
   auto transformer = makeOptimizingTransformer(
       /*optLevel=*/3, /*sizeLevel=*/0, optimizerTarget->get());
   ExecutionEngineOptions engineOptions;
@@ -652,14 +476,17 @@ int run(MLIRContext &context) {
   if (llvm::sys::fs::exists(MHA_RUNNER_UTILS_LIBS))
     sharedLibs.push_back(MHA_RUNNER_UTILS_LIBS);
   // LLVM's OpenMP runtime, for the parallel loops of mha-lower-to-cpu.
-  if (llvm::sys::fs::exists(MHA_OPENMP_LIB))
-    sharedLibs.push_back(MHA_OPENMP_LIB);
+  if (llvm::sys::fs::exists(mha::openMPLibrary()))
+    sharedLibs.push_back(mha::openMPLibrary());
   // The GPU runtime kernels launch through.
-  llvm::Expected<std::string> gpuRuntime = gpuRuntimeFor(*module);
+  llvm::Expected<mha::GPURuntime> gpuRuntime = mha::gpuRuntimeOf(*module);
   if (!gpuRuntime)
     return badInput(llvm::toString(gpuRuntime.takeError()));
-  if (!gpuRuntime->empty())
-    sharedLibs.push_back(*gpuRuntime);
+  llvm::Expected<std::string> gpuLibrary = mha::gpuRuntimeLibrary(*gpuRuntime);
+  if (!gpuLibrary)
+    return badInput(llvm::toString(gpuLibrary.takeError()));
+  if (!gpuLibrary->empty())
+    sharedLibs.push_back(*gpuLibrary);
   engineOptions.sharedLibPaths = sharedLibs;
   // The engine generates code with the target machine it is given, so the
   // -O3 code generation level is set on that machine, not through

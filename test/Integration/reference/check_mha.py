@@ -94,6 +94,39 @@ def tensor_type(shape, element, dynamic_dims=()):
     return "tensor<" + "x".join(dims + [element]) + ">"
 
 
+def check_aot(args, case, inputs, expected_path):
+    """mha-aot for each pipeline, then its executable on the inputs; the
+    result is compared with the expected output like mha-run does."""
+    expected = np.load(expected_path)
+    status = 0
+    for pipeline in args.pipeline or ["cpu"]:
+        label = f"aot {pipeline}"
+        prefix = os.path.join(args.workdir, "aot-" + pipeline.split("{")[0],
+                              "layer")
+        output = prefix + "-result.npy"
+        for command in (
+                [args.mha_aot, case, f"--pipeline={pipeline}", "-o", prefix] +
+                args.mha_run_arg,
+                [prefix] + inputs + ["-o", output]):
+            result = subprocess.run(command, stdout=subprocess.PIPE,
+                                    stderr=subprocess.STDOUT, text=True)
+            for line in result.stdout.splitlines():
+                print(f"[{label}] {line}")
+            if result.returncode:
+                status = 1
+                break
+        else:
+            got = np.load(output)
+            error = np.abs(got.astype(np.float64) - expected.astype(np.float64))
+            ok = got.shape == expected.shape and np.allclose(
+                got, expected, atol=float(args.atol), rtol=float(args.rtol))
+            print(f"[{label}] result 0 vs expected.npy: max abs error "
+                  f"{error.max() if error.size else 0:e}: "
+                  f"{'OK' if ok else 'MISMATCH'}")
+            status = status or (0 if ok else 1)
+    return status
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--mha-run", required=True)
@@ -108,6 +141,10 @@ def main():
                         help="extra mha-run argument (repeatable), e.g. "
                         "--target-cpu=haswell")
     parser.add_argument("--mlir", help="use this file instead of generating one")
+    parser.add_argument("--mha-aot",
+                        help="compile each --pipeline ahead of time with this "
+                        "mha-aot and run the executable it writes instead of "
+                        "mha-run ([aot PIPELINE] reports)")
     parser.add_argument("config", nargs="*")
     args = parser.parse_args()
     c = parse_config(args.config)
@@ -229,6 +266,9 @@ def main():
     if not np.all(np.isfinite(expected)):
         print("check_mha.py: the reference output is not finite", file=sys.stderr)
         return 1
+    if args.mha_aot:
+        return check_aot(args, case, [os.path.join(args.workdir, n + ".npy")
+                                      for n in names], expected_path)
     status = 0
     for pipeline in args.pipeline or ["loops", "cpu"]:
         # The CPU pipeline also runs on 1 thread (unless the test sets the

@@ -1,0 +1,758 @@
+//===- mha-aot.cpp - Compile an mha function ahead of time ------*- C++ -*-===//
+//
+// Lowers a file through one of the registered MHA pipelines, as mha-run
+// does, but instead of running it writes what ships to a machine without
+// LLVM or MLIR:
+//
+//   PREFIX.h    a C header: the entry point `int NAME(...)` on dense
+//               row-major arrays, a generic `NAME_run`, and the signature;
+//   PREFIX.so   a shared object with those entry points;
+//   PREFIX      a standalone executable that reads the arguments from .npy
+//               files and writes the results to .npy files.
+//
+// The object code is generated here (LLVM, -O3, for the host CPU or
+// --target-cpu); the C wrapper and the link are left to a C compiler
+// (--cc). What the code calls at run time is linked as shared libraries:
+// LLVM's OpenMP runtime for the CPU pipeline's parallel loops, the Vulkan or
+// CUDA runtime of runtime/ for GPU kernels.
+//
+// Exit codes: 0 success, 2 bad usage or input, 3 compilation or link failed.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ToolSupport.h"
+
+#include "mha/InitAll.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Export.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+
+using namespace mlir;
+namespace cl = llvm::cl;
+
+// kNpyMainSource: npy_main.c, the standalone runner (generated from it).
+#include "NpyMain.inc"
+
+namespace {
+
+enum ExitCode { kOk = 0, kBadInput = 2, kCompileError = 3 };
+
+cl::OptionCategory category("mha-aot options");
+cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir file>"),
+                               cl::Required, cl::cat(category));
+cl::opt<std::string> outputPrefix(
+    "o",
+    cl::desc("Output prefix: writes PREFIX.h, PREFIX.so and the executable "
+             "PREFIX (default: the input's name in the current directory)"),
+    cl::value_desc("prefix"), cl::cat(category));
+cl::opt<std::string> pipelineName(
+    "pipeline",
+    cl::desc("NAME[{OPTIONS}]: the registered pipeline mha-lower-to-NAME "
+             "(cpu, loops, vulkan, cuda) with its options; or a textual "
+             "pass pipeline 'builtin.module(...)' ending in the LLVM dialect"),
+    cl::init("cpu"), cl::cat(category));
+cl::opt<std::string> entryName("entry", cl::desc("Function to compile"),
+                               cl::init("main"), cl::cat(category));
+cl::opt<std::string> symbolName(
+    "name",
+    cl::desc("C name of the entry point (default: the prefix's file name, "
+             "with characters that C does not allow as '_')"),
+    cl::cat(category));
+cl::opt<std::string> targetCpu(
+    "target-cpu",
+    cl::desc("Compile for this CPU instead of the host's (e.g. x86-64-v3 "
+             "for any AVX2 machine)"),
+    cl::value_desc("name"), cl::cat(category));
+cl::opt<std::string> targetFeatures(
+    "target-features",
+    cl::desc("Features to enable (+name) or disable (-name), comma-separated"),
+    cl::value_desc("+a,-b"), cl::cat(category));
+cl::opt<std::string> cCompiler(
+    "cc",
+    cl::desc("C compiler that compiles the wrapper and links (default: the "
+             "one mha-aot was built with, else cc on PATH)"),
+    cl::value_desc("path"), cl::cat(category));
+
+int badInput(const Twine &message) {
+  llvm::errs() << "mha-aot: error: " << message << "\n";
+  return kBadInput;
+}
+
+int compileError(const Twine &message) {
+  llvm::errs() << "mha-aot: error: " << message << "\n";
+  return kCompileError;
+}
+
+/// One array of the entry's signature as C sees it.
+struct ArrayInfo {
+  std::string npyDtype; // "<f4", "<f2", "<u2" (bf16 bits), "|b1"
+  std::string cType;    // float, uint16_t, uint8_t
+  unsigned elementBytes;
+  SmallVector<int64_t> shape; // ShapedType::kDynamic for dynamic sizes
+};
+
+FailureOr<ArrayInfo> arrayInfo(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor)
+    return failure();
+  ArrayInfo info;
+  Type element = tensor.getElementType();
+  if (element.isF32())
+    info = {"<f4", "float", 4, {}};
+  else if (element.isF16())
+    info = {"<f2", "uint16_t", 2, {}};
+  else if (element.isBF16())
+    info = {"<u2", "uint16_t", 2, {}};
+  else if (element.isInteger(1))
+    info = {"|b1", "uint8_t", 1, {}};
+  else
+    return failure();
+  info.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+  return info;
+}
+
+/// `NAME` with every character C does not allow in an identifier as '_'.
+std::string cIdentifier(StringRef name) {
+  std::string id;
+  for (char c : name)
+    id += llvm::isAlnum(c) || c == '_' ? c : '_';
+  if (id.empty() || llvm::isDigit(id[0]))
+    id = "_" + id;
+  return id;
+}
+
+std::string shapeComment(const ArrayInfo &info) {
+  std::string s = "[";
+  for (auto [d, size] : llvm::enumerate(info.shape))
+    s += (d ? ", " : "") + (ShapedType::isDynamic(size)
+                                ? "?" : std::to_string(size));
+  return s + "]";
+}
+
+/// The header: types shared by every generated header, the typed entry, the
+/// generic entry and the signature.
+std::string generateHeader(StringRef name, StringRef source,
+                           ArrayRef<ArrayInfo> inputs,
+                           ArrayRef<ArrayInfo> outputs) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  std::string guard = "MHA_AOT_" + StringRef(name).upper() + "_H";
+  os << "/* " << name << ".h: generated by mha-aot from " << source
+     << " (@" << entryName << ", --pipeline=" << pipelineName << ").\n"
+     << "   Link with " << name << ".so (docs/Tools.md, mha-aot). "
+     << "*/\n"
+     << "#ifndef " << guard << "\n#define " << guard << "\n\n"
+     << "#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+     << "#ifndef MHA_AOT_SIGNATURE_TYPES\n#define MHA_AOT_SIGNATURE_TYPES\n"
+     << "/* One array of a signature: its .npy dtype (\"<f4\" float32, \"<f2\" "
+        "float16,\n   \"<u2\" bfloat16 bits, \"|b1\" bool as one byte), rank "
+        "and shape (-1: dynamic). */\n"
+     << "struct mha_aot_array_info {\n  const char *dtype;\n  int64_t rank;\n"
+     << "  const int64_t *shape;\n};\n"
+     << "struct mha_aot_signature {\n  const char *entry;\n"
+     << "  int64_t num_inputs;\n  const struct mha_aot_array_info *inputs;\n"
+     << "  int64_t num_outputs;\n  const struct mha_aot_array_info *outputs;\n"
+     << "};\n#endif\n\n";
+
+  os << "/* Computes @" << entryName << ". Arrays are dense and row-major:\n";
+  for (auto [i, info] : llvm::enumerate(inputs))
+    os << "     arg" << i << "     " << info.npyDtype << " "
+       << shapeComment(info) << "\n";
+  for (auto [j, info] : llvm::enumerate(outputs))
+    os << "     result" << j << "  " << info.npyDtype << " "
+       << shapeComment(info) << " (written)\n";
+  os << "   Each dynamic size (?) follows its array as an int64_t argument "
+        "(argI_dimD,\n   resultJ_dimD). Returns 0 on success, 1 when a result's "
+        "shape differs from\n   the one given (nothing is written), 2 when an "
+        "argument's shape does not match\n   the signature. Arguments are not "
+        "written. A failed run-time check of the\n   layer (e.g. a size the "
+        "attributes contradict) aborts the process. */\n";
+  os << "int " << name << "(";
+  bool first = true;
+  auto param = [&](const Twine &decl) {
+    os << (first ? "" : ",\n    ") << decl;
+    first = false;
+  };
+  for (auto [i, info] : llvm::enumerate(inputs)) {
+    param("const " + info.cType + " *arg" + Twine(i));
+    for (auto [d, size] : llvm::enumerate(info.shape))
+      if (ShapedType::isDynamic(size))
+        param("int64_t arg" + Twine(i) + "_dim" + Twine(d));
+  }
+  for (auto [j, info] : llvm::enumerate(outputs)) {
+    param(info.cType + " *result" + Twine(j));
+    for (auto [d, size] : llvm::enumerate(info.shape))
+      if (ShapedType::isDynamic(size))
+        param("int64_t result" + Twine(j) + "_dim" + Twine(d));
+  }
+  if (first)
+    os << "void";
+  os << ");\n\n";
+  os << "/* The same computation for generic callers: inputs[i] points to "
+        "argument i,\n   of shape input_shapes[i]. Each result comes back in "
+        "a buffer from malloc\n   (outputs[j], the caller frees it) of shape "
+        "output_shapes[j]. Returns 0, or\n   2 when an argument's shape does "
+        "not match the signature. */\n"
+     << "int " << name << "_run(void *const inputs[], "
+     << "const int64_t *const input_shapes[],\n    void *outputs[], "
+     << "int64_t *const output_shapes[]);\n\n"
+     << "extern const struct mha_aot_signature " << name << "_signature;\n\n"
+     << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+  return text;
+}
+
+/// The wrapper: calls the `_mlir_ciface_` function of the entry with memref
+/// descriptors built from dense arrays, and hands the results back dense.
+std::string generateWrapper(StringRef name, ArrayRef<ArrayInfo> inputs,
+                            ArrayRef<ArrayInfo> outputs, bool memrefCopy) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  os << "/* Generated by mha-aot: the C entry points of " << name
+     << ".h around the\n   compiled function's C interface (memref "
+        "descriptors). */\n"
+     << "#include \"" << name << ".h\"\n\n"
+     << "#include <stdlib.h>\n#include <string.h>\n\n";
+  // One descriptor type per rank in use.
+  SmallVector<int64_t> ranks;
+  if (memrefCopy)
+    ranks.push_back(0);
+  for (const ArrayInfo &info : llvm::concat<const ArrayInfo>(inputs, outputs))
+    if (!llvm::is_contained(ranks, (int64_t)info.shape.size()))
+      ranks.push_back(info.shape.size());
+  for (int64_t rank : ranks) {
+    os << "struct memref" << rank
+       << " {\n  void *allocated;\n  void *aligned;\n  int64_t offset;\n";
+    if (rank)
+      os << "  int64_t sizes[" << rank << "];\n  int64_t strides[" << rank
+         << "];\n";
+    os << "};\n";
+  }
+  os << "struct results {\n";
+  for (auto [j, info] : llvm::enumerate(outputs))
+    os << "  struct memref" << info.shape.size() << " r" << j << ";\n";
+  if (outputs.empty())
+    os << "  char unused;\n";
+  os << "};\n\n";
+  os << "void _mlir_ciface_mha_aot_" << name << "_impl(";
+  SmallVector<std::string> cifaceParams;
+  if (!outputs.empty())
+    cifaceParams.push_back("struct results *");
+  for (const ArrayInfo &info : inputs)
+    cifaceParams.push_back("struct memref" + std::to_string(info.shape.size()) +
+                           " *");
+  os << (cifaceParams.empty() ? "void" : llvm::join(cifaceParams, ", "))
+     << ");\n\n";
+
+  // Signature tables.
+  auto shapeTable = [&](StringRef what, size_t index, const ArrayInfo &info) {
+    os << "static const int64_t " << what << index << "_shape["
+       << std::max<size_t>(info.shape.size(), 1) << "] = {";
+    for (auto [d, size] : llvm::enumerate(info.shape))
+      os << (d ? ", " : "") << (ShapedType::isDynamic(size) ? -1 : size);
+    os << "};\n";
+  };
+  for (auto [i, info] : llvm::enumerate(inputs))
+    shapeTable("arg", i, info);
+  for (auto [j, info] : llvm::enumerate(outputs))
+    shapeTable("result", j, info);
+  auto infoTable = [&](StringRef what, ArrayRef<ArrayInfo> arrays) {
+    os << "static const struct mha_aot_array_info " << what << "s["
+       << std::max<size_t>(arrays.size(), 1) << "] = {";
+    for (auto [i, info] : llvm::enumerate(arrays))
+      os << (i ? ",\n    " : "\n    ") << "{\"" << info.npyDtype << "\", "
+         << info.shape.size() << ", " << what << i << "_shape}";
+    os << "};\n";
+  };
+  infoTable("arg", inputs);
+  infoTable("result", outputs);
+  os << "const struct mha_aot_signature " << name << "_signature = {\"" << entryName
+     << "\", " << inputs.size() << ", args, " << outputs.size()
+     << ", results};\n\n";
+
+  os << R"c(/* Copies a strided array into dense memory. */
+static void copy_dense(char *dst, const char *src, int64_t bytes, int64_t rank,
+                       const int64_t *sizes, const int64_t *strides) {
+  int64_t n = 1, index[16] = {0};
+  for (int64_t d = 0; d < rank; ++d)
+    n *= sizes[d];
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t linear = 0;
+    for (int64_t d = 0; d < rank; ++d)
+      linear += index[d] * strides[d];
+    memcpy(dst + i * bytes, src + linear * bytes, (size_t)bytes);
+    for (int64_t d = rank - 1; d >= 0 && ++index[d] == sizes[d]; --d)
+      index[d] = 0;
+  }
+}
+
+/* Whether `allocated` is memory the compiled code malloc'd for a result:
+   not an argument, not a constant (MLIR marks those 0xdeadbeef), not a
+   buffer an earlier result already owns. */
+static int owns(void *allocated, void *const inputs[], int64_t num_inputs,
+                void *const earlier[], int64_t num_earlier) {
+  if (!allocated || allocated == (void *)0xdeadbeef)
+    return 0;
+  for (int64_t i = 0; i < num_inputs; ++i)
+    if (inputs[i] == allocated)
+      return 0;
+  for (int64_t j = 0; j < num_earlier; ++j)
+    if (earlier[j] == allocated)
+      return 0;
+  return 1;
+}
+
+)c";
+
+  // The copy that memref.copy between strided buffers lowers to (what
+  // libmlir_c_runner_utils would provide), kept out of the exports.
+  if (memrefCopy)
+    os << R"c(struct unranked_memref {
+  int64_t rank;
+  struct memref0 *descriptor; /* sizes and strides follow the offset */
+};
+
+__attribute__((visibility("hidden"))) void
+memrefCopy(int64_t bytes, struct unranked_memref *src,
+           struct unranked_memref *dst) {
+  int64_t rank = src->rank, n = 1, index[16] = {0};
+  const int64_t *ss = (const int64_t *)(src->descriptor + 1);
+  const int64_t *ds = (const int64_t *)(dst->descriptor + 1);
+  const char *from = (const char *)src->descriptor->aligned +
+                     src->descriptor->offset * bytes;
+  char *to = (char *)dst->descriptor->aligned + dst->descriptor->offset * bytes;
+  for (int64_t d = 0; d < rank; ++d)
+    n *= ss[d];
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t a = 0, b = 0;
+    for (int64_t d = 0; d < rank; ++d) {
+      a += index[d] * ss[rank + d];
+      b += index[d] * ds[rank + d];
+    }
+    memcpy(to + b * bytes, from + a * bytes, (size_t)bytes);
+    for (int64_t d = rank - 1; d >= 0 && ++index[d] == ss[d]; --d)
+      index[d] = 0;
+  }
+}
+
+)c";
+
+  // NAME_run.
+  os << "int " << name << "_run(void *const inputs[], const int64_t *const "
+     << "input_shapes[],\n    void *outputs[], int64_t *const "
+     << "output_shapes[]) {\n";
+  for (auto [i, info] : llvm::enumerate(inputs)) {
+    int64_t rank = info.shape.size();
+    os << "  for (int d = 0; d < " << rank << "; ++d)\n"
+       << "    if (arg" << i << "_shape[d] >= 0 && input_shapes[" << i
+       << "][d] != arg" << i << "_shape[d])\n      return 2;\n";
+    os << "  struct memref" << rank << " a" << i << " = {inputs[" << i
+       << "], inputs[" << i << "], 0";
+    if (rank) {
+      os << ", {";
+      for (int64_t d = 0; d < rank; ++d)
+        os << (d ? ", " : "") << "input_shapes[" << i << "][" << d << "]";
+      os << "}, {";
+      for (int64_t d = 0; d < rank; ++d) {
+        os << (d ? ", " : "");
+        std::string stride = "1";
+        for (int64_t e = d + 1; e < rank; ++e)
+          stride += " * input_shapes[" + std::to_string(i) + "][" +
+                    std::to_string(e) + "]";
+        os << stride;
+      }
+      os << "}";
+    }
+    os << "};\n";
+  }
+  os << "  struct results r;\n  _mlir_ciface_mha_aot_" << name << "_impl(";
+  SmallVector<std::string> args;
+  if (!outputs.empty())
+    args.push_back("&r");
+  for (size_t i = 0; i < inputs.size(); ++i)
+    args.push_back("&a" + std::to_string(i));
+  os << llvm::join(args, ", ") << ");\n";
+  os << "  void *owned[" << std::max<size_t>(outputs.size(), 1)
+     << "];\n  (void)owned;\n  (void)r;\n";
+  for (auto [j, info] : llvm::enumerate(outputs)) {
+    int64_t rank = info.shape.size();
+    os << "  {\n    int64_t n = 1;\n";
+    for (int64_t d = 0; d < rank; ++d)
+      os << "    output_shapes[" << j << "][" << d << "] = r.r" << j
+         << ".sizes[" << d << "];\n    n *= r.r" << j << ".sizes[" << d
+         << "];\n";
+    os << "    outputs[" << j << "] = malloc(n ? n * " << info.elementBytes
+       << " : 1);\n"
+       << "    copy_dense(outputs[" << j << "], (const char *)r.r" << j
+       << ".aligned + r.r" << j << ".offset * " << info.elementBytes << ", "
+       << info.elementBytes << ", " << rank << ", "
+       << (rank ? "r.r" + std::to_string(j) + ".sizes" : std::string("0"))
+       << ", "
+       << (rank ? "r.r" + std::to_string(j) + ".strides" : std::string("0"))
+       << ");\n"
+       << "    owned[" << j << "] = r.r" << j << ".allocated;\n"
+       << "    if (owns(owned[" << j << "], inputs, " << inputs.size()
+       << ", owned, " << j << "))\n      free(owned[" << j << "]);\n  }\n";
+  }
+  os << "  return 0;\n}\n\n";
+
+  // NAME: the typed entry.
+  os << "int " << name << "(";
+  SmallVector<std::string> params;
+  for (auto [i, info] : llvm::enumerate(inputs)) {
+    params.push_back("const " + info.cType + " *arg" + std::to_string(i));
+    for (auto [d, size] : llvm::enumerate(info.shape))
+      if (ShapedType::isDynamic(size))
+        params.push_back(llvm::formatv("int64_t arg{0}_dim{1}", i, d).str());
+  }
+  for (auto [j, info] : llvm::enumerate(outputs)) {
+    params.push_back(info.cType + " *result" + std::to_string(j));
+    for (auto [d, size] : llvm::enumerate(info.shape))
+      if (ShapedType::isDynamic(size))
+        params.push_back(
+            llvm::formatv("int64_t result{0}_dim{1}", j, d).str());
+  }
+  os << (params.empty() ? "void" : llvm::join(params, ", ")) << ") {\n";
+  auto shapeInit = [&](StringRef what, size_t index, const ArrayInfo &info) {
+    os << "  int64_t " << what << index << "_size["
+       << std::max<size_t>(info.shape.size(), 1) << "] = {";
+    for (auto [d, size] : llvm::enumerate(info.shape))
+      os << (d ? ", " : "")
+         << (ShapedType::isDynamic(size)
+                 ? llvm::formatv("{0}{1}_dim{2}", what, index, d).str()
+                 : std::to_string(size));
+    os << "};\n";
+  };
+  os << "  void *in[" << std::max<size_t>(inputs.size(), 1) << "] = {";
+  for (size_t i = 0; i < inputs.size(); ++i)
+    os << (i ? ", " : "") << "(void *)arg" << i;
+  os << "};\n";
+  for (auto [i, info] : llvm::enumerate(inputs))
+    shapeInit("arg", i, info);
+  os << "  const int64_t *in_shapes[" << std::max<size_t>(inputs.size(), 1)
+     << "] = {";
+  for (size_t i = 0; i < inputs.size(); ++i)
+    os << (i ? ", " : "") << "arg" << i << "_size";
+  os << "};\n";
+  for (auto [j, info] : llvm::enumerate(outputs))
+    shapeInit("result", j, info);
+  size_t numOut = std::max<size_t>(outputs.size(), 1);
+  os << "  void *out[" << numOut << "];\n  int64_t got[" << numOut
+     << "][16];\n  int64_t *out_shapes[" << numOut << "] = {";
+  for (size_t j = 0; j < numOut; ++j)
+    os << (j ? ", " : "") << "got[" << j << "]";
+  os << "};\n"
+     << "  int status = " << name << "_run(in, in_shapes, out, out_shapes);\n"
+     << "  if (status)\n    return status;\n";
+  if (!outputs.empty()) {
+    os << "  for (int d = 0; status == 0 && d < 16; ++d) {\n";
+    for (auto [j, info] : llvm::enumerate(outputs))
+      os << "    if (d < " << info.shape.size() << " && got[" << j
+         << "][d] != result" << j << "_size[d])\n      status = 1;\n";
+    os << "  }\n";
+  }
+  for (auto [j, info] : llvm::enumerate(outputs)) {
+    os << "  if (status == 0) {\n    int64_t n = 1;\n"
+       << "    for (int d = 0; d < " << info.shape.size() << "; ++d)\n"
+       << "      n *= got[" << j << "][d];\n"
+       << "    memcpy(result" << j << ", out[" << j << "], (size_t)(n * "
+       << info.elementBytes << "));\n  }\n  free(out[" << j << "]);\n";
+  }
+  os << "  return status;\n}\n";
+  return text;
+}
+
+/// Libraries the LLVM module's calls need, from its external functions:
+/// LLVM's OpenMP runtime, the GPU runtime, else the C library. MLIR's runner
+/// utilities are refused (their library needs libMLIR and libLLVM), except
+/// `memrefCopy`, which the wrapper defines.
+llvm::Expected<SmallVector<std::string>>
+runtimeLibraries(const llvm::Module &module, mha::GPURuntime gpuRuntime) {
+  bool openMP = false, gpu = false;
+  std::string runnerUtils;
+  for (const llvm::Function &f : module) {
+    if (!f.isDeclaration() || f.isIntrinsic())
+      continue;
+    StringRef name = f.getName();
+    openMP |= name.starts_with("__kmpc_") || name.starts_with("omp_");
+    gpu |= name.starts_with("mgpu");
+    // memrefCopy (copies between strided buffers) comes with the wrapper.
+    if (name.starts_with("printMemref") || name.starts_with("_mlir_"))
+      runnerUtils = name.str();
+  }
+  SmallVector<std::string> libraries;
+  if (openMP)
+    libraries.push_back(mha::openMPLibrary().str());
+  if (gpu) {
+    llvm::Expected<std::string> library = mha::gpuRuntimeLibrary(gpuRuntime);
+    if (!library)
+      return library.takeError();
+    if (library->empty())
+      return llvm::createStringError(
+          "the lowered code launches GPU kernels but has no kernel binary "
+          "for a known target (Vulkan SPIR-V or NVVM)");
+    libraries.push_back(*library);
+  }
+  if (!runnerUtils.empty())
+    return llvm::createStringError(
+        "the lowered code calls '" + runnerUtils +
+        "' of MLIR's runner utilities, which mha-aot does not ship; lower "
+        "copies between non-identity layouts with a pipeline that leaves "
+        "none (the mha pipelines do)");
+  return libraries;
+}
+
+/// Runs `argv[0]` with `argv`; returns an error with its output.
+llvm::Error runCommand(ArrayRef<std::string> command) {
+  SmallVector<StringRef> argv(command.begin(), command.end());
+  std::string error;
+  int rc = llvm::sys::ExecuteAndWait(argv[0], argv, std::nullopt, {}, 0, 0,
+                                     &error);
+  if (rc == 0)
+    return llvm::Error::success();
+  return llvm::createStringError(
+      "'" + llvm::join(argv, " ") + "' failed" +
+      (error.empty() ? " (exit " + std::to_string(rc) + ")" : ": " + error));
+}
+
+llvm::Expected<std::string> findCCompiler() {
+  if (!cCompiler.empty()) {
+    if (llvm::ErrorOr<std::string> path =
+            llvm::sys::findProgramByName(cCompiler))
+      return *path;
+    return llvm::createStringError("--cc=" + cCompiler + ": not found");
+  }
+  for (StringRef candidate : {StringRef(MHA_AOT_DEFAULT_CC), StringRef("cc")})
+    if (llvm::ErrorOr<std::string> path =
+            llvm::sys::findProgramByName(candidate))
+      return *path;
+  return llvm::createStringError(
+      "no C compiler found (tried " MHA_AOT_DEFAULT_CC " and cc; pass --cc)");
+}
+
+llvm::Error writeFile(StringRef path, StringRef contents) {
+  std::error_code ec;
+  llvm::raw_fd_ostream os(path, ec, llvm::sys::fs::OF_Text);
+  if (ec)
+    return llvm::createStringError("'" + path + "': " + ec.message());
+  os << contents;
+  return llvm::Error::success();
+}
+
+int compile(MLIRContext &context) {
+  PassManager pm(&context);
+  if (llvm::Error error = mha::addPipeline(pm, pipelineName))
+    return badInput(llvm::toString(std::move(error)));
+  mha::CPUTarget cpuTarget{targetCpu, targetFeatures};
+  if (llvm::Error error = mha::checkCPUTarget(cpuTarget))
+    return badInput(llvm::toString(std::move(error)));
+  llvm::Expected<std::string> cc = findCCompiler();
+  if (!cc)
+    return badInput(llvm::toString(cc.takeError()));
+
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp func;
+  if (llvm::Error error =
+          mha::loadEntry(context, inputFile, entryName, module, func))
+    return badInput(llvm::toString(std::move(error)));
+  SmallVector<ArrayInfo> inputs, outputs;
+  FunctionType signature = func.getFunctionType();
+  for (auto [what, types, infos] :
+       {std::tuple(StringRef("argument"), signature.getInputs(), &inputs),
+        std::tuple(StringRef("result"), signature.getResults(), &outputs)}) {
+    for (auto [i, type] : llvm::enumerate(types)) {
+      FailureOr<ArrayInfo> info = arrayInfo(type);
+      if (failed(info) || info->shape.size() > 16)
+        return badInput(llvm::formatv("{0} {1} of '@{2}' has type {3}; the "
+                                      "C entry takes ranked tensors of rank "
+                                      "<= 16 of f32, f16, bf16 or i1",
+                                      what, i, entryName, type)
+                            .str());
+      infos->push_back(std::move(*info));
+    }
+    if (types.size() > 64)
+      return badInput("'@" + entryName + "' has more than 64 " + what + "s");
+  }
+
+  SmallString<128> prefix(outputPrefix.empty()
+                              ? llvm::sys::path::stem(inputFile)
+                              : StringRef(outputPrefix));
+  std::string name = symbolName.empty()
+                         ? cIdentifier(llvm::sys::path::filename(prefix))
+                         : symbolName.getValue();
+  if (name != cIdentifier(name))
+    return badInput("--name=" + name + ": not a C identifier");
+  if (name == "main")
+    return badInput("the C entry point may not be named 'main' (the "
+                    "executable's own): pass --name or another -o");
+
+  // Lower, with a C interface for the entry, under a name that cannot clash
+  // with C's main or the entry point (the other functions become private).
+  std::string implName = "mha_aot_" + name + "_impl";
+  if (module->lookupSymbol(implName))
+    return badInput("'" + inputFile + "' already has a symbol '@" + implName +
+                    "'");
+  if (failed(SymbolTable::replaceAllSymbolUses(
+          func, StringAttr::get(&context, implName), *module)))
+    return badInput("the uses of '@" + entryName + "' could not be renamed");
+  SymbolTable::setSymbolName(func, implName);
+  for (auto other : module->getOps<func::FuncOp>())
+    if (other != func && !other.isExternal())
+      other.setPrivate();
+  func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
+                UnitAttr::get(&context));
+  if (failed(pm.run(*module)))
+    return compileError("lowering '" + inputFile + "' through --pipeline=" +
+                        pipelineName + " failed");
+  llvm::Expected<mha::GPURuntime> gpuRuntime = mha::gpuRuntimeOf(*module);
+  if (!gpuRuntime)
+    return compileError(llvm::toString(gpuRuntime.takeError()));
+
+  // To LLVM IR, optimized and compiled for the target.
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*module, llvmContext, name);
+  if (!llvmModule)
+    return compileError("translating the lowered '" + inputFile +
+                        "' to LLVM IR failed (is it all in the LLVM "
+                        "dialect?)");
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> tm =
+      mha::createTargetMachine(cpuTarget, /*pic=*/true);
+  if (!tm)
+    return compileError("no target machine: " +
+                        llvm::toString(tm.takeError()));
+  llvmModule->setDataLayout((*tm)->createDataLayout());
+  llvmModule->setTargetTriple((*tm)->getTargetTriple());
+  if (llvm::Error error = makeOptimizingTransformer(3, 0, tm->get())(
+          llvmModule.get()))
+    return compileError("LLVM optimization failed: " +
+                        llvm::toString(std::move(error)));
+  llvm::Expected<SmallVector<std::string>> libraries =
+      runtimeLibraries(*llvmModule, *gpuRuntime);
+  if (!libraries)
+    return compileError(llvm::toString(libraries.takeError()));
+
+  SmallString<128> workDir;
+  if (std::error_code ec =
+          llvm::sys::fs::createUniqueDirectory("mha-aot", workDir))
+    return compileError("temporary directory: " + ec.message());
+  llvm::scope_exit cleanup([&] {
+    llvm::sys::fs::remove_directories(workDir);
+  });
+  auto inWork = [&](StringRef file) {
+    SmallString<128> path(workDir);
+    llvm::sys::path::append(path, file);
+    return path.str().str();
+  };
+  std::string object = inWork(name + ".o");
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(object, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return compileError("'" + object + "': " + ec.message());
+    llvm::legacy::PassManager codegen;
+    if ((*tm)->addPassesToEmitFile(codegen, os, nullptr,
+                                   llvm::CodeGenFileType::ObjectFile))
+      return compileError("the target cannot emit object files");
+    codegen.run(*llvmModule);
+  }
+
+  // The C side: header next to the outputs, wrapper and runner in the work
+  // directory, compiled and linked by the C compiler.
+  SmallString<128> outDir(llvm::sys::path::parent_path(prefix));
+  if (outDir.empty())
+    outDir = ".";
+  if (std::error_code ec = llvm::sys::fs::create_directories(outDir))
+    return badInput("'" + outDir + "': " + ec.message());
+  std::string header = (prefix + ".h").str();
+  std::string wrapper = inWork(name + ".c");
+  std::string runner = inWork("npy_main.c");
+  // The wrapper includes "NAME.h": write it under that name in the work
+  // directory too, so that any prefix works.
+  std::string headerText = generateHeader(
+      name, llvm::sys::path::filename(inputFile), inputs, outputs);
+  std::string wrapperText = generateWrapper(
+      name, inputs, outputs,
+      /*memrefCopy=*/llvmModule->getFunction("memrefCopy") != nullptr);
+  for (auto [path, text] :
+       {std::pair(header, StringRef(headerText)),
+        std::pair(inWork(name + ".h"), StringRef(headerText)),
+        std::pair(wrapper, StringRef(wrapperText)),
+        std::pair(runner, StringRef(kNpyMainSource))})
+    if (llvm::Error error = writeFile(path, text))
+      return compileError(llvm::toString(std::move(error)));
+
+  // Libraries by path, found again at run time through the rpath: the
+  // directory of the output first (ship the runtime next to it), then where
+  // they are here.
+  std::vector<std::string> link = {"-Wl,-rpath,$ORIGIN"};
+  for (const std::string &library : *libraries) {
+    link.push_back(library);
+    link.push_back("-Wl,-rpath," +
+                   llvm::sys::path::parent_path(library).str());
+  }
+  std::vector<std::string> common = {*cc, "-O2", "-std=c11", "-I", workDir.str().str(),
+                                     "-Wall", "-Wno-unused-function"};
+  std::vector<std::string> shared = common;
+  shared.insert(shared.end(), {"-shared", "-fPIC", "-o", (prefix + ".so").str(),
+                               wrapper, object});
+  shared.insert(shared.end(), link.begin(), link.end());
+  shared.push_back("-lm");
+  std::vector<std::string> executable = common;
+  executable.insert(executable.end(),
+                    {"-D_POSIX_C_SOURCE=200809L",
+                     "-DMHA_AOT_HEADER=\"" + name + ".h\"",
+                     "-DMHA_AOT_SIGNATURE=" + name + "_signature",
+                     "-DMHA_AOT_RUN=" + name + "_run", "-o", prefix.str().str(),
+                     runner, wrapper, object});
+  executable.insert(executable.end(), link.begin(), link.end());
+  executable.push_back("-lm");
+  for (const std::vector<std::string> &command : {shared, executable})
+    if (llvm::Error error = runCommand(command))
+      return compileError(llvm::toString(std::move(error)));
+  llvm::outs() << "mha-aot: wrote " << header << ", " << prefix << ".so, "
+               << prefix << " (" << mha::describeTargetMachine(**tm);
+  for (const std::string &library : *libraries)
+    llvm::outs() << "; needs " << llvm::sys::path::filename(library);
+  llvm::outs() << ")\n";
+  return kOk;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM initLLVM(argc, argv);
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  DialectRegistry registry;
+  mha::registerAllDialectsAndPasses(registry);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(
+      argc, argv,
+      "mha-aot: compile an MLIR function through an MHA pipeline into a C "
+      "header, a shared object and a standalone .npy executable\n");
+  MLIRContext context(registry);
+  return compile(context);
+}

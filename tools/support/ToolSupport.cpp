@@ -1,0 +1,216 @@
+//===- ToolSupport.cpp - What mha-run and mha-aot share -------------------===//
+
+#include "ToolSupport.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
+#include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/OwningOpRef.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/StringExtras.h"
+#include "llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Target/TargetMachine.h"
+
+using namespace mlir;
+using namespace mlir::mha;
+
+/// The NAME of every registered `mha-lower-to-NAME` pipeline, sorted. MLIR's
+/// pass registry has no public iteration; the command-line parser it offers
+/// drivers like mlir-opt adds one option per registered pass and pipeline
+/// when it has no flag name of its own, so one is built (after the tool's own
+/// options were parsed, so it adds no flags to the tool) and LLVM's option
+/// map is read back.
+static SmallVector<std::string> registeredPipelineNames() {
+  static PassPipelineCLParser everyPass("", "Registered passes and pipelines");
+  SmallVector<std::string> names;
+  for (auto &option : llvm::cl::getRegisteredOptions()) {
+    StringRef arg = option.first;
+    if (arg.starts_with(kPipelinePrefix) && PassPipelineInfo::lookup(arg))
+      names.push_back(arg.drop_front(kPipelinePrefix.size()).str());
+  }
+  llvm::sort(names);
+  return names;
+}
+
+llvm::Error mha::addPipeline(PassManager &pm, StringRef spec) {
+  auto fail = [&](const Twine &message) {
+    return llvm::createStringError("--pipeline=" + spec + ": " + message);
+  };
+  StringRef text = spec.trim();
+  if (text.consume_front("builtin.module(")) {
+    std::string error;
+    llvm::raw_string_ostream os(error);
+    if (!text.consume_back(")") || failed(parsePassPipeline(text, pm, os)))
+      return fail(error.empty() ? "expected 'builtin.module(...)'"
+                                : StringRef(error).trim());
+    return llvm::Error::success();
+  }
+
+  StringRef name = text.take_until([](char c) { return c == '{'; });
+  StringRef options = text.drop_front(name.size());
+  if (!options.empty() &&
+      (!options.consume_front("{") || !options.consume_back("}")))
+    return fail("expected NAME or NAME{OPTIONS}");
+  const PassPipelineInfo *pipeline =
+      PassPipelineInfo::lookup((kPipelinePrefix + name).str());
+  if (name.empty() || !pipeline) {
+    std::string available;
+    for (const std::string &known : registeredPipelineNames())
+      available += (available.empty() ? "" : ", ") + known;
+    return fail("unknown pipeline '" + name + "'; expected one of " +
+                available + " (the registered " + kPipelinePrefix +
+                "* pipelines) or 'builtin.module(...)'");
+  }
+  // Option errors are printed by the options parser itself, before this.
+  std::string error;
+  if (failed(pipeline->addToPipeline(pm, options, [&](const Twine &message) {
+        error = message.str();
+        return failure();
+      })))
+    return fail("invalid options for '" + pipeline->getPassArgument() + "'" +
+                (error.empty() ? "" : ": " + error));
+  return llvm::Error::success();
+}
+
+llvm::Error mha::loadEntry(MLIRContext &context, StringRef path,
+                          StringRef entry, OwningOpRef<ModuleOp> &module,
+                          func::FuncOp &func) {
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &errorMessage);
+  if (!file)
+    return llvm::createStringError("'" + path + "': " + errorMessage);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
+  module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return llvm::createStringError("'" + path + "' could not be parsed");
+  func = module->lookupSymbol<func::FuncOp>(entry);
+  if (!func || func.isExternal())
+    return llvm::createStringError("no function '@" + entry +
+                                   "' with a body in '" + path +
+                                   "' (--entry)");
+  return llvm::Error::success();
+}
+
+static SmallVector<std::string> splitFeatures(StringRef features) {
+  SmallVector<StringRef> parts;
+  features.split(parts, ',', -1, false);
+  SmallVector<std::string> list;
+  for (StringRef feature : parts)
+    list.push_back(feature.trim().str());
+  return list;
+}
+
+llvm::Error mha::checkCPUTarget(const CPUTarget &target) {
+  for (const std::string &feature : splitFeatures(target.features))
+    if (feature.size() < 2 || (feature[0] != '+' && feature[0] != '-'))
+      return llvm::createStringError(
+          "--target-features: expected +name or -name, found '" + feature +
+          "'");
+  if (target.cpu.empty())
+    return llvm::Error::success();
+  llvm::Expected<llvm::orc::JITTargetMachineBuilder> builder =
+      llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return builder.takeError();
+  std::string lookupError;
+  const llvm::Target *llvmTarget = llvm::TargetRegistry::lookupTarget(
+      builder->getTargetTriple(), lookupError);
+  if (!llvmTarget)
+    return llvm::createStringError(lookupError);
+  std::unique_ptr<llvm::MCSubtargetInfo> info(
+      llvmTarget->createMCSubtargetInfo(builder->getTargetTriple(), "", ""));
+  if (!info->isCPUStringValid(target.cpu))
+    return llvm::createStringError("--target-cpu: '" + target.cpu +
+                                   "' is not a CPU of the host's target " +
+                                   builder->getTargetTriple().str());
+  return llvm::Error::success();
+}
+
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+mha::createTargetMachine(const CPUTarget &target, bool pic) {
+  llvm::Expected<llvm::orc::JITTargetMachineBuilder> builder =
+      llvm::orc::JITTargetMachineBuilder::detectHost();
+  if (!builder)
+    return builder.takeError();
+  if (!target.cpu.empty()) {
+    builder->setCPU(target.cpu);
+    builder->setFeatures("");
+  }
+  if (!target.features.empty()) {
+    SmallVector<std::string> features = splitFeatures(target.features);
+    builder->addFeatures(
+        std::vector<std::string>(features.begin(), features.end()));
+  }
+  builder->setCodeGenOptLevel(llvm::CodeGenOptLevel::Aggressive);
+  if (pic)
+    builder->setRelocationModel(llvm::Reloc::PIC_);
+  return builder->createTargetMachine();
+}
+
+std::string mha::describeTargetMachine(const llvm::TargetMachine &tm) {
+  SmallVector<StringRef> features;
+  StringRef(tm.getTargetFeatureString()).split(features, ',', -1, false);
+  llvm::erase_if(features, [](StringRef f) { return !f.starts_with("+"); });
+  llvm::sort(features);
+  return ("target: " + tm.getTargetTriple().str() + ", cpu " +
+          tm.getTargetCPU() + ", features " + llvm::join(features, ","))
+      .str();
+}
+
+llvm::Expected<GPURuntime> mha::gpuRuntimeOf(ModuleOp module) {
+  bool vulkan = false, cuda = false;
+  module.walk([&](gpu::BinaryOp binary) {
+    for (Attribute object : binary.getObjects()) {
+      Attribute target = cast<gpu::ObjectAttr>(object).getTarget();
+      vulkan |= isa<spirv::TargetEnvAttr>(target);
+      cuda |= isa<NVVM::NVVMTargetAttr>(target);
+    }
+  });
+  if (vulkan && cuda)
+    return llvm::createStringError(
+        "the lowered code has kernels for both Vulkan and CUDA; one program "
+        "loads one GPU runtime");
+  return vulkan ? GPURuntime::Vulkan
+                : (cuda ? GPURuntime::CUDA : GPURuntime::None);
+}
+
+llvm::Expected<std::string> mha::gpuRuntimeLibrary(GPURuntime runtime) {
+  switch (runtime) {
+  case GPURuntime::None:
+    return "";
+  case GPURuntime::Vulkan:
+#ifdef MHA_VULKAN_RUNTIME_LIB
+    if (llvm::sys::fs::exists(MHA_VULKAN_RUNTIME_LIB))
+      return MHA_VULKAN_RUNTIME_LIB;
+#endif
+    return llvm::createStringError(
+        "the lowered code runs on Vulkan, but the tools were built without "
+        "the Vulkan runtime (no Vulkan headers and loader when they were "
+        "configured: install libvulkan-dev and rebuild)");
+  case GPURuntime::CUDA:
+#ifdef MHA_CUDA_RUNTIME_LIB
+    if (llvm::sys::fs::exists(MHA_CUDA_RUNTIME_LIB))
+      return MHA_CUDA_RUNTIME_LIB;
+#endif
+    return llvm::createStringError(
+        "the lowered code runs on CUDA, but the tools were built without the "
+        "CUDA runtime (no CUDA toolkit when they were configured: install "
+        "one under /usr/local/cuda, or Debian's nvidia-cuda-toolkit, and "
+        "rebuild)");
+  }
+  llvm_unreachable("unknown GPU runtime");
+}
+
+StringRef mha::openMPLibrary() { return MHA_OPENMP_LIB; }

@@ -1,0 +1,86 @@
+//===- ToolSupport.h - What mha-run and mha-aot share -----------*- C++ -*-===//
+//
+// The two drivers that compile a file all the way to machine code take the
+// same --pipeline spelling, compile for the same targets and load (or link)
+// the same runtimes; this is that common part.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHA_TOOLS_SUPPORT_TOOLSUPPORT_H
+#define MHA_TOOLS_SUPPORT_TOOLSUPPORT_H
+
+#include "mlir/Support/LLVM.h"
+#include "llvm/Support/Error.h"
+
+#include <memory>
+#include <string>
+
+namespace llvm {
+class TargetMachine;
+class Module;
+} // namespace llvm
+
+namespace mlir {
+class MLIRContext;
+class ModuleOp;
+class PassManager;
+template <typename OpTy>
+class OwningOpRef;
+namespace func {
+class FuncOp;
+} // namespace func
+
+namespace mha {
+
+/// `--pipeline=NAME` runs the registered pipeline `mha-lower-to-NAME`.
+constexpr StringLiteral kPipelinePrefix = "mha-lower-to-";
+
+/// Adds what a `--pipeline` value names to `pm`: `NAME[{OPTIONS}]` resolves
+/// to the registered pipeline `mha-lower-to-NAME` (so a new pipeline needs no
+/// change in the tools), `builtin.module(...)` is parsed as a textual
+/// pipeline. Errors name the spec and, for an unknown name, list the known
+/// ones.
+llvm::Error addPipeline(PassManager &pm, StringRef spec);
+
+/// Parses `path` and finds the function `entry` with a body in it; errors
+/// name the file or the function (`--entry`).
+llvm::Error loadEntry(MLIRContext &context, StringRef path, StringRef entry,
+                      OwningOpRef<ModuleOp> &module, func::FuncOp &func);
+
+/// The CPU target code is generated for: the host's triple, CPU and features
+/// as LLVM detects them, or `cpu` with its default features; then `features`
+/// (comma-separated +name/-name) on top.
+struct CPUTarget {
+  std::string cpu;
+  std::string features;
+};
+
+/// Checks `target` before anything is compiled: feature syntax, and that the
+/// CPU is one of the host's target.
+llvm::Error checkCPUTarget(const CPUTarget &target);
+
+/// A target machine for `target` with -O3 code generation; `pic` selects
+/// position-independent code (for shared objects).
+llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
+createTargetMachine(const CPUTarget &target, bool pic = false);
+
+/// `target: TRIPLE, cpu CPU, features +A,+B,...` (enabled features only).
+std::string describeTargetMachine(const llvm::TargetMachine &tm);
+
+/// The GPU runtime lowered host code calls, from the targets of the module's
+/// kernel binaries.
+enum class GPURuntime { None, Vulkan, CUDA };
+/// Fails when kernels of the module target more than one runtime.
+llvm::Expected<GPURuntime> gpuRuntimeOf(ModuleOp module);
+
+/// The path of the built runtime library for `runtime` ("" for None), or an
+/// error saying why it is not there.
+llvm::Expected<std::string> gpuRuntimeLibrary(GPURuntime runtime);
+
+/// LLVM's OpenMP runtime, which the CPU pipeline's parallel loops call.
+StringRef openMPLibrary();
+
+} // namespace mha
+} // namespace mlir
+
+#endif // MHA_TOOLS_SUPPORT_TOOLSUPPORT_H
