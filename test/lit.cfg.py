@@ -116,6 +116,23 @@ if (os.path.exists(os.path.join(config.mha_lib_dir, "libmha_vulkan_runtime.so"))
         and vulkan_device_count() > 0):
     config.available_features.add("vulkan")
 
+# The CUDA runtime is built where a CUDA toolkit is; running its kernels
+# needs the NVIDIA driver (libcuda.so.1) and a device, probed like Vulkan.
+def cuda_device_count():
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return 0
+    count = ctypes.c_int(0)
+    if cuda.cuInit(0) != 0 or cuda.cuDeviceGetCount(ctypes.byref(count)) != 0:
+        return 0
+    return count.value
+if os.path.exists(os.path.join(config.mha_lib_dir, "libmha_cuda_runtime.so")):
+    config.available_features.add("cuda-runtime")
+    if cuda_device_count() > 0:
+        config.available_features.add("cuda-device")
+
 # ptxas (CUDA toolkit) assembles the PTX of the NVVM backend into cubins,
 # with libdevice linked for math functions; gpu-module-to-binary finds both
 # through $CUDA_ROOT (set here for the toolkit's usual place) or PATH.

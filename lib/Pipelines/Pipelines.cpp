@@ -188,18 +188,18 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface) {
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
-                                     const LowerToVulkanOptions &options) {
+void mha::buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
+                               int64_t kvTileSize) {
   pm.addPass(createMHAInsertRuntimeChecksPass());
   pm.addPass(createMHADecomposePass());
   MHATileAttentionPassOptions tile;
-  tile.qTileSize = options.qTileSize;
-  tile.kvTileSize = options.kvTileSize;
+  tile.qTileSize = qTileSize;
+  tile.kvTileSize = kvTileSize;
   pm.addPass(createMHATileAttentionPass(tile));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   MHADistributeToThreadsPassOptions distribute;
-  distribute.threads = options.qTileSize;
+  distribute.threads = qTileSize;
   pm.addPass(createMHADistributeToThreadsPass(distribute));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
@@ -209,12 +209,33 @@ void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   MHAMapForallToGPUPassOptions map;
-  map.threads = options.qTileSize;
+  map.threads = qTileSize;
   pm.addPass(createMHAMapForallToGPUPass(map));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createCanonicalizerPass());
+}
+
+void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
+                                     const LowerToVulkanOptions &options) {
+  buildGPUMappingStage(pm, options.qTileSize, options.kvTileSize);
   buildVulkanBackendStage(pm, /*emitCInterface=*/true);
+}
+
+void mha::buildLowerToCUDAPipeline(OpPassManager &pm,
+                                   const LowerToCUDAOptions &options) {
+  buildGPUMappingStage(pm, options.qTileSize, options.kvTileSize);
+  // CUDA kernels read device memory: each launch's host buffers are copied
+  // in and out around it, on one stream (gpu-async-region chains the copies,
+  // the launch and the frees with tokens and waits before the host reads).
+  pm.addPass(createMHAStageKernelBuffersPass());
+  pm.addPass(createGpuKernelOutliningPass());
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
+  NVVMBackendOptions nvvm;
+  nvvm.chip = options.chip;
+  nvvm.features = options.features;
+  nvvm.format = options.format;
+  buildNVVMBackendStage(pm, nvvm);
 }
 
 void mha::buildNVVMBackendStage(OpPassManager &pm,
@@ -243,6 +264,13 @@ void mha::registerMHAPipelines() {
       "LLVM dialect: one workgroup per (batch, head, query tile), a thread "
       "per query row, tile buffers in workgroup memory",
       buildLowerToVulkanPipeline);
+  PassPipelineRegistration<LowerToCUDAOptions>(
+      "mha-lower-to-cuda",
+      "Lower mha ops to GPU kernels for CUDA (NVVM, a PTX/cubin/fatbin "
+      "gpu.binary) and host code in the LLVM dialect: the mapping of "
+      "mha-lower-to-vulkan, host buffers copied to the device around each "
+      "launch, dynamic sizes allowed",
+      buildLowerToCUDAPipeline);
   PassPipelineRegistration<LowerToLoopsOptions>(
       "mha-vulkan-backend",
       "Lower GPU kernels on buffers (gpu.launch) to a Vulkan SPIR-V binary "

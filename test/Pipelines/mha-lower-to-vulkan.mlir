@@ -1,15 +1,17 @@
 // The attention through mha-lower-to-vulkan: the GPU IR after the mapping
 // (one launch over (batch, head, query tile) blocks, the key block staged in
-// workgroup memory, barriers between the distributed ops, a key loop ending
+// workgroup memory (a workgroup attribution of the launch), barriers between the distributed ops, a key loop ending
 // at the causal bound, no Sq x Sk buffer), and the result: a SPIR-V
 // gpu.binary launched from host code.
 //
 // RUN: mha-opt %s --mha-lower-to-vulkan -mlir-print-ir-after=mha-map-forall-to-gpu -o %t.mlir 2>&1 | FileCheck %s --check-prefix=GPU
 // RUN: FileCheck %s --check-prefix=LLVM < %t.mlir
 
-// GPU: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in ({{.*}}) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{.*}}, %{{.*}} = %c1{{.*}}, %{{.*}} = %c1{{.*}})
+// GPU: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in ({{.*}}) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}})
+// GPU-SAME: workgroup({{.*}}%[[KT:[a-z0-9]+]] : memref<1x1x16x32xf32, #gpu.address_space<workgroup>>
+// GPU-NOT: memref.alloc
 // GPU:   scf.for %{{.*}} = %c0{{.*}} to %[[BOUND:.+]] step %c32
-// GPU:     memref.alloc() {{.*}} : memref<1x1x16x32xf32, #gpu.address_space<workgroup>>
+// GPU:     memref.subview %[[KT]]
 // GPU:     gpu.barrier
 // GPU-NOT: memref<{{.*}}128x128xf32
 // GPU:   gpu.terminator

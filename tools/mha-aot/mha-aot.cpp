@@ -728,7 +728,9 @@ int compile(MLIRContext &context) {
                      "-DMHA_AOT_RUN=" + name + "_run", "-o", prefix.str().str(),
                      runner, wrapper, object});
   executable.insert(executable.end(), link.begin(), link.end());
-  executable.push_back("-lm");
+  // The runtime's own dependencies (the NVIDIA driver's libcuda.so.1) are
+  // the target machine's business: they need not be here to link.
+  executable.insert(executable.end(), {"-lm", "-Wl,--allow-shlib-undefined"});
   for (const std::vector<std::string> &command : {shared, executable})
     if (llvm::Error error = runCommand(command))
       return compileError(llvm::toString(std::move(error)));
@@ -753,6 +755,7 @@ int main(int argc, char **argv) {
       argc, argv,
       "mha-aot: compile an MLIR function through an MHA pipeline into a C "
       "header, a shared object and a standalone .npy executable\n");
+  mha::setDefaultCUDARoot();
   MLIRContext context(registry);
   return compile(context);
 }

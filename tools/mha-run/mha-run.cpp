@@ -11,7 +11,8 @@
 //   1  results differ from the expected outputs;
 //   2  bad usage or input (one message naming the argument);
 //   3  compilation failed (a pass of the pipeline, or the JIT);
-//   4  run-time failure (calling the compiled function reported an error).
+//   4  run-time failure (calling the compiled function reported an error,
+//      or the GPU runtime it needs could not be loaded).
 // A failed run-time check in the lowered code aborts the process instead
 // (SIGABRT, after printing the check's message).
 //
@@ -36,6 +37,7 @@
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/StringExtras.h"
 #include "llvm/Support/CommandLine.h"
+#include "llvm/Support/DynamicLibrary.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
@@ -485,8 +487,20 @@ int run(MLIRContext &context) {
   llvm::Expected<std::string> gpuLibrary = mha::gpuRuntimeLibrary(*gpuRuntime);
   if (!gpuLibrary)
     return badInput(llvm::toString(gpuLibrary.takeError()));
-  if (!gpuLibrary->empty())
+  if (!gpuLibrary->empty()) {
+    // Loaded here first so that a missing driver (the CUDA runtime needs
+    // libcuda.so.1) is one clear message instead of unresolved symbols.
+    std::string loadError;
+    if (!llvm::sys::DynamicLibrary::getPermanentLibrary(gpuLibrary->c_str(),
+                                                        &loadError)
+             .isValid()) {
+      llvm::errs() << "mha-run: error: the GPU runtime '" << *gpuLibrary
+                   << "' could not be loaded: " << loadError
+                   << " (is the GPU driver installed?)\n";
+      return kRunError;
+    }
     sharedLibs.push_back(*gpuLibrary);
+  }
   engineOptions.sharedLibPaths = sharedLibs;
   // The engine generates code with the target machine it is given, so the
   // -O3 code generation level is set on that machine, not through
@@ -692,6 +706,7 @@ int main(int argc, char **argv) {
   // line buffering gets the message out even when stdout is a pipe.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   keepFreedMemory();
+  mha::setDefaultCUDARoot();
   MLIRContext context(registry);
   return run(context);
 }

@@ -22,6 +22,8 @@
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Target/TargetMachine.h"
 
+#include <cstdlib>
+
 using namespace mlir;
 using namespace mlir::mha;
 
@@ -214,3 +216,8 @@ llvm::Expected<std::string> mha::gpuRuntimeLibrary(GPURuntime runtime) {
 }
 
 StringRef mha::openMPLibrary() { return MHA_OPENMP_LIB; }
+
+void mha::setDefaultCUDARoot() {
+  if (!std::getenv("CUDA_ROOT") && llvm::sys::fs::exists("/usr/local/cuda/bin"))
+    setenv("CUDA_ROOT", "/usr/local/cuda", 0);
+}

@@ -77,6 +77,11 @@ llvm::Expected<GPURuntime> gpuRuntimeOf(ModuleOp module);
 /// error saying why it is not there.
 llvm::Expected<std::string> gpuRuntimeLibrary(GPURuntime runtime);
 
+/// Points $CUDA_ROOT at /usr/local/cuda when it is unset and a toolkit is
+/// there: `gpu-module-to-binary` finds ptxas and libdevice (math functions
+/// in NVVM kernels) through it.
+void setDefaultCUDARoot();
+
 /// LLVM's OpenMP runtime, which the CPU pipeline's parallel loops call.
 StringRef openMPLibrary();
 

@@ -121,6 +121,18 @@ void buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
 /// lowering of what is left.
 void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface);
 
+/// The GPU mapping, target-neutral, from `mha` ops on tensors to
+/// `gpu.launch` on buffers: run-time checks, the layer decomposed
+/// (projections stay host loops for now), the attention tiled
+/// FlashAttention-style (mha-tile-attention), each tile's linalg ops
+/// distributed over `qTileSize` threads with the tile's buffers in
+/// workgroup memory (mha-distribute-to-threads), bufferization, one
+/// workgroup per (batch, head, query tile) (mha-map-forall-to-gpu), the
+/// rest of linalg as loops. Tiles must come out static: sizes that the tile
+/// sizes divide (docs/GPU.md).
+void buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
+                          int64_t kvTileSize);
+
 /// Options of `mha-lower-to-vulkan`.
 struct LowerToVulkanOptions
     : public PassPipelineOptions<LowerToVulkanOptions> {
@@ -134,14 +146,8 @@ struct LowerToVulkanOptions
       llvm::cl::init(32)};
 };
 
-/// `mha` ops on tensors to the Vulkan backend: the layer decomposed
-/// (projections stay host loops for now), the attention tiled
-/// FlashAttention-style (mha-tile-attention), each tile's linalg ops
-/// distributed over `q-tile-size` threads with the tile's buffers in
-/// workgroup memory (mha-distribute-to-threads), bufferization, one
-/// workgroup per (batch, head, query tile) (mha-map-forall-to-gpu), then
-/// buildVulkanBackendStage. Tiles must come out static: sizes that the tile
-/// sizes divide (docs/GPU.md).
+/// `mha` ops on tensors to Vulkan: buildGPUMappingStage, then
+/// buildVulkanBackendStage.
 void buildLowerToVulkanPipeline(OpPassManager &pm,
                                 const LowerToVulkanOptions &options);
 
@@ -170,9 +176,41 @@ struct NVVMBackendOptions : public PassPipelineOptions<NVVMBackendOptions> {
 void buildNVVMBackendStage(OpPassManager &pm,
                            const NVVMBackendOptions &options);
 
+/// Options of `mha-lower-to-cuda`.
+struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
+  PassOptions::Option<int64_t> qTileSize{
+      *this, "q-tile-size",
+      llvm::cl::desc("Queries per workgroup (a thread per query row)"),
+      llvm::cl::init(32)};
+  PassOptions::Option<int64_t> kvTileSize{
+      *this, "kv-tile-size",
+      llvm::cl::desc("Keys per block of the online softmax"),
+      llvm::cl::init(32)};
+  PassOptions::Option<std::string> chip{
+      *this, "chip", llvm::cl::desc("SM architecture to compile for"),
+      llvm::cl::init("sm_80")};
+  PassOptions::Option<std::string> features{
+      *this, "features",
+      llvm::cl::desc("PTX features (PTX ISA 8.0 covers sm_80 and sm_90)"),
+      llvm::cl::init("+ptx80")};
+  PassOptions::Option<std::string> format{
+      *this, "format",
+      llvm::cl::desc("What the gpu.binary holds: isa (PTX text, compiled by "
+                     "the driver at load), bin (cubin) or fatbin"),
+      llvm::cl::init("fatbin")};
+};
+
+/// `mha` ops on tensors to CUDA: buildGPUMappingStage, the host buffers of
+/// each launch copied to and from device memory around it
+/// (mha-stage-kernel-buffers, of run-time sizes: dynamic shapes work),
+/// outlining, `gpu-async-region`, then buildNVVMBackendStage. The host code
+/// calls the mgpu* CUDA runtime (runtime/cuda).
+void buildLowerToCUDAPipeline(OpPassManager &pm,
+                              const LowerToCUDAOptions &options);
+
 /// Registers `mha-lower-to-loops`, `mha-lower-to-cpu`,
-/// `mha-lower-to-vulkan`, `mha-vulkan-backend` and `mha-nvvm-backend` with
-/// the global pipeline registry.
+/// `mha-lower-to-vulkan`, `mha-lower-to-cuda`, `mha-vulkan-backend` and
+/// `mha-nvvm-backend` with the global pipeline registry.
 void registerMHAPipelines();
 
 } // namespace mha

@@ -11,7 +11,11 @@
 //     gpu.launch with one workgroup per iteration (grid sizes computed at run
 //     time from the loop bounds), and upstream's
 //     mapNestedForallToThreadsImpl maps the thread loops inside it, with a
-//     barrier after each.
+//     barrier after each; workgroup allocations become the launch's
+//     workgroup attributions;
+//   - for targets whose kernels cannot read host memory
+//     (stageKernelBuffers): each host buffer a launch uses copied into
+//     device memory around it.
 //
 //===----------------------------------------------------------------------===//
 
@@ -29,7 +33,11 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 #include <array>
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
@@ -37,6 +45,7 @@
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHADISTRIBUTETOTHREADSPASS
 #define GEN_PASS_DEF_MHAMAPFORALLTOGPUPASS
+#define GEN_PASS_DEF_MHASTAGEKERNELBUFFERSPASS
 #include "mha/Dialect/MHA/Transforms/Passes.h.inc"
 } // namespace mlir::mha
 
@@ -59,24 +68,35 @@ static LogicalResult distributeOp(RewriterBase &rewriter, linalg::LinalgOp op,
                                   int64_t threads) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  std::optional<unsigned> loop;
-  for (unsigned i = 0; i < iterators.size(); ++i)
-    if (iterators[i] == utils::IteratorType::parallel && ranges[i] != 1) {
+  std::optional<unsigned> loop, unitLoop;
+  for (unsigned i = 0; i < iterators.size(); ++i) {
+    if (iterators[i] != utils::IteratorType::parallel)
+      continue;
+    if (ranges[i] != 1) {
       loop = i;
       break;
     }
-  if (!loop)
-    return success();
-  if (ShapedType::isDynamic(ranges[*loop]))
+    if (!unitLoop)
+      unitLoop = i;
+  }
+  // Nothing to spread (a single query row: decoding): one thread runs the
+  // op, not every thread of the workgroup racing on its outputs.
+  if (!loop && !unitLoop)
     return op.emitOpError()
-           << "has a dynamic extent along the loop distributed over threads; "
-              "pad it to a static bound first";
+           << "has no parallel loop to give to a thread (a reduction to a "
+              "scalar)";
+  if (!loop)
+    threads = 1;
+  loop = loop ? loop : unitLoop;
   // A normalized loop over min(n, threads) threads (what the thread mapping
-  // takes), each with ceil(n / threads) iterations.
+  // takes; all `threads` when n is dynamic, those past n getting empty
+  // tiles), each with ceil(n / threads) iterations.
   SmallVector<OpFoldResult> numThreads(iterators.size(),
                                        rewriter.getIndexAttr(0));
-  numThreads[*loop] =
-      rewriter.getIndexAttr(std::min<int64_t>(ranges[*loop], threads));
+  numThreads[*loop] = rewriter.getIndexAttr(
+      ShapedType::isDynamic(ranges[*loop])
+          ? threads
+          : std::min<int64_t>(ranges[*loop], threads));
   scf::SCFTilingOptions tiling;
   tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
   tiling.setNumThreads(numThreads);
@@ -135,6 +155,40 @@ LogicalResult mha::distributeToThreads(RewriterBase &rewriter, Operation *root,
   Attribute workgroup =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   for (scf::ForallOp block : topLevelForalls(root)) {
+    // One buffer per op writing a tile tensor, made right before it: CSE
+    // merges equal tensor.empty and linalg.fill ops (the -inf of the initial
+    // row maximum and of a block's row maximum) and hoists them out of the
+    // key loop, and an op writing a buffer that another op (or the next
+    // iteration) still reads makes bufferization copy it, at a dynamic size
+    // for a partial tile.
+    SmallVector<Operation *> initOps;
+    block.getBody()->walk([&](Operation *op) {
+      if (isa<tensor::EmptyOp>(op) ||
+          (isa<linalg::FillOp>(op) &&
+           op->getOperand(1).getDefiningOp<tensor::EmptyOp>()))
+        initOps.push_back(op);
+    });
+    for (Operation *op : llvm::reverse(initOps)) {
+      if (op->hasOneUse())
+        continue;
+      for (OpOperand &use : llvm::make_early_inc_range(op->getUses())) {
+        Operation *user = use.getOwner();
+        auto writer = dyn_cast<DestinationStyleOpInterface>(user);
+        if (!writer || !writer.isDpsInit(&use))
+          continue;
+        rewriter.setInsertionPoint(user);
+        IRMapping mapping;
+        if (isa<linalg::FillOp>(op)) {
+          Value empty = op->getOperand(1);
+          mapping.map(empty, rewriter.clone(*empty.getDefiningOp())
+                                 ->getResult(0));
+        }
+        Operation *copy = rewriter.clone(*op, mapping);
+        rewriter.modifyOpInPlace(user, [&] { use.set(copy->getResult(0)); });
+      }
+      if (op->use_empty())
+        rewriter.eraseOp(op);
+    }
     SmallVector<linalg::LinalgOp> ops;
     block.getBody()->walk([&](linalg::LinalgOp op) {
       if (op.hasPureTensorSemantics())
@@ -148,6 +202,36 @@ LogicalResult mha::distributeToThreads(RewriterBase &rewriter, Operation *root,
     for (tensor::EmptyOp e : empties)
       if (failed(allocateInWorkgroupMemory(rewriter, e, workgroup)))
         return failure();
+  }
+  return success();
+}
+
+/// The workgroup-memory allocations in `launch`'s body as workgroup
+/// attributions of the launch: the GPU dialect's form of memory that lives
+/// as long as the workgroup, which every target lowers (NVVM turns a
+/// `memref.alloc` in a kernel into a per-thread malloc instead). An
+/// allocation inside a loop of the kernel is one buffer reused by every
+/// iteration, as a workgroup variable would be.
+static LogicalResult allocsToWorkgroupAttributions(RewriterBase &rewriter,
+                                                   gpu::LaunchOp launch) {
+  SmallVector<memref::AllocOp> allocs;
+  launch.getBody().walk([&](memref::AllocOp alloc) {
+    auto space = dyn_cast_if_present<gpu::AddressSpaceAttr>(
+        alloc.getType().getMemorySpace());
+    if (space && space.getValue() == gpu::AddressSpace::Workgroup)
+      allocs.push_back(alloc);
+  });
+  for (memref::AllocOp alloc : allocs) {
+    if (!alloc.getType().hasStaticShape())
+      return alloc.emitOpError()
+             << "allocates workgroup memory of dynamic size "
+             << alloc.getType() << "; workgroup memory has static sizes";
+    BlockArgument buffer =
+        launch.addWorkgroupAttribution(alloc.getType(), alloc.getLoc());
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        rewriter.eraseOp(user);
+    rewriter.replaceOp(alloc, buffer);
   }
   return success();
 }
@@ -214,6 +298,9 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
     rewriter.inlineBlockBefore(loopBody, terminator, ivs);
     rewriter.eraseOp(loop);
 
+    if (failed(allocsToWorkgroupAttributions(rewriter, launch)))
+      return failure();
+
     rewriter.setInsertionPointToStart(&body);
     DiagnosedSilenceableFailure mapped =
         transform::gpu::mapNestedForallToThreadsImpl(
@@ -221,6 +308,80 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
             /*warpSize=*/32, /*syncAfterDistribute=*/true);
     if (!mapped.succeeded())
       return launch.emitOpError() << "could not map its thread loops";
+  }
+  return success();
+}
+
+/// Whether the kernel may write `buffer` (uses through views included);
+/// ops whose effects are unknown count as writes.
+static bool mayWriteInside(Value buffer, Region &region) {
+  SmallVector<Value> worklist = {buffer};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (!region.isAncestor(user->getParentRegion()))
+        continue;
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
+        if (view.getViewSource() == value) {
+          worklist.push_back(view.getViewDest());
+          continue;
+        }
+      }
+      auto effects = dyn_cast<MemoryEffectOpInterface>(user);
+      if (!effects)
+        return true;
+      if (effects.getEffectOnValue<MemoryEffects::Write>(value) ||
+          effects.getEffectOnValue<MemoryEffects::Free>(value))
+        return true;
+    }
+  }
+  return false;
+}
+
+LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
+  SmallVector<gpu::LaunchOp> launches;
+  root->walk([&](gpu::LaunchOp launch) { launches.push_back(launch); });
+  for (gpu::LaunchOp launch : launches) {
+    if (launch.getAsyncToken() || !launch.getAsyncDependencies().empty())
+      return launch.emitOpError()
+             << "is asynchronous; stage its buffers before making it async";
+    SetVector<Value> captured;
+    getUsedValuesDefinedAbove(launch.getBody(), captured);
+    Location loc = launch.getLoc();
+    for (Value host : captured) {
+      auto type = dyn_cast<MemRefType>(host.getType());
+      // Scalars travel as kernel arguments; workgroup and private memory
+      // are the kernel's own.
+      if (!type || type.getMemorySpace())
+        continue;
+      if (!type.getLayout().isIdentity())
+        return launch.emitOpError()
+               << "uses a view of layout " << type.getLayout()
+               << " of a host buffer; device copies are made of whole "
+                  "buffers of identity layout";
+      bool written = mayWriteInside(host, launch.getBody());
+      rewriter.setInsertionPoint(launch);
+      SmallVector<Value> sizes;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        if (type.isDynamicDim(d))
+          sizes.push_back(memref::DimOp::create(rewriter, loc, host, d));
+      Value device = gpu::AllocOp::create(rewriter, loc, type, Type(),
+                                          ValueRange(), sizes, ValueRange())
+                         .getMemref();
+      gpu::MemcpyOp::create(rewriter, loc, Type(), ValueRange(), device, host);
+      rewriter.replaceUsesWithIf(host, device, [&](OpOperand &use) {
+        return launch->isProperAncestor(use.getOwner());
+      });
+      rewriter.setInsertionPointAfter(launch);
+      auto free = gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange(),
+                                         device);
+      if (written) {
+        rewriter.setInsertionPoint(free);
+        gpu::MemcpyOp::create(rewriter, loc, Type(), ValueRange(), host,
+                              device);
+      }
+    }
   }
   return success();
 }
@@ -243,6 +404,15 @@ struct MHAMapForallToGPUPass final
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     if (failed(mha::mapForallsToGPULaunch(rewriter, getOperation(), threads)))
+      signalPassFailure();
+  }
+};
+
+struct MHAStageKernelBuffersPass final
+    : mha::impl::MHAStageKernelBuffersPassBase<MHAStageKernelBuffersPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    if (failed(mha::stageKernelBuffers(rewriter, getOperation())))
       signalPassFailure();
   }
 };

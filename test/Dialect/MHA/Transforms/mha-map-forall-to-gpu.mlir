@@ -63,3 +63,39 @@ func.func @too_many_threads(%out: memref<64xf32>, %x: f32) {
   }
   return
 }
+
+// -----
+
+// Workgroup buffers of the tile become workgroup attributions of the launch
+// (their deallocations go with them); device-memory buffers stay.
+
+// CHECK-LABEL: func.func @workgroup_buffer
+// CHECK: gpu.launch {{.*}} workgroup(%[[BUF:.+]] : memref<32xf32, #gpu.address_space<workgroup>>)
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.dealloc
+// CHECK:   memref.store %{{.*}}, %[[BUF]]
+func.func @workgroup_buffer(%out: memref<64xf32>, %x: f32) {
+  scf.forall (%i) in (2) {
+    %buf = memref.alloc() : memref<32xf32, #gpu.address_space<workgroup>>
+    scf.forall (%t) in (32) {
+      memref.store %x, %buf[%t] : memref<32xf32, #gpu.address_space<workgroup>>
+      %y = memref.load %buf[%t] : memref<32xf32, #gpu.address_space<workgroup>>
+      memref.store %y, %out[%t] : memref<64xf32>
+    } {mapping = [#gpu.thread<linear_dim_0>]}
+    memref.dealloc %buf : memref<32xf32, #gpu.address_space<workgroup>>
+  }
+  return
+}
+
+// -----
+
+func.func @dynamic_workgroup_buffer(%out: memref<64xf32>, %x: f32, %n: index) {
+  scf.forall (%i) in (2) {
+    // expected-error @below {{'memref.alloc' op allocates workgroup memory of dynamic size 'memref<?xf32, #gpu.address_space<workgroup>>'; workgroup memory has static sizes}}
+    %buf = memref.alloc(%n) : memref<?xf32, #gpu.address_space<workgroup>>
+    scf.forall (%t) in (32) {
+      memref.store %x, %buf[%t] : memref<?xf32, #gpu.address_space<workgroup>>
+    } {mapping = [#gpu.thread<linear_dim_0>]}
+  }
+  return
+}

@@ -356,6 +356,8 @@ def MHAMapForallToGPUPass : Pass<"mha-map-forall-to-gpu"> {
     loop's bounds (so dynamic batch and sequence lengths work), `threads`
     threads per workgroup; the `#gpu.thread` loops inside are mapped by
     upstream's `mapNestedForallToThreadsImpl`, each followed by a barrier.
+    Workgroup-memory allocations in the body (static sizes) become the
+    launch's workgroup attributions.
   }];
   let options = [
     Option<"threads", "threads", "int64_t", "64", "Threads per workgroup">,
@@ -363,6 +365,24 @@ def MHAMapForallToGPUPass : Pass<"mha-map-forall-to-gpu"> {
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
     "::mlir::gpu::GPUDialect",
+  ];
+}
+
+def MHAStageKernelBuffersPass : Pass<"mha-stage-kernel-buffers"> {
+  let summary = "Copy the host buffers GPU kernels use into device memory";
+  let description = [{
+    For targets whose kernels cannot read host memory (CUDA; the Vulkan
+    runtime copies by itself): every memref defined outside a `gpu.launch`
+    and used inside it is copied into a `gpu.alloc` of its run-time sizes
+    with `gpu.memcpy` before the launch, the kernel uses the copy, and after
+    the launch the copy is written back (only when the kernel may write it:
+    stores, or ops of unknown effects, through views too) and freed. The
+    ops are synchronous; `gpu-async-region` then chains them on a stream.
+    Dynamic sizes work. Buffers must have identity layouts (whole buffers).
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
   ];
 }
 

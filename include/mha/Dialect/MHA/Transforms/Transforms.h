@@ -114,9 +114,18 @@ LogicalResult distributeToThreads(RewriterBase &rewriter, Operation *root,
 
 /// GPU mapping, on buffers: each top-level scf.forall as a gpu.launch, one
 /// workgroup per iteration (grid from the loop bounds at run time) of
-/// `threads` threads, its #gpu.thread loops mapped with barriers after them.
+/// `threads` threads, its #gpu.thread loops mapped with barriers after them,
+/// its workgroup allocations as the launch's workgroup attributions.
 LogicalResult mapForallsToGPULaunch(RewriterBase &rewriter, Operation *root,
                                     int64_t threads);
+
+/// For targets whose kernels cannot read host memory (CUDA): every host
+/// buffer a `gpu.launch` under `root` uses is copied into device memory
+/// before it (`gpu.alloc` of the buffer's run-time sizes, `gpu.memcpy`) and
+/// back after it when the kernel may write it, then freed (`gpu.dealloc`).
+/// The ops are synchronous (`gpu-async-region` makes them async). Fails on
+/// views of non-identity layout and on asynchronous launches.
+LogicalResult stageKernelBuffers(RewriterBase &rewriter, Operation *root);
 
 /// Checks that the tile sizes are positive; the error names `op`.
 LogicalResult checkTileOptions(Operation *op, const TileOptions &options);

@@ -1,0 +1,69 @@
+// RUN: mha-opt %s --split-input-file --verify-diagnostics --mha-stage-kernel-buffers | FileCheck %s
+
+// Host buffers a kernel uses go through device copies of their run-time
+// sizes: copied in before the launch, copied back after it only when the
+// kernel writes them (through a view here), freed. Scalars and workgroup
+// buffers are left alone.
+
+// CHECK-LABEL: func.func @stage
+// CHECK-SAME: (%[[IN:.+]]: memref<?x8xf32>, %[[OUT:.+]]: memref<4x8xf32>, %[[S:.+]]: f32)
+// CHECK-DAG: %[[N:.+]] = memref.dim %[[IN]], %c0
+// CHECK-DAG: %[[DIN:.+]] = gpu.alloc  (%[[N]]) : memref<?x8xf32>
+// CHECK-DAG: gpu.memcpy  %[[DIN]], %[[IN]] :
+// CHECK-DAG: %[[DOUT:.+]] = gpu.alloc  () : memref<4x8xf32>
+// CHECK-DAG: gpu.memcpy  %[[DOUT]], %[[OUT]] :
+// CHECK: gpu.launch
+// CHECK:   memref.load %[[DIN]]
+// CHECK:   arith.mulf %{{.*}}, %[[S]]
+// CHECK:   memref.subview %[[DOUT]]
+// CHECK: gpu.terminator
+// CHECK-NOT: gpu.memcpy  %[[IN]],
+// CHECK-DAG: gpu.memcpy  %[[OUT]], %[[DOUT]] :
+// CHECK-DAG: gpu.dealloc  %[[DIN]] :
+// CHECK-DAG: gpu.dealloc  %[[DOUT]] :
+// CHECK: return
+func.func @stage(%in: memref<?x8xf32>, %out: memref<4x8xf32>, %s: f32) {
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c8 = arith.constant 8 : index
+  gpu.launch blocks(%b, %by, %bz) in (%gx = %c4, %gy = %c1, %gz = %c1)
+             threads(%i, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1)
+             workgroup(%row : memref<8xf32, #gpu.address_space<workgroup>>) {
+    %x = memref.load %in[%b, %i] : memref<?x8xf32>
+    %y = arith.mulf %x, %s : f32
+    memref.store %y, %row[%i] : memref<8xf32, #gpu.address_space<workgroup>>
+    %r = memref.subview %out[%b, 0] [1, 8] [1, 1] : memref<4x8xf32> to memref<8xf32, strided<[1], offset: ?>>
+    memref.store %y, %r[%i] : memref<8xf32, strided<[1], offset: ?>>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @strided(%in: memref<8x8xf32>) {
+  %c1 = arith.constant 1 : index
+  %v = memref.subview %in[0, 0] [4, 8] [2, 1] : memref<8x8xf32> to memref<4x8xf32, strided<[16, 1]>>
+  // expected-error @below {{'gpu.launch' op uses a view of layout strided<[16, 1]> of a host buffer; device copies are made of whole buffers of identity layout}}
+  gpu.launch blocks(%b, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%i, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %x = memref.load %v[%b, %i] : memref<4x8xf32, strided<[16, 1]>>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @async(%in: memref<8xf32>) {
+  %c1 = arith.constant 1 : index
+  %t = gpu.wait async
+  // expected-error @below {{'gpu.launch' op is asynchronous; stage its buffers before making it async}}
+  %done = gpu.launch async [%t] blocks(%b, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%i, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    %x = memref.load %in[%i] : memref<8xf32>
+    gpu.terminator
+  }
+  gpu.wait [%done]
+  return
+}
