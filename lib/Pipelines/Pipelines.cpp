@@ -161,8 +161,16 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface) {
   pm.addPass(createLowerAffinePass());
   GpuSPIRVAttachTargetOptions target;
   target.spirvVersion = "v1.0";
-  target.spirvCapabilities.push_back("Shader");
-  target.spirvExtensions.push_back("SPV_KHR_storage_buffer_storage_class");
+  // f16 kernels compute in f16 and read f16 buffers (without Float16 and
+  // 16-bit storage the SPIR-V conversion would emulate f16 as f32, reading
+  // the host's f16 buffers as garbage); spirv-update-vce keeps only what a
+  // module uses, so f32 kernels do not require them of the device.
+  for (StringRef capability :
+       {"Shader", "Float16", "StorageBuffer16BitAccess"})
+    target.spirvCapabilities.push_back(capability.str());
+  for (StringRef extension :
+       {"SPV_KHR_storage_buffer_storage_class", "SPV_KHR_16bit_storage"})
+    target.spirvExtensions.push_back(extension.str());
   pm.addPass(createGpuSPIRVAttachTarget(target));
   pm.addPass(createMHAGPUToSPIRVPass());
   OpPassManager &spirvModule =
@@ -192,6 +200,7 @@ void mha::buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
                                int64_t kvTileSize) {
   pm.addPass(createMHAInsertRuntimeChecksPass());
   pm.addPass(createMHADecomposePass());
+  pm.addPass(createMHAAdditiveMaskPass());
   MHATileAttentionPassOptions tile;
   tile.qTileSize = qTileSize;
   tile.kvTileSize = kvTileSize;

@@ -110,9 +110,37 @@ struct Device {
     queueInfo.queueFamilyIndex = queueFamily;
     queueInfo.queueCount = 1;
     queueInfo.pQueuePriorities = &priority;
+    // f16 kernels need 16-bit storage buffers (core in 1.1) and f16
+    // arithmetic (VK_KHR_shader_float16_int8 on a 1.1 device): enabled
+    // where the device offers them, as the features it reports.
+    VkPhysicalDevice16BitStorageFeatures storage16{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
+    VkPhysicalDeviceShaderFloat16Int8Features float16{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
+    std::vector<const char *> extensions;
+    uint32_t extensionCount = 0;
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &extensionCount,
+                                         nullptr);
+    std::vector<VkExtensionProperties> available(extensionCount);
+    vkEnumerateDeviceExtensionProperties(physical, nullptr, &extensionCount,
+                                         available.data());
+    for (const VkExtensionProperties &extension : available)
+      if (!std::strcmp(extension.extensionName,
+                       VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) {
+        extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
+        storage16.pNext = &float16;
+      }
+    VkPhysicalDeviceFeatures2 features{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
+    features.pNext = &storage16;
+    vkGetPhysicalDeviceFeatures2(physical, &features);
+
     VkDeviceCreateInfo deviceInfo{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
+    deviceInfo.pNext = &features;
     deviceInfo.queueCreateInfoCount = 1;
     deviceInfo.pQueueCreateInfos = &queueInfo;
+    deviceInfo.enabledExtensionCount = static_cast<uint32_t>(extensions.size());
+    deviceInfo.ppEnabledExtensionNames = extensions.data();
     check(vkCreateDevice(physical, &deviceInfo, nullptr, &device),
           "vkCreateDevice");
     vkGetDeviceQueue(device, queueFamily, 0, &queue);

@@ -13,6 +13,8 @@
 //     mapNestedForallToThreadsImpl maps the thread loops inside it, with a
 //     barrier after each; workgroup allocations become the launch's
 //     workgroup attributions;
+//   - boolean masks as the equivalent additive float masks (host code),
+//     for targets whose kernels cannot load i1 (SPIR-V storage buffers);
 //   - for targets whose kernels cannot read host memory
 //     (stageKernelBuffers): each host buffer a launch uses copied into
 //     device memory around it.
@@ -40,12 +42,14 @@
 #include "mlir/Transforms/RegionUtils.h"
 
 #include <array>
+#include <cmath>
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHADISTRIBUTETOTHREADSPASS
 #define GEN_PASS_DEF_MHAMAPFORALLTOGPUPASS
 #define GEN_PASS_DEF_MHASTAGEKERNELBUFFERSPASS
+#define GEN_PASS_DEF_MHAADDITIVEMASKPASS
 #include "mha/Dialect/MHA/Transforms/Passes.h.inc"
 } // namespace mlir::mha
 
@@ -157,37 +161,53 @@ LogicalResult mha::distributeToThreads(RewriterBase &rewriter, Operation *root,
   for (scf::ForallOp block : topLevelForalls(root)) {
     // One buffer per op writing a tile tensor, made right before it: CSE
     // merges equal tensor.empty and linalg.fill ops (the -inf of the initial
-    // row maximum and of a block's row maximum) and hoists them out of the
-    // key loop, and an op writing a buffer that another op (or the next
-    // iteration) still reads makes bufferization copy it, at a dynamic size
-    // for a partial tile.
-    SmallVector<Operation *> initOps;
+    // row maximum and of a block's row maximum; a tile's empty with the
+    // host's of the same type) and hoists them out of the key loop, and an
+    // op writing a buffer that another op (or the next iteration, or the
+    // host) still reads makes bufferization copy it: at a dynamic size for
+    // a partial tile, in device memory for a host buffer, neither of which
+    // a kernel can allocate.
+    auto isInit = [](Operation *op) {
+      return op && (isa<tensor::EmptyOp>(op) ||
+                    (isa<linalg::FillOp>(op) &&
+                     op->getOperand(1).getDefiningOp<tensor::EmptyOp>()));
+    };
+    // The operands that become buffers written in place: destinations of
+    // ops, and the initial values of loop-carried state (m, l, acc).
+    SmallVector<OpOperand *> inits;
+    auto consider = [&](OpOperand &init) {
+      Operation *producer = init.get().getDefiningOp();
+      if (isInit(producer) &&
+          (!block->isProperAncestor(producer) || !producer->hasOneUse()))
+        inits.push_back(&init);
+    };
     block.getBody()->walk([&](Operation *op) {
-      if (isa<tensor::EmptyOp>(op) ||
-          (isa<linalg::FillOp>(op) &&
-           op->getOperand(1).getDefiningOp<tensor::EmptyOp>()))
-        initOps.push_back(op);
+      if (auto writer = dyn_cast<DestinationStyleOpInterface>(op))
+        for (OpOperand &init : writer.getDpsInitsMutable())
+          consider(init);
+      if (auto loop = dyn_cast<scf::ForOp>(op))
+        for (OpOperand &init : loop.getInitArgsMutable())
+          consider(init);
     });
-    for (Operation *op : llvm::reverse(initOps)) {
-      if (op->hasOneUse())
-        continue;
-      for (OpOperand &use : llvm::make_early_inc_range(op->getUses())) {
-        Operation *user = use.getOwner();
-        auto writer = dyn_cast<DestinationStyleOpInterface>(user);
-        if (!writer || !writer.isDpsInit(&use))
-          continue;
-        rewriter.setInsertionPoint(user);
-        IRMapping mapping;
-        if (isa<linalg::FillOp>(op)) {
-          Value empty = op->getOperand(1);
-          mapping.map(empty, rewriter.clone(*empty.getDefiningOp())
-                                 ->getResult(0));
-        }
-        Operation *copy = rewriter.clone(*op, mapping);
-        rewriter.modifyOpInPlace(user, [&] { use.set(copy->getResult(0)); });
+    for (OpOperand *init : inits) {
+      Operation *producer = init->get().getDefiningOp();
+      rewriter.setInsertionPoint(init->getOwner());
+      IRMapping mapping;
+      if (isa<linalg::FillOp>(producer)) {
+        Value empty = producer->getOperand(1);
+        mapping.map(empty,
+                    rewriter.clone(*empty.getDefiningOp())->getResult(0));
       }
-      if (op->use_empty())
-        rewriter.eraseOp(op);
+      Operation *copy = rewriter.clone(*producer, mapping);
+      rewriter.modifyOpInPlace(init->getOwner(),
+                               [&] { init->set(copy->getResult(0)); });
+      if (producer->use_empty() && block->isProperAncestor(producer)) {
+        Value empty = isa<linalg::FillOp>(producer) ? producer->getOperand(1)
+                                                    : Value();
+        rewriter.eraseOp(producer);
+        if (empty && empty.use_empty())
+          rewriter.eraseOp(empty.getDefiningOp());
+      }
     }
     SmallVector<linalg::LinalgOp> ops;
     block.getBody()->walk([&](linalg::LinalgOp op) {
@@ -312,6 +332,36 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
   return success();
 }
 
+LogicalResult mha::boolMaskToAdditive(RewriterBase &rewriter,
+                                      mha::AttentionOp op) {
+  Value mask = op.getMask();
+  auto maskType = mask ? cast<RankedTensorType>(mask.getType()) : nullptr;
+  if (!maskType || !maskType.getElementType().isInteger(1))
+    return failure();
+  Type element = cast<ShapedType>(op.getQuery().getType()).getElementType();
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  Value empty = tensor::EmptyOp::create(
+      rewriter, loc, tensor::getMixedSizes(rewriter, loc, mask), element);
+  Value zero = arith::ConstantOp::create(rewriter, loc,
+                                         rewriter.getFloatAttr(element, 0.0));
+  Value minusInf = arith::ConstantOp::create(
+      rewriter, loc, rewriter.getFloatAttr(element, -INFINITY));
+  AffineMap identity = rewriter.getMultiDimIdentityMap(maskType.getRank());
+  auto additive = linalg::GenericOp::create(
+      rewriter, loc, empty.getType(), mask, empty, {identity, identity},
+      SmallVector<utils::IteratorType>(maskType.getRank(),
+                                       utils::IteratorType::parallel),
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        linalg::YieldOp::create(
+            b, l, arith::SelectOp::create(b, l, args[0], zero, minusInf)
+                      .getResult());
+      });
+  rewriter.modifyOpInPlace(
+      op, [&] { op.getMaskMutable().assign(additive.getResult(0)); });
+  return success();
+}
+
 /// Whether the kernel may write `buffer` (uses through views included);
 /// ops whose effects are unknown count as writes.
 static bool mayWriteInside(Value buffer, Region &region) {
@@ -405,6 +455,15 @@ struct MHAMapForallToGPUPass final
     IRRewriter rewriter(&getContext());
     if (failed(mha::mapForallsToGPULaunch(rewriter, getOperation(), threads)))
       signalPassFailure();
+  }
+};
+
+struct MHAAdditiveMaskPass final
+    : mha::impl::MHAAdditiveMaskPassBase<MHAAdditiveMaskPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    getOperation()->walk(
+        [&](mha::AttentionOp op) { (void)mha::boolMaskToAdditive(rewriter, op); });
   }
 };
 

@@ -368,6 +368,23 @@ def MHAMapForallToGPUPass : Pass<"mha-map-forall-to-gpu"> {
   ];
 }
 
+def MHAAdditiveMaskPass : Pass<"mha-additive-mask"> {
+  let summary = "Rewrite i1 masks of mha.attention as additive float masks";
+  let description = [{
+    Every `mha.attention` with an `i1` mask gets instead a mask of the data's
+    element type, 0 where the boolean is true and -inf where it is false,
+    computed by a `linalg.generic` before it (the two are the same
+    attention: a row that sees no key is zero either way). The GPU pipelines
+    run it on the host side because SPIR-V storage buffers cannot hold
+    `i1`; it costs a mask of the element type's width.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def MHAStageKernelBuffersPass : Pass<"mha-stage-kernel-buffers"> {
   let summary = "Copy the host buffers GPU kernels use into device memory";
   let description = [{

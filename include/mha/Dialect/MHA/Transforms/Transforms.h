@@ -119,6 +119,13 @@ LogicalResult distributeToThreads(RewriterBase &rewriter, Operation *root,
 LogicalResult mapForallsToGPULaunch(RewriterBase &rewriter, Operation *root,
                                     int64_t threads);
 
+/// The i1 mask of `op` replaced by the equivalent additive mask of the data's
+/// element type (0 where true, -inf where false), computed by a
+/// linalg.generic before `op`: for GPU kernels, which cannot load i1 from
+/// SPIR-V storage buffers. Fully masked rows stay zero (docs/Semantics.md).
+/// Fails (nothing changed) when `op` has no i1 mask.
+LogicalResult boolMaskToAdditive(RewriterBase &rewriter, AttentionOp op);
+
 /// For targets whose kernels cannot read host memory (CUDA): every host
 /// buffer a `gpu.launch` under `root` uses is copied into device memory
 /// before it (`gpu.alloc` of the buffer's run-time sizes, `gpu.memcpy`) and
