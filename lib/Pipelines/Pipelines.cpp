@@ -181,7 +181,10 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface) {
   spirvModule.addPass(spirv::createSPIRVUpdateVCEPass());
   pm.addPass(createGpuModuleToBinaryPass());
 
-  // Host code. The runtime binds buffers from (pointer, size) pairs.
+  // Host code. The runtime binds buffers from (pointer, size) pairs. Views
+  // the host passes to kernels (a bias reshaped per head) as descriptor
+  // arithmetic first.
+  pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   if (emitCInterface)
@@ -201,6 +204,9 @@ void mha::buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
   pm.addPass(createMHAInsertRuntimeChecksPass());
   pm.addPass(createMHADecomposePass());
   pm.addPass(createMHAAdditiveMaskPass());
+  MHATileForWorkgroupsPassOptions workgroups;
+  workgroups.rows = qTileSize;
+  pm.addPass(createMHATileForWorkgroupsPass(workgroups));
   MHATileAttentionPassOptions tile;
   tile.qTileSize = qTileSize;
   tile.kvTileSize = kvTileSize;

@@ -2,10 +2,11 @@
 //
 // Parses the input as MLIR with every dialect registered, verifies it, and
 // on success runs on copies: mha-lower-to-loops, mha-lower-to-cpu with its
-// default tiles and with odd tile sizes drawn from the input's hash, and, for
-// modules that carry a transform schedule, the transform interpreter followed
-// by mha-lower-to-cpu -- every stage down to the LLVM dialect. Nothing is
-// executed.
+// default tiles and with odd tile sizes drawn from the input's hash,
+// mha-lower-to-vulkan with those odd tiles, mha-lower-to-cuda to PTX, and,
+// for modules that carry a transform schedule, the transform interpreter
+// followed by mha-lower-to-cpu -- every stage down to the LLVM dialect and
+// the kernels' binaries. Nothing is executed.
 // Diagnostics are expected and swallowed; a crash, an assertion or a
 // sanitizer report is a finding (see docs/Reliability.md).
 //
@@ -82,6 +83,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     mha::buildLowerToCPUPipeline(pm, mha::LowerToCPUOptions());
   });
   run([&](PassManager &pm) { mha::buildLowerToCPUPipeline(pm, oddTiles); });
+  // The GPU mapping with odd workgroup tiles, to SPIR-V (Vulkan) and to PTX
+  // (CUDA, `isa`: no ptxas in the loop).
+  mha::LowerToVulkanOptions vulkan;
+  vulkan.qTileSize = oddTiles.qTileSize;
+  vulkan.kvTileSize = oddTiles.kvTileSize;
+  run([&](PassManager &pm) { mha::buildLowerToVulkanPipeline(pm, vulkan); });
+  mha::LowerToCUDAOptions cuda;
+  cuda.format = "isa";
+  run([&](PassManager &pm) { mha::buildLowerToCUDAPipeline(pm, cuda); });
   // A module that carries a transform schedule (the transform-dialect tests
   // are seeds): interpret it, then lower what it left.
   if ((*module)->hasAttr("transform.with_named_sequence"))

@@ -122,14 +122,13 @@ void buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
 void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface);
 
 /// The GPU mapping, target-neutral, from `mha` ops on tensors to
-/// `gpu.launch` on buffers: run-time checks, the layer decomposed
-/// (projections stay host loops for now), the attention tiled
+/// `gpu.launch` on buffers: run-time checks, the layer decomposed, an i1
+/// mask made additive (mha-additive-mask), the projections tiled into
+/// workgroup tiles (mha-tile-for-workgroups), the attention tiled
 /// FlashAttention-style (mha-tile-attention), each tile's linalg ops
-/// distributed over `qTileSize` threads with the tile's buffers in
-/// workgroup memory (mha-distribute-to-threads), bufferization, one
-/// workgroup per (batch, head, query tile) (mha-map-forall-to-gpu), the
-/// rest of linalg as loops. Tiles must come out static: sizes that the tile
-/// sizes divide (docs/GPU.md).
+/// distributed over `qTileSize` threads with the tile's buffers in workgroup
+/// memory (mha-distribute-to-threads), bufferization, one workgroup per
+/// tile (mha-map-forall-to-gpu), the rest of linalg as loops (docs/GPU.md).
 void buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
                           int64_t kvTileSize);
 

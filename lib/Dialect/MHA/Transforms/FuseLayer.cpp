@@ -103,6 +103,20 @@ struct MHAFuseLayerPass final
 
 } // namespace
 
+FailureOr<Operation *> mha::tileAndFuseIntoForall(RewriterBase &rewriter,
+                                                  Operation *root,
+                                                  ArrayRef<int64_t> tileSizes) {
+  FailureOr<scf::SCFTileAndFuseResult> result = tileAndFuse(
+      rewriter, root, tileSizes, scf::SCFTilingOptions::LoopType::ForallOp,
+      /*fuseDestinations=*/true, [](Operation *producer) {
+        auto linalgOp = dyn_cast<linalg::LinalgOp>(producer);
+        return linalgOp && linalgOp.hasPureTensorSemantics();
+      });
+  if (failed(result) || result->loops.empty())
+    return failure();
+  return result->loops.front().getOperation();
+}
+
 /// The query tile of the fused layer when the options leave it to the shape
 /// (0): 128 rows when the layer has at least 4 such tiles (B * Sq >= 512,
 /// static), else 64. Larger row tiles amortize the weight panels of the

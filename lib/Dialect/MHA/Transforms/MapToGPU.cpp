@@ -2,6 +2,8 @@
 //
 // The tiled form (scf.forall over independent tiles, each a loop nest of
 // linalg ops) onto the GPU:
+//   - on tensors (tileForWorkgroups): each linalg op not yet in a loop (the
+//     projections) tiled into an scf.forall of workgroup tiles;
 //   - on tensors (distributeToThreads): each linalg op inside a top-level
 //     scf.forall is tiled again with upstream scf::tileUsingSCF into an
 //     scf.forall mapped to #gpu.thread<x> (a thread per row, or per few
@@ -28,6 +30,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/TransformOps/GPUTransformOps.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -35,8 +38,12 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/CallInterfaces.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
@@ -50,6 +57,7 @@ namespace mlir::mha {
 #define GEN_PASS_DEF_MHAMAPFORALLTOGPUPASS
 #define GEN_PASS_DEF_MHASTAGEKERNELBUFFERSPASS
 #define GEN_PASS_DEF_MHAADDITIVEMASKPASS
+#define GEN_PASS_DEF_MHATILEFORWORKGROUPSPASS
 #include "mha/Dialect/MHA/Transforms/Passes.h.inc"
 } // namespace mlir::mha
 
@@ -159,6 +167,17 @@ LogicalResult mha::distributeToThreads(RewriterBase &rewriter, Operation *root,
   Attribute workgroup =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   for (scf::ForallOp block : topLevelForalls(root)) {
+    // Slices of empty tensors as empty tensors of the slice's size (upstream
+    // patterns): a tile of a host-level tensor.empty (an f32 accumulator
+    // fused into a projection's tile) is the tile's own tensor.
+    {
+      RewritePatternSet patterns(ctx);
+      tensor::populateFoldTensorEmptyPatterns(patterns);
+      GreedyRewriteConfig config;
+      config.setScope(&block.getRegion());
+      (void)applyPatternsGreedily(block.getRegion(), std::move(patterns),
+                                  config);
+    }
     // One buffer per op writing a tile tensor, made right before it: CSE
     // merges equal tensor.empty and linalg.fill ops (the -inf of the initial
     // row maximum and of a block's row maximum; a tile's empty with the
@@ -256,6 +275,64 @@ static LogicalResult allocsToWorkgroupAttributions(RewriterBase &rewriter,
   return success();
 }
 
+namespace {
+/// Where the buffer an allocation made is used, views included.
+struct BufferUses {
+  bool host = false;   // read or written by host code
+  bool escapes = false; // returned, or given to something unknown
+};
+} // namespace
+
+static BufferUses classifyUses(Value buffer) {
+  BufferUses uses;
+  SmallVector<Value> worklist = {buffer};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (user->getParentOfType<gpu::LaunchOp>())
+        continue; // A kernel's use.
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user);
+          view && view.getViewSource() == value) {
+        worklist.push_back(view.getViewDest());
+        continue;
+      }
+      if (isa<memref::DeallocOp>(user))
+        continue;
+      if (isa<func::ReturnOp, CallOpInterface>(user) ||
+          !isa<MemoryEffectOpInterface>(user))
+        uses.escapes = true;
+      else
+        uses.host = true;
+    }
+  }
+  return uses;
+}
+
+/// Host buffers of `func` freed where it returns: its allocations in the
+/// entry block that are not returned (the GPU pipelines do not run the
+/// ownership-based deallocation, which does not know gpu.launch; host code
+/// around launches is straight-line and synchronous, so the end of the
+/// function is after every use).
+static void freeHostBuffersAtReturn(RewriterBase &rewriter,
+                                    FunctionOpInterface func) {
+  if (func.isExternal())
+    return;
+  Block &entry = func.getFunctionBody().front();
+  Operation *terminator = entry.getTerminator();
+  SmallVector<memref::AllocOp> allocs;
+  for (auto alloc : entry.getOps<memref::AllocOp>())
+    if (!alloc.getType().getMemorySpace() &&
+        llvm::none_of(alloc->getUsers(), [](Operation *user) {
+          return isa<memref::DeallocOp>(user);
+        }) &&
+        !classifyUses(alloc.getResult()).escapes)
+      allocs.push_back(alloc);
+  rewriter.setInsertionPoint(terminator);
+  for (memref::AllocOp alloc : allocs)
+    memref::DeallocOp::create(rewriter, alloc.getLoc(), alloc.getResult());
+}
+
 LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
                                          Operation *root, int64_t threads) {
   for (scf::ForallOp loop : topLevelForalls(root)) {
@@ -329,6 +406,56 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
     if (!mapped.succeeded())
       return launch.emitOpError() << "could not map its thread loops";
   }
+  root->walk([&](FunctionOpInterface func) {
+    freeHostBuffersAtReturn(rewriter, func);
+  });
+  return success();
+}
+
+LogicalResult mha::tileForWorkgroups(RewriterBase &rewriter, Operation *root,
+                                     int64_t rows, int64_t cols) {
+  if (rows <= 0 || cols <= 0)
+    return root->emitError() << "workgroup tile sizes must be positive, found "
+                             << rows << "x" << cols;
+  // The last linalg op of each chain: its producers are fused into its loop.
+  SmallVector<linalg::LinalgOp> roots;
+  auto readsBool = [](linalg::LinalgOp op) {
+    return llvm::any_of(op->getOperandTypes(), [](Type type) {
+      return getElementTypeOrSelf(type).isInteger(1);
+    });
+  };
+  root->walk([&](linalg::LinalgOp op) {
+    // Ops on i1 (a boolean mask turned additive) stay host loops: SPIR-V
+    // storage buffers hold no i1.
+    if (!op.hasPureTensorSemantics() || readsBool(op) ||
+        !isa<FunctionOpInterface>(op->getParentOp()))
+      return;
+    if (llvm::none_of(op->getUsers(), [](Operation *user) {
+          return isa<linalg::LinalgOp>(user);
+        }))
+      roots.push_back(op);
+  });
+  for (linalg::LinalgOp op : llvm::reverse(roots)) {
+    SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+    SmallVector<unsigned> parallel;
+    for (auto [i, iterator] : llvm::enumerate(op.getIteratorTypesArray()))
+      if (iterator == utils::IteratorType::parallel)
+        parallel.push_back(i);
+    if (parallel.empty())
+      return op.emitOpError()
+             << "has no parallel loop to spread over workgroups";
+    SmallVector<int64_t> tiles(ranges.size(), 0);
+    for (unsigned i : parallel)
+      tiles[i] = 1;
+    unsigned inner = parallel.back();
+    tiles[inner] = ShapedType::isDynamic(ranges[inner])
+                       ? cols
+                       : std::min<int64_t>(ranges[inner], cols);
+    if (parallel.size() > 1)
+      tiles[parallel[parallel.size() - 2]] = rows;
+    if (failed(tileAndFuseIntoForall(rewriter, op, tiles)))
+      return op.emitOpError() << "could not be tiled into workgroups";
+  }
   return success();
 }
 
@@ -389,7 +516,44 @@ static bool mayWriteInside(Value buffer, Region &region) {
   return false;
 }
 
+/// The allocation `value` is a view of, if any.
+static Operation *allocationOf(Value value) {
+  while (true) {
+    Operation *def = value.getDefiningOp();
+    if (auto view = dyn_cast_if_present<ViewLikeOpInterface>(def)) {
+      value = view.getViewSource();
+      continue;
+    }
+    return def;
+  }
+}
+
 LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
+  // Buffers only kernels use (the projections' outputs, read by the
+  // attention kernel) live in device memory from the start: no copies.
+  SmallVector<memref::AllocOp> deviceOnly;
+  root->walk([&](memref::AllocOp alloc) {
+    if (alloc.getType().getMemorySpace() ||
+        alloc->getParentOfType<gpu::LaunchOp>())
+      return;
+    BufferUses uses = classifyUses(alloc.getResult());
+    if (!uses.host && !uses.escapes)
+      deviceOnly.push_back(alloc);
+  });
+  for (memref::AllocOp alloc : deviceOnly) {
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (auto dealloc = dyn_cast<memref::DeallocOp>(user)) {
+        rewriter.setInsertionPoint(dealloc);
+        rewriter.replaceOpWithNewOp<gpu::DeallocOp>(dealloc, Type(),
+                                                    ValueRange(),
+                                                    alloc.getResult());
+      }
+    rewriter.setInsertionPoint(alloc);
+    rewriter.replaceOpWithNewOp<gpu::AllocOp>(
+        alloc, alloc.getType(), Type(), ValueRange(),
+        alloc.getDynamicSizes(), ValueRange());
+  }
+
   SmallVector<gpu::LaunchOp> launches;
   root->walk([&](gpu::LaunchOp launch) { launches.push_back(launch); });
   for (gpu::LaunchOp launch : launches) {
@@ -403,7 +567,8 @@ LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
       auto type = dyn_cast<MemRefType>(host.getType());
       // Scalars travel as kernel arguments; workgroup and private memory
       // are the kernel's own.
-      if (!type || type.getMemorySpace())
+      if (!type || type.getMemorySpace() ||
+          isa_and_present<gpu::AllocOp>(allocationOf(host)))
         continue;
       if (!type.getLayout().isIdentity())
         return launch.emitOpError()
@@ -454,6 +619,16 @@ struct MHAMapForallToGPUPass final
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
     if (failed(mha::mapForallsToGPULaunch(rewriter, getOperation(), threads)))
+      signalPassFailure();
+  }
+};
+
+struct MHATileForWorkgroupsPass final
+    : mha::impl::MHATileForWorkgroupsPassBase<MHATileForWorkgroupsPass> {
+  using MHATileForWorkgroupsPassBase::MHATileForWorkgroupsPassBase;
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    if (failed(mha::tileForWorkgroups(rewriter, getOperation(), rows, cols)))
       signalPassFailure();
   }
 };

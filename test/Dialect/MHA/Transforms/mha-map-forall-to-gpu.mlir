@@ -99,3 +99,35 @@ func.func @dynamic_workgroup_buffer(%out: memref<64xf32>, %x: f32, %n: index) {
   }
   return
 }
+
+// -----
+
+// Host buffers that are not returned are freed where the function returns
+// (after every launch: launches are synchronous).
+
+// CHECK-LABEL: func.func @host_buffers
+// CHECK: %[[TMP:.+]] = memref.alloc() : memref<64xf32>
+// CHECK: %[[OUT:.+]] = memref.alloc() : memref<64xf32>
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK: memref.dealloc %[[TMP]]
+// CHECK-NOT: memref.dealloc
+// CHECK: return %[[OUT]]
+func.func @host_buffers(%x: f32) -> memref<64xf32> {
+  %tmp = memref.alloc() : memref<64xf32>
+  %out = memref.alloc() : memref<64xf32>
+  scf.forall (%i) = (0) to (64) step (32) {
+    scf.forall (%t) in (32) {
+      %j = arith.addi %i, %t : index
+      memref.store %x, %tmp[%j] : memref<64xf32>
+    } {mapping = [#gpu.thread<linear_dim_0>]}
+  }
+  scf.forall (%i) = (0) to (64) step (32) {
+    scf.forall (%t) in (32) {
+      %j = arith.addi %i, %t : index
+      %y = memref.load %tmp[%j] : memref<64xf32>
+      memref.store %y, %out[%j] : memref<64xf32>
+    } {mapping = [#gpu.thread<linear_dim_0>]}
+  }
+  return %out : memref<64xf32>
+}

@@ -67,3 +67,36 @@ func.func @async(%in: memref<8xf32>) {
   gpu.wait [%done]
   return
 }
+
+// -----
+
+// A buffer only kernels use lives in device memory from the start: no
+// copies in or out.
+
+// CHECK-LABEL: func.func @device_resident
+// CHECK-SAME: (%[[OUT:.+]]: memref<8xf32>
+// CHECK: %[[TMP:.+]] = gpu.alloc  () : memref<8xf32>
+// CHECK-NOT: gpu.memcpy  %[[TMP]]
+// CHECK: gpu.launch
+// CHECK: gpu.launch
+// CHECK: gpu.memcpy  %[[OUT]], %{{.*}} :
+// CHECK: gpu.dealloc  %[[TMP]] :
+// CHECK-NOT: memref.dealloc
+func.func @device_resident(%out: memref<8xf32>, %x: f32) {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %tmp = memref.alloc() : memref<8xf32>
+  gpu.launch blocks(%b, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%i, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {
+    memref.store %x, %tmp[%i] : memref<8xf32>
+    gpu.terminator
+  }
+  gpu.launch blocks(%b, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%i, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {
+    %y = memref.load %tmp[%i] : memref<8xf32>
+    memref.store %y, %out[%i] : memref<8xf32>
+    gpu.terminator
+  }
+  memref.dealloc %tmp : memref<8xf32>
+  return
+}

@@ -368,6 +368,30 @@ def MHAMapForallToGPUPass : Pass<"mha-map-forall-to-gpu"> {
   ];
 }
 
+def MHATileForWorkgroupsPass : Pass<"mha-tile-for-workgroups"> {
+  let summary = "Tile the linalg ops not yet in a loop into workgroup tiles";
+  let description = [{
+    GPU mapping, on tensors: every linalg op directly in a function body
+    (after `mha-decompose`: the Q/K/V and output projections with their bias
+    broadcasts) becomes an `scf.forall` over output tiles
+    with upstream tile-and-fuse, its linalg producers fused: `rows` along
+    its second innermost parallel loop, up to `cols` along its innermost,
+    1 along the others; reductions stay whole. Ops reading `i1` stay on the
+    host (GPU storage buffers hold no `i1`). Each such loop is then one
+    kernel (`mha-distribute-to-threads`, `mha-map-forall-to-gpu`), so the
+    whole layer runs on the GPU.
+  }];
+  let options = [
+    Option<"rows", "rows", "int64_t", "32", "Rows of a workgroup tile">,
+    Option<"cols", "cols", "int64_t", "64",
+           "Columns of a workgroup tile (at most)">,
+  ];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def MHAAdditiveMaskPass : Pass<"mha-additive-mask"> {
   let summary = "Rewrite i1 masks of mha.attention as additive float masks";
   let description = [{

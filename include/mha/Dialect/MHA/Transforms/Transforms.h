@@ -119,6 +119,24 @@ LogicalResult distributeToThreads(RewriterBase &rewriter, Operation *root,
 LogicalResult mapForallsToGPULaunch(RewriterBase &rewriter, Operation *root,
                                     int64_t threads);
 
+/// Tiles `root` (a TilingInterface op on tensors) by `tileSizes` (0: not
+/// tiled) into an scf.forall with upstream tile-and-fuse, fusing the linalg
+/// ops that produce its operands, destinations included. Returns the loop.
+FailureOr<Operation *> tileAndFuseIntoForall(RewriterBase &rewriter,
+                                             Operation *root,
+                                             ArrayRef<int64_t> tileSizes);
+
+/// GPU mapping, on tensors: every linalg op directly in a function body
+/// (the projections and their bias broadcasts: what is not yet in a loop)
+/// tiled into an scf.forall of workgroup tiles with its linalg producers
+/// fused: `rows` along its second innermost parallel loop, up to `cols`
+/// along its innermost, 1 along the others. Ops reading i1 stay on the host
+/// (GPU storage buffers hold no i1). Together with the attention's tiling
+/// these loops become the kernels (distributeToThreads,
+/// mapForallsToGPULaunch).
+LogicalResult tileForWorkgroups(RewriterBase &rewriter, Operation *root,
+                                int64_t rows, int64_t cols);
+
 /// The i1 mask of `op` replaced by the equivalent additive mask of the data's
 /// element type (0 where true, -inf where false), computed by a
 /// linalg.generic before `op`: for GPU kernels, which cannot load i1 from
