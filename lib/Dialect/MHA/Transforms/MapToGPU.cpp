@@ -412,11 +412,60 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
   return success();
 }
 
+/// A workgroup's reduction (a projection tile: rows x cols outputs over the
+/// whole embedding) as a loop over steps of `depth` along its innermost
+/// reduction loop (1 along the others), each step's input tiles copied into
+/// workgroup tensors first: the copies and the contraction are then spread
+/// over the threads with a barrier between them, so that each input element
+/// is read from device memory once per workgroup rather than once per
+/// thread that needs it.
+static LogicalResult stageReductionSteps(RewriterBase &rewriter,
+                                         linalg::LinalgOp op, int64_t depth) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  SmallVector<int64_t> tiles(iterators.size(), 0);
+  std::optional<unsigned> innermost;
+  for (auto [i, iterator] : llvm::enumerate(iterators))
+    if (iterator == utils::IteratorType::reduction) {
+      tiles[i] = 1;
+      innermost = i;
+    }
+  tiles[*innermost] = depth;
+  scf::SCFTilingOptions tiling;
+  tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+  tiling.setTileSizes(getAsIndexOpFoldResult(rewriter.getContext(), tiles));
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+      rewriter, cast<TilingInterface>(op.getOperation()), tiling);
+  if (failed(tiled))
+    return op.emitOpError() << "could not be tiled along its reduction";
+  rewriter.replaceOp(op, tiled->replacements);
+  for (Operation *step : tiled->tiledOps) {
+    auto stepOp = cast<linalg::LinalgOp>(step);
+    rewriter.setInsertionPoint(stepOp);
+    for (OpOperand *input : stepOp.getDpsInputOperands()) {
+      auto type = dyn_cast<RankedTensorType>(input->get().getType());
+      if (!type)
+        continue;
+      Location loc = stepOp.getLoc();
+      Value empty = tensor::EmptyOp::create(
+          rewriter, loc, tensor::getMixedSizes(rewriter, loc, input->get()),
+          type.getElementType());
+      Value staged =
+          linalg::CopyOp::create(rewriter, loc, input->get(), empty)
+              .getResult(0);
+      rewriter.modifyOpInPlace(stepOp, [&] { input->set(staged); });
+    }
+  }
+  return success();
+}
+
 LogicalResult mha::tileForWorkgroups(RewriterBase &rewriter, Operation *root,
-                                     int64_t rows, int64_t cols) {
-  if (rows <= 0 || cols <= 0)
+                                     int64_t rows, int64_t cols,
+                                     int64_t depth) {
+  if (rows <= 0 || cols <= 0 || depth < 0)
     return root->emitError() << "workgroup tile sizes must be positive, found "
-                             << rows << "x" << cols;
+                             << rows << "x" << cols << " (depth " << depth
+                             << ")";
   // The last linalg op of each chain: its producers are fused into its loop.
   SmallVector<linalg::LinalgOp> roots;
   auto readsBool = [](linalg::LinalgOp op) {
@@ -453,8 +502,19 @@ LogicalResult mha::tileForWorkgroups(RewriterBase &rewriter, Operation *root,
                        : std::min<int64_t>(ranges[inner], cols);
     if (parallel.size() > 1)
       tiles[parallel[parallel.size() - 2]] = rows;
-    if (failed(tileAndFuseIntoForall(rewriter, op, tiles)))
+    FailureOr<Operation *> loop = tileAndFuseIntoForall(rewriter, op, tiles);
+    if (failed(loop))
       return op.emitOpError() << "could not be tiled into workgroups";
+    if (depth <= 0)
+      continue;
+    SmallVector<linalg::LinalgOp> reductions;
+    (*loop)->walk([&](linalg::LinalgOp tiled) {
+      if (tiled.getNumReductionLoops() > 0)
+        reductions.push_back(tiled);
+    });
+    for (linalg::LinalgOp tiled : reductions)
+      if (failed(stageReductionSteps(rewriter, tiled, depth)))
+        return failure();
   }
   return success();
 }
@@ -628,7 +688,8 @@ struct MHATileForWorkgroupsPass final
   using MHATileForWorkgroupsPassBase::MHATileForWorkgroupsPassBase;
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
-    if (failed(mha::tileForWorkgroups(rewriter, getOperation(), rows, cols)))
+    if (failed(mha::tileForWorkgroups(rewriter, getOperation(), rows, cols,
+                                      depth)))
       signalPassFailure();
   }
 };

@@ -1,15 +1,27 @@
 // RUN: mha-opt %s --split-input-file --verify-diagnostics --mha-tile-for-workgroups="rows=32 cols=64" --canonicalize | FileCheck %s
+// RUN: mha-opt %s --split-input-file --verify-diagnostics --mha-tile-for-workgroups="rows=32 cols=64 depth=0" --canonicalize | FileCheck %s --check-prefix=DIRECT
 // RUN: not mha-opt %s --mha-tile-for-workgroups="rows=0" 2>&1 | FileCheck %s --check-prefix=SIZES
-// SIZES: error: workgroup tile sizes must be positive, found 0x64
+// SIZES: error: workgroup tile sizes must be positive, found 0x64 (depth 32)
+
+// depth=0: no reduction steps, each thread reads its inputs directly.
+// DIRECT-LABEL: func.func @projection
+// DIRECT-NOT: scf.for %
+// DIRECT-NOT: linalg.copy
+// DIRECT: linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x32x64xf32>, tensor<64x1x16xf32>)
 
 // A projection (contraction into the head-split layout, bias broadcast as
 // its initial value): one scf.forall over (batch, head, 32-row) tiles with
-// the bias broadcast fused in; the reduction and the head dim stay whole.
+// the bias broadcast fused in; the head dim stays whole; the reduction over
+// the embedding runs in steps of 32, each step's activation and weight
+// tiles copied into tile tensors (workgroup memory, later) first.
 
 // CHECK-LABEL: func.func @projection
 // CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (2, 4, 96) step (1, 1, 32)
-// CHECK:   linalg.generic {{.*}} outs(%{{.*}} : tensor<1x1x32x16xf32>)
-// CHECK:   linalg.generic {{.*}} ins(%{{.*}}, %{{.*}} : tensor<1x32x64xf32>, tensor<64x1x16xf32>) outs(%{{.*}} : tensor<1x1x32x16xf32>)
+// CHECK:   %[[BIAS:.+]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<1x1x32x16xf32>)
+// CHECK:   scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args(%[[ACC:.+]] = %[[BIAS]])
+// CHECK:     %[[A:.+]] = linalg.copy ins(%{{.*}} : tensor<1x32x32xf32>) outs(%{{.*}} : tensor<1x32x32xf32>)
+// CHECK:     %[[B:.+]] = linalg.copy ins(%{{.*}} : tensor<32x1x16xf32>) outs(%{{.*}} : tensor<32x1x16xf32>)
+// CHECK:     linalg.generic {{.*}} ins(%[[A]], %[[B]] : tensor<1x32x32xf32>, tensor<32x1x16xf32>) outs(%[[ACC]] : tensor<1x1x32x16xf32>)
 // CHECK: scf.forall.in_parallel
 // CHECK-NOT: linalg.generic
 func.func @projection(%x: tensor<2x96x64xf32>, %w: tensor<64x4x16xf32>, %b: tensor<4x16xf32>) -> tensor<2x4x96x16xf32> {

@@ -377,7 +377,10 @@ def MHATileForWorkgroupsPass : Pass<"mha-tile-for-workgroups"> {
     with upstream tile-and-fuse, its linalg producers fused: `rows` along
     its second innermost parallel loop, up to `cols` along its innermost,
     1 along the others; reductions stay whole. Ops reading `i1` stay on the
-    host (GPU storage buffers hold no `i1`). Each such loop is then one
+    host (GPU storage buffers hold no `i1`). A tile's reduction (the
+    embedding of a projection) runs in steps of `depth`, each step's input
+    tiles copied into workgroup tensors first, so that a workgroup reads each
+    input element from device memory once. Each such loop is then one
     kernel (`mha-distribute-to-threads`, `mha-map-forall-to-gpu`), so the
     whole layer runs on the GPU.
   }];
@@ -385,6 +388,9 @@ def MHATileForWorkgroupsPass : Pass<"mha-tile-for-workgroups"> {
     Option<"rows", "rows", "int64_t", "32", "Rows of a workgroup tile">,
     Option<"cols", "cols", "int64_t", "64",
            "Columns of a workgroup tile (at most)">,
+    Option<"depth", "depth", "int64_t", "32",
+           "Reduction step whose input tiles are staged in workgroup memory "
+           "(0: no staging, each thread reads its inputs directly)">,
   ];
   let dependentDialects = [
     "::mlir::scf::SCFDialect",

@@ -131,11 +131,13 @@ FailureOr<Operation *> tileAndFuseIntoForall(RewriterBase &rewriter,
 /// tiled into an scf.forall of workgroup tiles with its linalg producers
 /// fused: `rows` along its second innermost parallel loop, up to `cols`
 /// along its innermost, 1 along the others. Ops reading i1 stay on the host
-/// (GPU storage buffers hold no i1). Together with the attention's tiling
-/// these loops become the kernels (distributeToThreads,
-/// mapForallsToGPULaunch).
+/// (GPU storage buffers hold no i1). With `depth` > 0 a tile's reduction
+/// runs in steps of `depth` whose input tiles are first copied into
+/// workgroup tensors (shared-memory tiling of the projection GEMMs).
+/// Together with the attention's tiling these loops become the kernels
+/// (distributeToThreads, mapForallsToGPULaunch).
 LogicalResult tileForWorkgroups(RewriterBase &rewriter, Operation *root,
-                                int64_t rows, int64_t cols);
+                                int64_t rows, int64_t cols, int64_t depth);
 
 /// The i1 mask of `op` replaced by the equivalent additive mask of the data's
 /// element type (0 where true, -inf where false), computed by a
