@@ -1,6 +1,7 @@
 // The attention through mha-lower-to-vulkan: the GPU IR after the mapping
 // (one launch over (batch, head, query tile) blocks, the key block staged in
-// workgroup memory (a workgroup attribution of the launch), barriers between the distributed ops, a key loop ending
+// workgroup memory (a workgroup attribution of the launch), the value block
+// too (a row per thread), barriers between the distributed ops, a key loop ending
 // at the causal bound, no Sq x Sk buffer), and the result: a SPIR-V
 // gpu.binary launched from host code.
 //
@@ -12,6 +13,8 @@
 // GPU-NOT: memref.alloc
 // GPU:   scf.for %{{.*}} = %c0{{.*}} to %[[BOUND:.+]] step %c32
 // GPU:     memref.subview %[[KT]]
+// GPU:     gpu.barrier
+// GPU:     linalg.copy ins(%{{.*}} : memref<1x1x1x16xf32, {{.*}}>) outs(%{{.*}} : memref<1x1x1x16xf32, {{.*}}#gpu.address_space<workgroup>>)
 // GPU:     gpu.barrier
 // GPU-NOT: memref<{{.*}}128x128xf32
 // GPU:   gpu.terminator

@@ -73,6 +73,65 @@ static SmallVector<scf::ForallOp> topLevelForalls(Operation *root) {
   return loops;
 }
 
+/// The loop of `op` that distributeOp spreads over threads: its first
+/// parallel loop of more than one iteration, else its first parallel loop.
+static std::optional<unsigned> threadLoop(linalg::LinalgOp op) {
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  std::optional<unsigned> unitLoop;
+  for (auto [i, iterator] : llvm::enumerate(op.getIteratorTypesArray())) {
+    if (iterator != utils::IteratorType::parallel)
+      continue;
+    if (ranges[i] != 1)
+      return i;
+    if (!unitLoop)
+      unitLoop = i;
+  }
+  return unitLoop;
+}
+
+/// `input` of `op` replaced by a copy of it into a new tile tensor (made
+/// right before `op`; workgroup memory once distributeToThreads allocates
+/// it), which the threads then share.
+static void stageInput(RewriterBase &rewriter, linalg::LinalgOp op,
+                       OpOperand *input) {
+  auto type = cast<RankedTensorType>(input->get().getType());
+  rewriter.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  Value empty = tensor::EmptyOp::create(
+      rewriter, loc, tensor::getMixedSizes(rewriter, loc, input->get()),
+      type.getElementType());
+  Value staged =
+      linalg::CopyOp::create(rewriter, loc, input->get(), empty).getResult(0);
+  rewriter.modifyOpInPlace(op, [&] { input->set(staged); });
+}
+
+/// The inputs of the contractions in `block` that every thread reads whole
+/// (their indexing map does not use the loop spread over threads: the value
+/// block of P·V) and that come from device memory (not made in the tile)
+/// copied into tile tensors first, so that a workgroup reads them from
+/// device memory once. The key block is staged already (its transpose).
+static void stageSharedInputs(RewriterBase &rewriter, scf::ForallOp block) {
+  SmallVector<linalg::LinalgOp> contractions;
+  block.getBody()->walk([&](linalg::LinalgOp op) {
+    if (op.hasPureTensorSemantics() && op.getNumReductionLoops() > 0)
+      contractions.push_back(op);
+  });
+  for (linalg::LinalgOp op : contractions) {
+    std::optional<unsigned> loop = threadLoop(op);
+    if (!loop)
+      continue;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      auto type = dyn_cast<RankedTensorType>(input->get().getType());
+      Operation *producer = input->get().getDefiningOp();
+      if (!type || op.getMatchingIndexingMap(input).isFunctionOfDim(*loop) ||
+          (producer && block->isProperAncestor(producer) &&
+           !isa<tensor::ExtractSliceOp>(producer)))
+        continue;
+      stageInput(rewriter, op, input);
+    }
+  }
+}
+
 /// `op` tiled into an scf.forall over GPU threads along its first parallel
 /// loop (not of size 1): ceil(n / threads) iterations per thread. On tensors
 /// or buffers; `op` is replaced.
@@ -80,26 +139,15 @@ static LogicalResult distributeOp(RewriterBase &rewriter, linalg::LinalgOp op,
                                   int64_t threads) {
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  std::optional<unsigned> loop, unitLoop;
-  for (unsigned i = 0; i < iterators.size(); ++i) {
-    if (iterators[i] != utils::IteratorType::parallel)
-      continue;
-    if (ranges[i] != 1) {
-      loop = i;
-      break;
-    }
-    if (!unitLoop)
-      unitLoop = i;
-  }
-  // Nothing to spread (a single query row: decoding): one thread runs the
-  // op, not every thread of the workgroup racing on its outputs.
-  if (!loop && !unitLoop)
+  std::optional<unsigned> loop = threadLoop(op);
+  if (!loop)
     return op.emitOpError()
            << "has no parallel loop to give to a thread (a reduction to a "
               "scalar)";
-  if (!loop)
+  // Nothing to spread (a single query row: decoding): one thread runs the
+  // op, not every thread of the workgroup racing on its outputs.
+  if (ranges[*loop] == 1)
     threads = 1;
-  loop = loop ? loop : unitLoop;
   // A normalized loop over min(n, threads) threads (what the thread mapping
   // takes; all `threads` when n is dynamic, those past n getting empty
   // tiles), each with ceil(n / threads) iterations.
@@ -228,6 +276,7 @@ LogicalResult mha::distributeToThreads(RewriterBase &rewriter, Operation *root,
           rewriter.eraseOp(empty.getDefiningOp());
       }
     }
+    stageSharedInputs(rewriter, block);
     SmallVector<linalg::LinalgOp> ops;
     block.getBody()->walk([&](linalg::LinalgOp op) {
       if (op.hasPureTensorSemantics())
@@ -441,20 +490,9 @@ static LogicalResult stageReductionSteps(RewriterBase &rewriter,
   rewriter.replaceOp(op, tiled->replacements);
   for (Operation *step : tiled->tiledOps) {
     auto stepOp = cast<linalg::LinalgOp>(step);
-    rewriter.setInsertionPoint(stepOp);
-    for (OpOperand *input : stepOp.getDpsInputOperands()) {
-      auto type = dyn_cast<RankedTensorType>(input->get().getType());
-      if (!type)
-        continue;
-      Location loc = stepOp.getLoc();
-      Value empty = tensor::EmptyOp::create(
-          rewriter, loc, tensor::getMixedSizes(rewriter, loc, input->get()),
-          type.getElementType());
-      Value staged =
-          linalg::CopyOp::create(rewriter, loc, input->get(), empty)
-              .getResult(0);
-      rewriter.modifyOpInPlace(stepOp, [&] { input->set(staged); });
-    }
+    for (OpOperand *input : stepOp.getDpsInputOperands())
+      if (isa<RankedTensorType>(input->get().getType()))
+        stageInput(rewriter, stepOp, input);
   }
   return success();
 }

@@ -162,3 +162,37 @@ func.func @scalar_reduction(%a: tensor<2x8xf32>, %z: tensor<f32>) -> tensor<2xf3
   }
   return %r : tensor<2xf32>
 }
+
+// -----
+
+// An input every thread reads whole (the value block of P·V: its map does not
+// use the row loop the threads share) is copied into workgroup memory first,
+// a row per thread; the input that varies with the row is read in place.
+
+// CHECK-LABEL: func.func @stage_shared_input
+// CHECK: %[[WG:.+]] = bufferization.alloc_tensor() {memory_space = #gpu.address_space<workgroup>} : tensor<16x8xf32>
+// CHECK: %[[STAGED:.+]] = scf.forall (%{{.*}}) in (16) shared_outs(%{{.*}} = %[[WG]])
+// CHECK:   linalg.copy
+// CHECK: scf.forall (%{{.*}}) in (32)
+// CHECK:   linalg.generic {{.*}} ins(%{{.*}}, %[[STAGED]] : tensor<1x16xf32>, tensor<16x8xf32>)
+func.func @stage_shared_input(%p: tensor<64x16xf32>, %v: tensor<16x8xf32>) -> tensor<64x8xf32> {
+  %init = tensor.empty() : tensor<64x8xf32>
+  %zero = arith.constant 0.0 : f32
+  %r = scf.forall (%i) = (0) to (64) step (32) shared_outs(%o = %init) -> (tensor<64x8xf32>) {
+    %s = tensor.extract_slice %p[%i, 0] [32, 16] [1, 1] : tensor<64x16xf32> to tensor<32x16xf32>
+    %e = tensor.empty() : tensor<32x8xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<32x8xf32>) -> tensor<32x8xf32>
+    %pv = linalg.generic {indexing_maps = [affine_map<(r, c, k) -> (r, k)>, affine_map<(r, c, k) -> (k, c)>, affine_map<(r, c, k) -> (r, c)>],
+                          iterator_types = ["parallel", "parallel", "reduction"]}
+            ins(%s, %v : tensor<32x16xf32>, tensor<16x8xf32>) outs(%z : tensor<32x8xf32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %y = arith.addf %acc, %m : f32
+      linalg.yield %y : f32
+    } -> tensor<32x8xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %pv into %o[%i, 0] [32, 8] [1, 1] : tensor<32x8xf32> into tensor<64x8xf32>
+    }
+  }
+  return %r : tensor<64x8xf32>
+}
