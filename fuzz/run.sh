@@ -44,6 +44,8 @@ PY
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 step "Fuzzing for $seconds s"
+# -timeout: a BERT-sized seed through the six pipelines (GPU ones included)
+# takes up to ~30 s with coverage, ASan and UBSan on these machines.
 "$BUILD_DIR/bin/mha-fuzz" "$here/corpus" "$seeds" \
-  -max_total_time="$seconds" -timeout=30 -rss_limit_mb=4096 \
+  -max_total_time="$seconds" -timeout=60 -rss_limit_mb=4096 \
   -artifact_prefix="$here/artifacts/" -print_final_stats=1 "$@"
