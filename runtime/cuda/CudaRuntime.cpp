@@ -126,15 +126,18 @@ void *mgpuStreamCreate() {
 }
 
 void mgpuStreamDestroy(void *stream) {
+  makeCurrent();
   check(cuStreamDestroy(static_cast<CUstream>(stream)), "cuStreamDestroy");
 }
 
 void mgpuStreamSynchronize(void *stream) {
+  makeCurrent();
   check(cuStreamSynchronize(static_cast<CUstream>(stream)),
         "cuStreamSynchronize");
 }
 
 void mgpuStreamWaitEvent(void *stream, void *event) {
+  makeCurrent();
   check(cuStreamWaitEvent(static_cast<CUstream>(stream),
                           static_cast<CUevent>(event), 0),
         "cuStreamWaitEvent");
@@ -148,14 +151,17 @@ void *mgpuEventCreate() {
 }
 
 void mgpuEventDestroy(void *event) {
+  makeCurrent();
   check(cuEventDestroy(static_cast<CUevent>(event)), "cuEventDestroy");
 }
 
 void mgpuEventSynchronize(void *event) {
+  makeCurrent();
   check(cuEventSynchronize(static_cast<CUevent>(event)), "cuEventSynchronize");
 }
 
 void mgpuEventRecord(void *event, void *stream) {
+  makeCurrent();
   check(cuEventRecord(static_cast<CUevent>(event),
                       static_cast<CUstream>(stream)),
         "cuEventRecord");
