@@ -9,6 +9,11 @@
 // RUN: FileCheck %s --check-prefix=PTX < %t.mlir
 // RUN: %if ptxas %{ mha-opt %s --mha-lower-to-cuda="chip=sm_80 format=bin" | FileCheck %s --check-prefix=CUBIN80 %}
 // RUN: %if ptxas %{ mha-opt %s --mha-lower-to-cuda="chip=sm_90 format=bin" | FileCheck %s --check-prefix=CUBIN90 %}
+// The whole BERT-base layer: five kernels (three projections, attention,
+// output projection), each assembled for sm_90.
+// RUN: %if ptxas %{ mha-opt %S/../../examples/bert-base.mlir --mha-lower-to-cuda="chip=sm_90 format=bin" | FileCheck %s --check-prefix=LAYER %}
+// LAYER-COUNT-5: gpu.binary @{{.*}} [#gpu.object<#nvvm.target<chip = "sm_90", features = "+ptx80">, {{.*}}bin = "\7FELF
+// LAYER-NOT: gpu.binary
 
 // STAGE-LABEL: func.func @main
 // STAGE-SAME: (%[[Q:[a-z0-9]+]]: memref<2x4x?x16xf32>

@@ -3,11 +3,14 @@
 pipelines) and prints one line per configuration; exits 1 if any fails.
 
     random_configs.py --mha-run BIN --workdir DIR [--count 12] [--seed 0]
+                      [--pipeline P]... [--static]
 
 Sizes, heads and kv heads, head dims, projection widths, bias, mask kind,
 rank and broadcasting, causal, scale and dynamic dims are drawn at random
 (deterministically for a seed), so combinations nobody wrote down get
-checked against the numpy reference too.
+checked against the numpy reference too. --pipeline is passed on to
+check_mha.py (default: its own, loops and cpu); --static draws no dynamic
+dims (for pipelines that need static shapes, such as vulkan).
 """
 
 import argparse
@@ -19,7 +22,7 @@ import sys
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def draw(rng):
+def draw(rng, static=False):
     hkv = rng.choice([1, 2, 3])
     h = hkv * rng.choice([1, 2, 3])
     b, sq, sk = rng.randint(1, 3), rng.randint(1, 70), rng.randint(1, 70)
@@ -40,7 +43,7 @@ def draw(rng):
         if rng.random() < 0.2 and shape[-2] != 1:
             c["masked_row"] = rng.randrange(sq)
     dyn = [d for d in ("b", "sq", "sk") if rng.random() < 0.3]
-    if dyn:
+    if dyn and not static:
         c["dynamic"] = ",".join(dyn)
     return c
 
@@ -51,16 +54,18 @@ def main():
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--count", type=int, default=12)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--pipeline", action="append", default=[])
+    parser.add_argument("--static", action="store_true")
     args = parser.parse_args()
     rng = random.Random(args.seed)
     failures = 0
     for i in range(args.count):
-        config = draw(rng)
+        config = draw(rng, args.static)
         pairs = [f"{k}={v}" for k, v in config.items()]
         result = subprocess.run(
             [sys.executable, os.path.join(HERE, "check_mha.py"), "--mha-run",
              args.mha_run, "--workdir", os.path.join(args.workdir, str(i))]
-            + pairs, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+            + [f"--pipeline={p}" for p in args.pipeline] + pairs, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         ok = result.returncode == 0
         failures += not ok
         print(f"config {i}: {' '.join(pairs)}: {'OK' if ok else 'FAILED'}")

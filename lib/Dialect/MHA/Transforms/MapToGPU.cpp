@@ -382,6 +382,44 @@ static void freeHostBuffersAtReturn(RewriterBase &rewriter,
     memref::DeallocOp::create(rewriter, alloc.getLoc(), alloc.getResult());
 }
 
+/// Results of scf.if ops inside kernels whose branches both yield the same
+/// buffer (one masked for causality, one not), cast to a less static type
+/// (the branches were refined on tensors, the if was not), used through one
+/// cast of that buffer made after the if: canonicalization then folds it
+/// into its users, and SPIR-V has no lowering for memref.cast.
+static void forwardIfYieldedBuffers(RewriterBase &rewriter, Operation *root) {
+  root->walk([&](scf::IfOp ifOp) {
+    if (!ifOp->getParentOfType<gpu::LaunchOp>() || ifOp.getNumResults() == 0 ||
+        ifOp.getElseRegion().empty())
+      return;
+    for (OpResult result : ifOp->getResults()) {
+      auto type = dyn_cast<MemRefType>(result.getType());
+      if (!type || result.use_empty())
+        continue;
+      Value source;
+      bool same = true;
+      for (Block *branch : {ifOp.thenBlock(), ifOp.elseBlock()}) {
+        Value yielded = branch->getTerminator()->getOperand(
+            result.getResultNumber());
+        if (auto cast = yielded.getDefiningOp<memref::CastOp>())
+          yielded = cast.getSource();
+        same &= !source || yielded == source;
+        source = yielded;
+      }
+      if (!same ||
+          !source.getParentRegion()->isAncestor(ifOp->getParentRegion()))
+        continue;
+      rewriter.setInsertionPointAfter(ifOp);
+      Value forwarded =
+          source.getType() == type
+              ? source
+              : memref::CastOp::create(rewriter, ifOp.getLoc(), type, source)
+                    .getResult();
+      rewriter.replaceAllUsesWith(result, forwarded);
+    }
+  });
+}
+
 LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
                                          Operation *root, int64_t threads) {
   for (scf::ForallOp loop : topLevelForalls(root)) {
@@ -458,6 +496,7 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
   root->walk([&](FunctionOpInterface func) {
     freeHostBuffersAtReturn(rewriter, func);
   });
+  forwardIfYieldedBuffers(rewriter, root);
   return success();
 }
 

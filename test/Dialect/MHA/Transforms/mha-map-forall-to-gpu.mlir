@@ -131,3 +131,33 @@ func.func @host_buffers(%x: f32) -> memref<64xf32> {
   }
   return %out : memref<64xf32>
 }
+
+// -----
+
+// An scf.if in a kernel whose branches yield the same buffer cast to a less
+// static type (a causal block masked or not): its users get one cast of the
+// buffer made after the if, which canonicalization folds into them (SPIR-V
+// cannot lower memref.cast).
+
+// CHECK-LABEL: func.func @if_yields_buffer
+// CHECK: gpu.launch
+// CHECK-NOT: memref.cast
+// CHECK: memref.load %[[BUF:.+]][%{{.*}}] : memref<32xf32>
+// CHECK: gpu.terminator
+func.func @if_yields_buffer(%buf: memref<32xf32>, %out: memref<64xf32>, %c: i1) {
+  scf.forall (%i) = (0) to (64) step (32) {
+    %r = scf.if %c -> (memref<?xf32>) {
+      %a = memref.cast %buf : memref<32xf32> to memref<?xf32>
+      scf.yield %a : memref<?xf32>
+    } else {
+      %b = memref.cast %buf : memref<32xf32> to memref<?xf32>
+      scf.yield %b : memref<?xf32>
+    }
+    scf.forall (%t) in (32) {
+      %y = memref.load %r[%t] : memref<?xf32>
+      %j = arith.addi %i, %t : index
+      memref.store %y, %out[%j] : memref<64xf32>
+    } {mapping = [#gpu.thread<linear_dim_0>]}
+  }
+  return
+}
