@@ -9,7 +9,7 @@
 //     scf.forall mapped to #gpu.thread<x> (a thread per row, or per few
 //     rows when there are more rows than threads), and the tile-local
 //     tensors are allocated in workgroup memory;
-//   - on buffers (mapToGPULaunch): each top-level scf.forall becomes a
+//   - on buffers (mapForallsToGPULaunch): each top-level scf.forall becomes a
 //     gpu.launch with one workgroup per iteration (grid sizes computed at run
 //     time from the loop bounds), and upstream's
 //     mapNestedForallToThreadsImpl maps the thread loops inside it, with a
