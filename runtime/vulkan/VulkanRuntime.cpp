@@ -62,6 +62,8 @@ struct Device {
   VkCommandPool commandPool = VK_NULL_HANDLE;
   VkPhysicalDeviceMemoryProperties memory{};
   std::string name;
+  /// What f16 kernels need (SPIR-V Float16, StorageBuffer16BitAccess).
+  bool float16 = false, storage16 = false;
 
   Device() {
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
@@ -113,9 +115,9 @@ struct Device {
     // f16 kernels need 16-bit storage buffers (core in 1.1) and f16
     // arithmetic (VK_KHR_shader_float16_int8 on a 1.1 device): enabled
     // where the device offers them, as the features it reports.
-    VkPhysicalDevice16BitStorageFeatures storage16{
+    VkPhysicalDevice16BitStorageFeatures storageFeatures{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_16BIT_STORAGE_FEATURES};
-    VkPhysicalDeviceShaderFloat16Int8Features float16{
+    VkPhysicalDeviceShaderFloat16Int8Features float16Features{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SHADER_FLOAT16_INT8_FEATURES};
     std::vector<const char *> extensions;
     uint32_t extensionCount = 0;
@@ -128,12 +130,14 @@ struct Device {
       if (!std::strcmp(extension.extensionName,
                        VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME)) {
         extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
-        storage16.pNext = &float16;
+        storageFeatures.pNext = &float16Features;
       }
     VkPhysicalDeviceFeatures2 features{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
-    features.pNext = &storage16;
+    features.pNext = &storageFeatures;
     vkGetPhysicalDeviceFeatures2(physical, &features);
+    float16 = storageFeatures.pNext && float16Features.shaderFloat16;
+    storage16 = storageFeatures.storageBuffer16BitAccess;
 
     VkDeviceCreateInfo deviceInfo{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     deviceInfo.pNext = &features;
@@ -291,6 +295,31 @@ struct Buffer {
   }
 };
 
+/// Stops with a message when the module declares a capability the device
+/// lacks (f16 kernels on a device without f16 arithmetic or 16-bit storage)
+/// rather than leaving it to the driver. Capabilities are the module's first
+/// instructions (OpCapability, opcode 17), after the 5-word header.
+void requireCapabilities(const std::vector<uint32_t> &words) {
+  constexpr uint32_t opCapability = 17, float16Cap = 9,
+                     storageBuffer16BitAccess = 4433;
+  const Device &d = device();
+  for (size_t at = 5; at < words.size();) {
+    uint32_t count = words[at] >> 16, opcode = words[at] & 0xffff;
+    if (opcode != opCapability || count < 2 || at + 1 >= words.size())
+      break;
+    uint32_t capability = words[at + 1];
+    if ((capability == float16Cap && !d.float16) ||
+        (capability == storageBuffer16BitAccess && !d.storage16))
+      fail("the kernels need f16 " +
+           std::string(capability == float16Cap ? "arithmetic (Float16)"
+                                                 : "storage buffers "
+                                                   "(StorageBuffer16BitAccess)") +
+           ", which the Vulkan device '" + d.name +
+           "' does not offer; lower f32 data instead");
+    at += count;
+  }
+}
+
 } // namespace
 
 extern "C" {
@@ -301,6 +330,7 @@ void *mgpuModuleLoad(void *data, size_t bytes) {
   // The binary may not be 4-byte aligned where the host code keeps it.
   std::vector<uint32_t> words(bytes / 4);
   std::memcpy(words.data(), data, bytes);
+  requireCapabilities(words);
   VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   info.codeSize = bytes;
   info.pCode = words.data();
