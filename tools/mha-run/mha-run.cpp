@@ -109,16 +109,7 @@ cl::opt<bool> printTarget(
     "print-target",
     cl::desc("Print the target triple, CPU and features the JIT compiles for"),
     cl::init(false), cl::cat(category));
-cl::opt<std::string> targetCpu(
-    "target-cpu",
-    cl::desc("Compile for this CPU instead of the host's, with its default "
-             "features (e.g. haswell: AVX2, no AVX-512)"),
-    cl::value_desc("name"), cl::cat(category));
-cl::opt<std::string> targetFeatures(
-    "target-features",
-    cl::desc("Features to enable (+name) or disable (-name), comma-separated, "
-             "on top of the target's (e.g. -avx512f)"),
-    cl::value_desc("+a,-b"), cl::cat(category));
+mha::CPUTargetFlags targetFlags(category);
 cl::opt<std::string> dumpObjectFile(
     "dump-object-file",
     cl::desc("Write the object code the JIT generated to this file (after "
@@ -439,7 +430,7 @@ int run(MLIRContext &context) {
     expected.push_back(std::move(*read));
   }
   double flops = countFlops(func, args);
-  mha::CPUTarget cpuTarget{targetCpu, targetFeatures};
+  mha::CPUTarget cpuTarget = targetFlags.get();
   if (llvm::Error error = mha::checkCPUTarget(cpuTarget))
     return badInput(llvm::toString(std::move(error)));
 

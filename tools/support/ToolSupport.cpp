@@ -114,6 +114,18 @@ static SmallVector<std::string> splitFeatures(StringRef features) {
   return list;
 }
 
+mha::CPUTargetFlags::CPUTargetFlags(llvm::cl::OptionCategory &category)
+    : cpu("target-cpu",
+          llvm::cl::desc("Compile for this CPU instead of the host's, with its "
+                         "default features (e.g. haswell or x86-64-v3: AVX2, "
+                         "no AVX-512)"),
+          llvm::cl::value_desc("name"), llvm::cl::cat(category)),
+      features("target-features",
+               llvm::cl::desc("Features to enable (+name) or disable (-name), "
+                              "comma-separated, on top of the target's (e.g. "
+                              "-avx512f)"),
+               llvm::cl::value_desc("+a,-b"), llvm::cl::cat(category)) {}
+
 llvm::Error mha::checkCPUTarget(const CPUTarget &target) {
   for (const std::string &feature : splitFeatures(target.features))
     if (feature.size() < 2 || (feature[0] != '+' && feature[0] != '-'))

@@ -10,6 +10,7 @@
 #define MHA_TOOLS_SUPPORT_TOOLSUPPORT_H
 
 #include "mlir/Support/LLVM.h"
+#include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
 
 #include <memory>
@@ -53,6 +54,18 @@ llvm::Error loadEntry(MLIRContext &context, StringRef path, StringRef entry,
 struct CPUTarget {
   std::string cpu;
   std::string features;
+};
+
+/// The `--target-cpu` and `--target-features` flags of a tool, in its option
+/// category.
+class CPUTargetFlags {
+public:
+  explicit CPUTargetFlags(llvm::cl::OptionCategory &category);
+  CPUTarget get() const { return {cpu, features}; }
+
+private:
+  llvm::cl::opt<std::string> cpu;
+  llvm::cl::opt<std::string> features;
 };
 
 /// Checks `target` before anything is compiled: feature syntax, and that the

@@ -150,21 +150,26 @@ struct LowerToVulkanOptions
 void buildLowerToVulkanPipeline(OpPassManager &pm,
                                 const LowerToVulkanOptions &options);
 
-/// Options of `mha-nvvm-backend`.
-struct NVVMBackendOptions : public PassPipelineOptions<NVVMBackendOptions> {
-  PassOptions::Option<std::string> chip{
+/// The NVVM target options of `mha-nvvm-backend` and `mha-lower-to-cuda`.
+template <typename Derived>
+struct NVVMTargetOptions : public PassPipelineOptions<Derived> {
+  mlir::detail::PassOptions::Option<std::string> chip{
       *this, "chip", llvm::cl::desc("SM architecture to compile for"),
       llvm::cl::init("sm_80")};
-  PassOptions::Option<std::string> features{
+  mlir::detail::PassOptions::Option<std::string> features{
       *this, "features",
       llvm::cl::desc("PTX features (PTX ISA 8.0 covers sm_80 and sm_90)"),
       llvm::cl::init("+ptx80")};
-  PassOptions::Option<std::string> format{
+  mlir::detail::PassOptions::Option<std::string> format{
       *this, "format",
-      llvm::cl::desc("What the gpu.binary holds: isa (PTX text), bin (cubin, "
-                     "assembled by ptxas) or fatbin"),
+      llvm::cl::desc("What the gpu.binary holds: isa (PTX text, compiled by "
+                     "the driver at load), bin (cubin, assembled by ptxas) "
+                     "or fatbin"),
       llvm::cl::init("fatbin")};
 };
+
+/// Options of `mha-nvvm-backend`.
+struct NVVMBackendOptions : public NVVMTargetOptions<NVVMBackendOptions> {};
 
 /// GPU kernels on buffers (`gpu.launch`) to NVVM and a `gpu.binary` of PTX,
 /// cubin or fatbin, with host code in the LLVM dialect calling the mgpu*
@@ -176,27 +181,15 @@ void buildNVVMBackendStage(OpPassManager &pm,
                            const NVVMBackendOptions &options);
 
 /// Options of `mha-lower-to-cuda`.
-struct LowerToCUDAOptions : public PassPipelineOptions<LowerToCUDAOptions> {
-  PassOptions::Option<int64_t> qTileSize{
+struct LowerToCUDAOptions : public NVVMTargetOptions<LowerToCUDAOptions> {
+  mlir::detail::PassOptions::Option<int64_t> qTileSize{
       *this, "q-tile-size",
       llvm::cl::desc("Queries per workgroup (a thread per query row)"),
       llvm::cl::init(32)};
-  PassOptions::Option<int64_t> kvTileSize{
+  mlir::detail::PassOptions::Option<int64_t> kvTileSize{
       *this, "kv-tile-size",
       llvm::cl::desc("Keys per block of the online softmax"),
       llvm::cl::init(32)};
-  PassOptions::Option<std::string> chip{
-      *this, "chip", llvm::cl::desc("SM architecture to compile for"),
-      llvm::cl::init("sm_80")};
-  PassOptions::Option<std::string> features{
-      *this, "features",
-      llvm::cl::desc("PTX features (PTX ISA 8.0 covers sm_80 and sm_90)"),
-      llvm::cl::init("+ptx80")};
-  PassOptions::Option<std::string> format{
-      *this, "format",
-      llvm::cl::desc("What the gpu.binary holds: isa (PTX text, compiled by "
-                     "the driver at load), bin (cubin) or fatbin"),
-      llvm::cl::init("fatbin")};
 };
 
 /// `mha` ops on tensors to CUDA: buildGPUMappingStage, the host buffers of

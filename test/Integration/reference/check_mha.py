@@ -4,7 +4,10 @@ it against the independent numpy reference (mha_reference.py).
 
     check_mha.py --mha-run BIN --workdir DIR [--pipeline P]...
                  [--atol A] [--rtol R] [--benchmark N] [--mlir FILE]
-                 key=value ...
+                 [--mha-aot BIN] key=value ...
+
+With --mha-aot, each pipeline is compiled ahead of time instead and the
+executable mha-aot writes is run on the inputs ([aot P] reports).
 
 Keys (defaults in CONFIG_DEFAULTS): b sq sk eq ek ev h hkv dk dv eo,
 bias=0|1, causal=0|1, scale=<float>, seed=<int>,
