@@ -37,9 +37,20 @@ using namespace mlir;
 // The mha passes run on the whole module (they walk it), so mha ops in
 // nested modules or in functions of any kind are lowered too.
 
+/// The start of every pipeline: run-time checks of the mha ops' dynamic
+/// sizes, and the upstream ops frontends emit around attention in forms
+/// the later stages lower: aggregates (linalg.softmax) decomposed into
+/// linalg ops, elementwise arith/math ops on tensors as linalg.generic.
+static void addEntryStage(OpPassManager &pm) {
+  using namespace mha;
+  pm.addPass(createMHAInsertRuntimeChecksPass());
+  pm.addPass(createMHADecomposeAggregatesPass());
+  pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
+}
+
 void mha::buildTilingStage(OpPassManager &pm, int64_t qTileSize,
                            int64_t kvTileSize) {
-  pm.addPass(createMHAInsertRuntimeChecksPass());
+  addEntryStage(pm);
   pm.addPass(createMHAFuseLayerPass(
       MHAFuseLayerPassOptions{qTileSize, kvTileSize, /*decompose=*/false}));
   pm.addPass(createMHATileAttentionPass(
@@ -84,6 +95,14 @@ void mha::buildBufferizationStage(OpPassManager &pm) {
   pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
+/// Math ops of host code: those LLVM has intrinsics for become them, the
+/// rest (math.erf of a GELU next to the attention, ...) libm calls. GPU
+/// pipelines run it once the kernels are binaries (libm calls are host-only).
+static void addMathToLLVM(OpPassManager &pm) {
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+}
+
 void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
                               bool openMP) {
   // Buffers -> loops -> LLVM. The tiled loop nest's scf.forall becomes an
@@ -110,6 +129,7 @@ void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
   }
   if (emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
+  addMathToLLVM(pm);
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   pm.addPass(createSCFToControlFlowPass());
   if (openMP)
@@ -128,11 +148,12 @@ void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
   // Boolean masks read as vectors: bytes in memory, not LLVM's packed bits.
   pm.addPass(createMHALegalizeBoolVectorMemoryPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createMHACheckLoweredPass());
 }
 
 void mha::buildLowerToLoopsPipeline(OpPassManager &pm,
                                     const LowerToLoopsOptions &options) {
-  pm.addPass(createMHAInsertRuntimeChecksPass());
+  addEntryStage(pm);
   buildDecompositionStage(pm);
   buildBufferizationStage(pm);
   buildCPUToLLVMStage(pm, options.emitCInterface, /*openMP=*/false);
@@ -189,6 +210,7 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface) {
   pm.addPass(createSCFToControlFlowPass());
   if (emitCInterface)
     pm.addNestedPass<func::FuncOp>(LLVM::createLLVMRequestCWrappersPass());
+  addMathToLLVM(pm);
   pm.addPass(createFinalizeMemRefToLLVMConversionPass());
   GpuToLLVMConversionPassOptions host;
   host.hostBarePtrCallConv = false;
@@ -197,11 +219,12 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface) {
   pm.addPass(createGpuToLLVMConversionPass(host));
   pm.addPass(createConvertToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createMHACheckLoweredPass());
 }
 
 void mha::buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
                                int64_t kvTileSize) {
-  pm.addPass(createMHAInsertRuntimeChecksPass());
+  addEntryStage(pm);
   pm.addPass(createMHADecomposePass());
   pm.addPass(createMHAAdditiveMaskPass());
   MHATileForWorkgroupsPassOptions workgroups;
@@ -260,6 +283,11 @@ void mha::buildNVVMBackendStage(OpPassManager &pm,
   nvvm.cubinFeatures = options.features;
   nvvm.cubinFormat = options.format;
   gpu::buildLowerToNVVMPassPipeline(pm, nvvm);
+  // Host math ops upstream's pipeline leaves (no LLVM intrinsic for them).
+  addMathToLLVM(pm);
+  pm.addPass(createConvertToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(createMHACheckLoweredPass());
 }
 
 void mha::registerMHAPipelines() {

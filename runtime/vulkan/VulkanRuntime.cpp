@@ -289,8 +289,11 @@ struct Buffer {
     vkDestroyBuffer(d.device, buffer, nullptr);
     vkFreeMemory(d.device, memory, nullptr);
   }
+  /// Copies the buffer back unless the kernel left it as it was: arguments
+  /// the kernel only reads may live in read-only memory (a constant global
+  /// of the host code, a caller's const input), which must not be written.
   void copyBack() {
-    if (bytes)
+    if (bytes && std::memcmp(host, mapped, bytes) != 0)
       std::memcpy(host, mapped, bytes);
   }
 };

@@ -45,6 +45,7 @@
 #include "llvm/Support/Path.h"
 #include "llvm/Support/Program.h"
 #include "llvm/Support/SourceMgr.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -567,8 +568,10 @@ int compile(MLIRContext &context) {
 
   OwningOpRef<ModuleOp> module;
   func::FuncOp func;
-  if (llvm::Error error =
-          mha::loadEntry(context, inputFile, entryName, module, func))
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  if (llvm::Error error = mha::loadEntry(context, sourceMgr, inputFile,
+                                         entryName, module, func))
     return badInput(llvm::toString(std::move(error)));
   SmallVector<ArrayInfo> inputs, outputs;
   FunctionType signature = func.getFunctionType();

@@ -42,6 +42,7 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
+#include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -308,8 +309,10 @@ int run(MLIRContext &context) {
   // what the arguments must look like.
   OwningOpRef<ModuleOp> module;
   func::FuncOp func;
-  if (llvm::Error error =
-          mha::loadEntry(context, inputFile, entryName, module, func))
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  if (llvm::Error error = mha::loadEntry(context, sourceMgr, inputFile,
+                                         entryName, module, func))
     return badInput(llvm::toString(std::move(error)));
   FunctionType signature = func.getFunctionType();
   for (auto [i, type] : llvm::enumerate(signature.getInputs())) {

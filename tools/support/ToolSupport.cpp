@@ -2,6 +2,8 @@
 
 #include "ToolSupport.h"
 
+#include "mha/Dialect/MHA/Transforms/Passes.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
@@ -56,6 +58,9 @@ llvm::Error mha::addPipeline(PassManager &pm, StringRef spec) {
     if (!text.consume_back(")") || failed(parsePassPipeline(text, pm, os)))
       return fail(error.empty() ? "expected 'builtin.module(...)'"
                                 : StringRef(error).trim());
+    // The registered pipelines end with this check; a textual one gets it
+    // too, so an op it left is named rather than refused by the JIT.
+    pm.addPass(mha::createMHACheckLoweredPass());
     return llvm::Error::success();
   }
 
@@ -85,14 +90,13 @@ llvm::Error mha::addPipeline(PassManager &pm, StringRef spec) {
   return llvm::Error::success();
 }
 
-llvm::Error mha::loadEntry(MLIRContext &context, StringRef path,
-                          StringRef entry, OwningOpRef<ModuleOp> &module,
-                          func::FuncOp &func) {
+llvm::Error mha::loadEntry(MLIRContext &context, llvm::SourceMgr &sourceMgr,
+                          StringRef path, StringRef entry,
+                          OwningOpRef<ModuleOp> &module, func::FuncOp &func) {
   std::string errorMessage;
   std::unique_ptr<llvm::MemoryBuffer> file = openInputFile(path, &errorMessage);
   if (!file)
     return llvm::createStringError("'" + path + "': " + errorMessage);
-  llvm::SourceMgr sourceMgr;
   sourceMgr.AddNewSourceBuffer(std::move(file), SMLoc());
   module = parseSourceFile<ModuleOp>(sourceMgr, &context);
   if (!module)

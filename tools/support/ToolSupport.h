@@ -17,8 +17,9 @@
 #include <string>
 
 namespace llvm {
-class TargetMachine;
 class Module;
+class SourceMgr;
+class TargetMachine;
 } // namespace llvm
 
 namespace mlir {
@@ -43,9 +44,12 @@ constexpr StringLiteral kPipelinePrefix = "mha-lower-to-";
 /// ones.
 llvm::Error addPipeline(PassManager &pm, StringRef spec);
 
-/// Parses `path` and finds the function `entry` with a body in it; errors
-/// name the file or the function (`--entry`).
-llvm::Error loadEntry(MLIRContext &context, StringRef path, StringRef entry,
+/// Parses `path` into `sourceMgr` and finds the function `entry` with a body
+/// in it; errors name the file or the function (`--entry`). Diagnostics of
+/// later passes point into the file (`file:line:col: error: ...` with the
+/// source line) while a SourceMgrDiagnosticHandler on `sourceMgr` is live.
+llvm::Error loadEntry(MLIRContext &context, llvm::SourceMgr &sourceMgr,
+                      StringRef path, StringRef entry,
                       OwningOpRef<ModuleOp> &module, func::FuncOp &func);
 
 /// The CPU target code is generated for: the host's triple, CPU and features

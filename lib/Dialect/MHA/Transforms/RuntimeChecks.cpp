@@ -47,7 +47,7 @@ struct MHAInsertRuntimeChecksPass final
   void runOnOperation() override {
     OpBuilder b(&getContext());
     getOperation()->walk([&](Operation *op) {
-      if (isa<MHADialect>(op->getDialect()))
+      if (isa_and_present<MHADialect>(op->getDialect()))
         insertRuntimeShapeChecks(b, op);
     });
   }

@@ -1,4 +1,4 @@
-// RUN: mha-opt %s --split-input-file --mha-insert-runtime-checks | FileCheck %s
+// RUN: mha-opt %s --split-input-file --allow-unregistered-dialect --mha-insert-runtime-checks | FileCheck %s
 
 // Dynamic sizes the verifier could not compare get a cf.assert each, with
 // the verifier's wording; sizes it compared (static on both sides, or the
@@ -78,6 +78,19 @@ func.func @online(%q: tensor<1x2x?x8xf32>, %k: tensor<1x2x?x8xf32>, %v: tensor<1
 
 // The checks are the ops' RuntimeVerifiableOpInterface, so upstream's
 // --generate-runtime-verification inserts them too, with its own framing.
-// RUN: mha-opt %s --split-input-file --generate-runtime-verification | FileCheck %s --check-prefix=UPSTREAM
+// RUN: mha-opt %s --split-input-file --allow-unregistered-dialect --generate-runtime-verification | FileCheck %s --check-prefix=UPSTREAM
 // UPSTREAM-LABEL: func.func @core_op_mask
 // UPSTREAM: cf.assert %{{.*}}, "ERROR: Runtime op verification failed{{.*}}mha.attention{{.*}}'mask' dimension 2 (Sq) must match 'query' dimension 2 at run time
+
+// -----
+
+// Ops of unregistered dialects (allowed by --allow-unregistered-dialect)
+// have no dialect object; they are skipped, not a crash.
+
+// CHECK-LABEL: func.func @unregistered
+// CHECK-NEXT: "frontend.op"
+// CHECK-NOT: cf.assert
+func.func @unregistered(%x: f32) -> f32 {
+  %y = "frontend.op"(%x) : (f32) -> f32
+  return %y : f32
+}

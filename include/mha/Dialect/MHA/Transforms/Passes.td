@@ -258,6 +258,50 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
   ];
 }
 
+def MHADecomposeAggregatesPass : Pass<"mha-decompose-aggregates"> {
+  let summary = "Decompose upstream aggregate ops (linalg.softmax) into "
+                "linalg ops";
+  let description = [{
+    Frontends hand over attention's neighbours as upstream ops that no
+    conversion to loops or to LLVM takes as they are: `linalg.softmax`
+    (torch-mlir, IREE and StableHLO/TOSA lowerings emit it) is an aggregate,
+    defined by its `AggregatedOpInterface` decomposition into a max
+    reduction, `exp`, a sum reduction and a division. This pass applies that
+    decomposition to every op under the anchor that implements the interface
+    and is not an `mha` op (those have their own passes). Only the tensor
+    form is decomposed (upstream's decompositions build tensor ops); an
+    aggregate on buffers is an error. Every `mha-lower-to-*` pipeline runs it
+    first.
+
+    Example: `linalg.softmax dimension(1) ins(%x) outs(%e)` becomes a fill
+    and a `linalg.generic` max reduction, an elementwise `exp(x - max)`, a sum
+    reduction and an elementwise division.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def MHACheckLoweredPass : Pass<"mha-check-lowered", "::mlir::ModuleOp"> {
+  let summary = "Fail, naming the op, where an op survived lowering to the "
+                "LLVM dialect";
+  let description = [{
+    The conversions to the LLVM dialect leave an op they have no pattern for
+    where it is (wrapped in `builtin.unrealized_conversion_cast`s), and the
+    pipeline would succeed with IR that only the translation to LLVM IR then
+    rejects, without saying which op. This pass, the last of every
+    `mha-lower-to-*` pipeline and of the `mha-*-backend` pipelines, fails
+    with an error at the location of each outermost op that is not in the
+    LLVM or OpenMP dialects, not a `gpu.binary` or `gpu.launch_func` (the
+    GPU host forms the translation takes) and not a module. Leftover
+    `unrealized_conversion_cast`s are reported only when nothing else is:
+    they are the symptom, the op they wrap is the cause.
+  }];
+}
+
 def MHAApproximateExpPass : Pass<"mha-approximate-exp"> {
   let summary = "Compute math.exp with upstream's polynomial approximation";
   let description = [{

@@ -261,6 +261,16 @@ FailureOr<Value> lowerAttentionToLinalg(RewriterBase &rewriter, AttentionOp op);
 /// linalg, as lowerAttentionToLinalg and decomposeOnlineAttention do.
 void populateAttentionToLinalgPatterns(RewritePatternSet &patterns);
 
+/// Replaces every op under `root` that implements linalg's
+/// AggregatedOpInterface and is not an mha op (linalg.softmax) by its
+/// decomposition. Fails, with an error at the op, where one cannot be
+/// decomposed.
+LogicalResult decomposeAggregateOps(RewriterBase &rewriter, Operation *root);
+
+/// Emits an error at every outermost op under `root` that the translation
+/// to LLVM IR cannot take (see mha-check-lowered) and fails if there was one.
+LogicalResult checkLoweredToLLVM(Operation *root);
+
 } // namespace mha
 } // namespace mlir
 

@@ -1,0 +1,108 @@
+//===- PipelineEdges.cpp - What pipelines take in and hand out ------------===//
+//
+// The two ends of every mha-lower-to-* pipeline: upstream aggregate ops that
+// frontends emit (linalg.softmax) decomposed on the way in, and a check on
+// the way out that nothing but LLVM-translatable IR is left, with an error
+// at the op that was not lowered.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mha/Dialect/MHA/IR/MHADialect.h"
+#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Dialect/MHA/Transforms/Transforms.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/OpenMP/OpenMPDialect.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/DestinationStyleOpInterface.h"
+
+namespace mlir::mha {
+#define GEN_PASS_DEF_MHADECOMPOSEAGGREGATESPASS
+#define GEN_PASS_DEF_MHACHECKLOWEREDPASS
+#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+} // namespace mlir::mha
+
+using namespace mlir;
+
+LogicalResult mha::decomposeAggregateOps(RewriterBase &rewriter,
+                                         Operation *root) {
+  SmallVector<linalg::AggregatedOpInterface> aggregates;
+  root->walk([&](linalg::AggregatedOpInterface op) {
+    if (!isa_and_present<MHADialect>(op->getDialect()))
+      aggregates.push_back(op);
+  });
+  for (linalg::AggregatedOpInterface op : aggregates) {
+    // Upstream's decompositions build tensor ops (on buffers they would
+    // produce invalid IR).
+    auto dps = dyn_cast<DestinationStyleOpInterface>(op.getOperation());
+    if (dps && !dps.hasPureTensorSemantics())
+      return op->emitError()
+             << "on buffers cannot be decomposed: only the tensor form of '"
+             << op->getName() << "' can (run this before bufferization)";
+    rewriter.setInsertionPoint(op);
+    FailureOr<SmallVector<Value>> values = op.decomposeOperation(rewriter);
+    if (failed(values))
+      return op->emitError() << "could not be decomposed into linalg ops";
+    rewriter.replaceOp(op, *values);
+  }
+  return success();
+}
+
+/// Ops the translation to LLVM IR takes: the LLVM and OpenMP dialects, the
+/// modules around them, and the GPU host forms (an embedded binary and the
+/// launches of its kernels).
+static bool isTranslatable(Operation *op) {
+  return isa_and_present<LLVM::LLVMDialect, omp::OpenMPDialect>(
+             op->getDialect()) ||
+         isa<ModuleOp, gpu::BinaryOp, gpu::LaunchFuncOp>(op);
+}
+
+LogicalResult mha::checkLoweredToLLVM(Operation *root) {
+  SmallVector<Operation *> leftovers, casts;
+  root->walk<WalkOrder::PreOrder>([&](Operation *op) {
+    if (op == root || isTranslatable(op))
+      return WalkResult::advance();
+    (isa<UnrealizedConversionCastOp>(op) ? casts : leftovers).push_back(op);
+    return WalkResult::skip();
+  });
+  // Errors at the op's location without the op printed after them: a
+  // leftover function or loop would print whole.
+  for (Operation *op : leftovers)
+    emitError(op->getLoc()) << "'" << op->getName()
+                    << "' was not lowered to the LLVM dialect: the pipeline "
+                       "has no lowering for it";
+  if (leftovers.empty())
+    for (Operation *op : casts)
+      emitError(op->getLoc()) << "a type conversion was left unresolved: '"
+                      << op->getName() << "' from "
+                      << op->getOperandTypes() << " to "
+                      << op->getResultTypes();
+  return success(leftovers.empty() && casts.empty());
+}
+
+namespace {
+
+struct MHADecomposeAggregatesPass final
+    : mha::impl::MHADecomposeAggregatesPassBase<MHADecomposeAggregatesPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    if (failed(mha::decomposeAggregateOps(rewriter, getOperation())))
+      signalPassFailure();
+  }
+};
+
+struct MHACheckLoweredPass final
+    : mha::impl::MHACheckLoweredPassBase<MHACheckLoweredPass> {
+  void runOnOperation() override {
+    if (failed(mha::checkLoweredToLLVM(getOperation())))
+      signalPassFailure();
+  }
+};
+
+} // namespace
