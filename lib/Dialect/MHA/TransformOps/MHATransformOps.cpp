@@ -34,6 +34,27 @@ static DiagnosedSilenceableFailure emitEmptyScoresFailure(Operation *transform,
 }
 
 //===----------------------------------------------------------------------===//
+// RaiseAttentionOp
+//===----------------------------------------------------------------------===//
+
+DiagnosedSilenceableFailure transform::MHARaiseAttentionOp::applyToOne(
+    transform::TransformRewriter &rewriter, Operation *target,
+    transform::ApplyToEachResultList &results,
+    transform::TransformState &state) {
+  std::string reason;
+  FailureOr<AttentionOp> raised = raiseAttention(rewriter, target, &reason);
+  if (failed(raised)) {
+    DiagnosedSilenceableFailure diag =
+        emitSilenceableFailure(getOperation())
+        << "could not raise to mha.attention: " << reason;
+    diag.attachNote(target->getLoc()) << "target";
+    return diag;
+  }
+  results.push_back(*raised);
+  return DiagnosedSilenceableFailure::success();
+}
+
+//===----------------------------------------------------------------------===//
 // DecomposeOp
 //===----------------------------------------------------------------------===//
 

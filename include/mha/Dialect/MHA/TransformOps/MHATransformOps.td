@@ -159,6 +159,36 @@ def MHADecomposeOnlineAttentionOp
   }];
 }
 
+def MHARaiseAttentionOp : MHA_TransformOp<"raise_attention"> {
+  let summary = "Raise the attention ending at a contraction to "
+                "mha.attention (as --mha-raise-attention)";
+  let description = [{
+    Each target is a linalg contraction of attention probabilities with
+    values; it and the chain it is computed from (Q·Kᵀ, scale, mask,
+    softmax) are replaced by one `mha.attention` (see
+    `--mha-raise-attention`). Returns a handle to the `mha.attention` ops.
+    Consumes the target handle. A target that is not the end of exactly such
+    a chain makes the transform fail silenceably, with the reason, and is
+    left as it was.
+
+    ```mlir
+    %pv = transform.structured.match ops{["linalg.batch_matmul"]} in %f
+      : (!transform.any_op) -> !transform.any_op
+    %att = transform.mha.raise_attention %pv
+      : (!transform.any_op) -> !transform.any_op
+    ```
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$target);
+  let results = (outs TransformHandleTypeInterface:$attention);
+  let extraClassDeclaration = [{
+    ::mlir::DiagnosedSilenceableFailure applyToOne(
+        ::mlir::transform::TransformRewriter &rewriter,
+        ::mlir::Operation *target,
+        ::mlir::transform::ApplyToEachResultList &results,
+        ::mlir::transform::TransformState &state);
+  }];
+}
+
 def MHAFuseConsumerOp : Op<Transform_Dialect, "mha.fuse_consumer",
     [DeclareOpInterfaceMethods<TransformOpInterface>,
      DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,

@@ -258,6 +258,64 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
   ];
 }
 
+def MHARaiseAttentionPass : Pass<"mha-raise-attention"> {
+  let summary = "Raise scaled dot-product attention in linalg ops to "
+                "mha.attention";
+  let description = [{
+    Frontends (torch-mlir, ONNX importers, StableHLO/TOSA lowerings) hand
+    attention over as linalg ops: a contraction of queries and keys, a
+    scale, an optional mask, a softmax over the keys and a contraction with
+    the values. This pass finds that chain and replaces it by one
+    `mha.attention`, so that the tiled, vectorized and GPU lowerings apply.
+    It anchors on each contraction whose lhs is a softmax and reads:
+
+    - **Q·Kᵀ**: any linalg contraction (`linalg.matmul`/`batch_matmul`,
+      their `indexing_maps` forms, `linalg.generic`, `linalg.contract`)
+      with 0, 1 or 2 batch dims into a zero-filled init; the key read with
+      its head dim last through the maps, or first through a
+      `linalg.transpose` (or transposing generic) of the last two dims, which
+      is then skipped. The same for P·V (values with the head dim last, or
+      transposed through an op).
+    - **scale**: multiplications or divisions by positive constants, on the
+      scores or as an elementwise op on Q or K; their product becomes
+      `scale`.
+    - **mask**: a float tensor added to the scaled scores, or
+      `select(m, scores, fill)` / `select(m, fill, scores)` with a boolean
+      `m` and `fill` -inf or at most -1e4 (a predicate computed from one
+      tensor, such as `m == 0`, is materialized as an i1 tensor). The mask
+      must be broadcastable to the scores in order; size-1 and missing dims
+      broadcast. A predicate on the positions (`linalg.index`) or a constant
+      mask that is the triangle `key <= query + c` becomes `causal`, with
+      `causal_offset` unless `c` is `Sk - Sq`.
+    - **softmax** over the last dim: `linalg.softmax`, or
+      `exp(x - max(x)) / sum(exp(x - max(x)))` split into linalg ops in any
+      way (fused or not, keepdim reductions through reshapes or size-1 dims,
+      division or multiplication by the reciprocal).
+    - reshapes of the batch dims between the steps (`[B, H]` collapsed to
+      `[B*H]` around `linalg.batch_matmul`).
+
+    Rank-3 operands `[N, S, d]` become `[N, 1, S, d]` (or `[B, H, S, d]` when
+    they are collapses of that), rank-2 ones `[1, 1, S, d]`; the result is
+    reshaped back. Ops the raised chain no longer needs are erased.
+    Anything that does not match exactly stays as it was; the reason is
+    given by `explain=true` as a remark at each contraction that was not
+    raised (and by the transform op, as its error). Semantics: a query whose keys are all masked gets zeros where the
+    unraised IR gives NaN (fill -inf) or the mean of the values (finite fill)
+    (docs/Semantics.md).
+  }];
+  let options = [
+    Option<"explain", "explain", "bool", /*default=*/"false",
+           "Emit a remark at each contraction that was not raised, with the "
+           "reason">,
+  ];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::mha::MHADialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def MHADecomposeAggregatesPass : Pass<"mha-decompose-aggregates"> {
   let summary = "Decompose upstream aggregate ops (linalg.softmax) into "
                 "linalg ops";

@@ -13,6 +13,8 @@
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include <string>
+
 namespace mlir {
 class OpBuilder;
 class Operation;
@@ -45,6 +47,17 @@ FailureOr<DecomposedLayer> decomposeMultiHeadAttention(RewriterBase &rewriter,
 
 /// Adds the pattern that applies decomposeMultiHeadAttention.
 void populateDecomposeMultiHeadAttentionPatterns(RewritePatternSet &patterns);
+
+/// Replaces `op`, a contraction of attention probabilities with values, and
+/// the chain it is computed from (Q·Kᵀ, scale, mask, softmax) by one
+/// `mha.attention` (see the description of `mha-raise-attention`), erasing
+/// the ops of the chain that become unused. Fails without changing anything
+/// when the chain is not exactly attention; `reason` then says why.
+FailureOr<AttentionOp> raiseAttention(RewriterBase &rewriter, Operation *op,
+                                      std::string *reason = nullptr);
+
+/// Adds the pattern that applies raiseAttention to linalg contractions.
+void populateRaiseAttentionPatterns(RewritePatternSet &patterns);
 
 /// Inserts before `op` (an mha op) its run-time checks
 /// (RuntimeVerifiableOpInterface): one cf.assert per pair of sizes that must

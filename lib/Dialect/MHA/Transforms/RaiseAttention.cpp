@@ -1,0 +1,1525 @@
+//===- RaiseAttention.cpp - Attention in linalg raised to mha.attention ---===//
+//
+// Frontends hand attention over as a contraction of queries and keys, a
+// scale, a mask, a softmax and a contraction with the values, split into
+// linalg ops in many ways: named or generic contractions, transposes as ops
+// or as indexing maps, softmax as one op or as max/sub/exp/sum/div generics,
+// fused or not, with reshapes of the batch dims in between. The matcher
+// first turns each value on the way from the scores to the probabilities
+// into a *term*: the expression it computes, with every elementwise linalg
+// op inlined, so that fused and unfused forms compare equal. It then reads
+// the attention off the terms and rewrites only when every piece is there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mha/Dialect/MHA/IR/MHADialect.h"
+#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Dialect/MHA/Transforms/Transforms.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/IndexingUtils.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+#include "mlir/Analysis/SliceAnalysis.h"
+#include "mlir/Transforms/RegionUtils.h"
+#include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/ScopeExit.h"
+#include "llvm/ADT/SmallBitVector.h"
+#include "llvm/Support/Debug.h"
+
+#include <cmath>
+#include <memory>
+
+#define DEBUG_TYPE "mha-raise-attention"
+
+namespace mlir::mha {
+#define GEN_PASS_DEF_MHARAISEATTENTIONPASS
+#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+} // namespace mlir::mha
+
+using namespace mlir;
+
+namespace {
+
+//===----------------------------------------------------------------------===//
+// Terms
+//===----------------------------------------------------------------------===//
+
+struct Term;
+using TermRef = std::shared_ptr<const Term>;
+
+/// What a value computes at each point of an iteration space (the "space":
+/// the loops of the scores, [batch..., query, key]).
+struct Term {
+  enum class Kind {
+    /// A tensor read at `map`, or a scalar SSA value (`map` null) that is
+    /// not a constant: nothing more is known of it.
+    Leaf,
+    /// An op of a linalg body (arith/math) applied to `operands`.
+    Op,
+    /// A constant (`value`).
+    Constant,
+    /// The position along dim `dim` of the space (linalg.index).
+    Index,
+    /// A reduction over dim `dim` of the space: `op` is the combiner, the
+    /// initial value is `value`, `operands[0]` the reduced term.
+    Reduction,
+    /// linalg.softmax over the last dim of `operands[0]`.
+    Softmax,
+    /// A reshape of the batch dims (`op`): `operands[0]` in the space of the
+    /// reshape's source.
+    Reshape,
+  };
+  Kind kind;
+  /// The tensor that holds this term and the map from the space to its
+  /// dims, when the term is a whole tensor (always for Leaf).
+  Value tensor;
+  AffineMap map;
+  Operation *op = nullptr;
+  SmallVector<TermRef> operands;
+  TypedAttr value;
+  unsigned dim = 0;
+};
+
+static bool equalTerms(const TermRef &a, const TermRef &b) {
+  if (a == b)
+    return true;
+  if (!a || !b || a->kind != b->kind)
+    return false;
+  switch (a->kind) {
+  case Term::Kind::Leaf:
+    return a->tensor == b->tensor && a->map == b->map;
+  case Term::Kind::Constant:
+    return a->value == b->value;
+  case Term::Kind::Index:
+    return a->dim == b->dim;
+  case Term::Kind::Op: {
+    if (a->op->getName() != b->op->getName() ||
+        a->operands.size() != b->operands.size())
+      return false;
+    auto predicate = [](Operation *op) -> Attribute {
+      return op->getAttr("predicate");
+    };
+    if (predicate(a->op) != predicate(b->op))
+      return false;
+    break;
+  }
+  case Term::Kind::Reduction:
+    if (a->op->getName() != b->op->getName() || a->value != b->value ||
+        a->dim != b->dim)
+      return false;
+    break;
+  case Term::Kind::Softmax:
+  case Term::Kind::Reshape:
+    if (a->op != b->op)
+      return false;
+    break;
+  }
+  return llvm::all_of(llvm::zip_equal(a->operands, b->operands),
+                      [](auto pair) {
+                        return equalTerms(std::get<0>(pair),
+                                          std::get<1>(pair));
+                      });
+}
+
+/// The splat value of a constant-filled tensor or of a scalar constant.
+static TypedAttr getConstantValue(Value v) {
+  Attribute attr;
+  if (matchPattern(v, m_Constant(&attr))) {
+    if (auto splat = dyn_cast<SplatElementsAttr>(attr))
+      return splat.getSplatValue<TypedAttr>();
+    if (isa<ElementsAttr>(attr))
+      return {};
+    return dyn_cast<TypedAttr>(attr);
+  }
+  if (auto fill = v.getDefiningOp<linalg::FillOp>())
+    return getConstantValue(fill.getInputs()[0]);
+  return {};
+}
+
+static std::optional<double> getFloat(const TermRef &t) {
+  if (!t || t->kind != Term::Kind::Constant)
+    return std::nullopt;
+  if (auto f = dyn_cast<FloatAttr>(t->value))
+    return f.getValueAsDouble();
+  return std::nullopt;
+}
+
+/// True if `op` reshapes only the batch dims (all but the last two).
+static bool isBatchReshape(Operation *op) {
+  SmallVector<ReassociationIndices> groups;
+  if (auto c = dyn_cast_or_null<tensor::CollapseShapeOp>(op))
+    groups = c.getReassociationIndices();
+  else if (auto e = dyn_cast_or_null<tensor::ExpandShapeOp>(op))
+    groups = e.getReassociationIndices();
+  else
+    return false;
+  return groups.size() >= 2 && groups.back().size() == 1 &&
+         groups[groups.size() - 2].size() == 1;
+}
+
+/// Builds terms; `why` collects the first reason a value could not be read.
+class TermBuilder {
+public:
+  /// The term of `tensor` read at `map` (from the space to its dims).
+  TermRef ofTensor(Value tensor, AffineMap map);
+
+private:
+  TermRef ofScalar(Value v);
+  TermRef ofBody(linalg::LinalgOp op, Value v, AffineMap loops);
+  TermRef ofLinalgOp(linalg::LinalgOp op, Value tensor, AffineMap map);
+  /// The map from the space to the loops of `op`, whose result `op`'s init
+  /// maps by `outMap` is read at `map`; a reduction loop goes to the one dim
+  /// of the space that `map` does not read (`reducedDim`).
+  FailureOr<AffineMap> loopsInSpace(linalg::LinalgOp op, AffineMap outMap,
+                                    AffineMap map, unsigned &reducedDim);
+  unsigned depth = 0;
+};
+
+static TermRef makeLeaf(Value tensor, AffineMap map) {
+  auto t = std::make_shared<Term>();
+  t->kind = Term::Kind::Leaf;
+  t->tensor = tensor;
+  t->map = map;
+  return t;
+}
+
+/// A term of `kind` for the whole of `tensor` read at `map`, made by `op`
+/// from `operand`.
+static TermRef makeWhole(Term::Kind kind, Operation *op, Value tensor,
+                         AffineMap map, TermRef operand) {
+  auto t = std::make_shared<Term>();
+  t->kind = kind;
+  t->op = op;
+  t->tensor = tensor;
+  t->map = map;
+  t->operands.push_back(std::move(operand));
+  return t;
+}
+
+static TermRef makeConstant(TypedAttr value) {
+  auto t = std::make_shared<Term>();
+  t->kind = Term::Kind::Constant;
+  t->value = value;
+  return t;
+}
+
+TermRef TermBuilder::ofScalar(Value v) {
+  if (TypedAttr value = getConstantValue(v))
+    return makeConstant(value);
+  return makeLeaf(v, AffineMap());
+}
+
+TermRef TermBuilder::ofTensor(Value tensor, AffineMap map) {
+  if (TypedAttr value = getConstantValue(tensor))
+    return makeConstant(value);
+  if (++depth > 64) {
+    --depth;
+    return makeLeaf(tensor, map);
+  }
+  auto done = llvm::scope_exit([&] { --depth; });
+  Operation *def = tensor.getDefiningOp();
+  auto type = cast<RankedTensorType>(tensor.getType());
+  int64_t rank = type.getRank();
+
+  if (auto softmax = dyn_cast_or_null<linalg::SoftmaxOp>(def)) {
+    if (!map.isIdentity() ||
+        softmax.getDimension() != static_cast<uint64_t>(rank - 1) ||
+        !softmax.hasPureTensorSemantics())
+      return makeLeaf(tensor, map);
+    return makeWhole(Term::Kind::Softmax, softmax, tensor, map,
+                     ofTensor(softmax.getInput(), map));
+  }
+
+  // Reshapes: of the batch dims (the last two dims kept), or that only add
+  // or drop unit dims read as constants (keepdim reductions).
+  if (isa_and_nonnull<tensor::ExpandShapeOp, tensor::CollapseShapeOp>(def)) {
+    Value source = def->getOperand(0);
+    auto sourceType = cast<RankedTensorType>(source.getType());
+    SmallVector<ReassociationIndices> groups =
+        isa<tensor::ExpandShapeOp>(def)
+            ? cast<tensor::ExpandShapeOp>(def).getReassociationIndices()
+            : cast<tensor::CollapseShapeOp>(def).getReassociationIndices();
+    if (isa<tensor::ExpandShapeOp>(def) && !map.isIdentity()) {
+      // Each group: one source dim, the others unit dims read at 0.
+      SmallVector<AffineExpr> results;
+      for (const ReassociationIndices &group : groups) {
+        SmallVector<int64_t> kept;
+        for (int64_t d : group)
+          if (type.getDimSize(d) != 1 ||
+              !isa<AffineConstantExpr>(map.getResult(d)))
+            kept.push_back(d);
+        if (kept.size() > 1)
+          return makeLeaf(tensor, map);
+        results.push_back(kept.empty()
+                              ? getAffineConstantExpr(0, map.getContext())
+                              : map.getResult(kept.front()));
+      }
+      return ofTensor(source, AffineMap::get(map.getNumDims(), 0, results,
+                                             map.getContext()));
+    }
+    if (!map.isIdentity() || !isBatchReshape(def))
+      return makeLeaf(tensor, map);
+    return makeWhole(
+        Term::Kind::Reshape, def, tensor, map,
+        ofTensor(source, AffineMap::getMultiDimIdentityMap(
+                             sourceType.getRank(), map.getContext())));
+  }
+
+  auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(def);
+  if (!linalgOp || !linalgOp.hasPureTensorSemantics() ||
+      linalgOp.getNumDpsInits() != 1 ||
+      linalg::isaContractionOpInterface(linalgOp))
+    return makeLeaf(tensor, map);
+  TermRef t = ofLinalgOp(linalgOp, tensor, map);
+  return t ? t : makeLeaf(tensor, map);
+}
+
+FailureOr<AffineMap> TermBuilder::loopsInSpace(linalg::LinalgOp op,
+                                               AffineMap outMap,
+                                               AffineMap map,
+                                               unsigned &reducedDim) {
+  unsigned numLoops = op.getNumLoops();
+  SmallVector<AffineExpr> loops(numLoops);
+  for (auto [i, expr] : llvm::enumerate(outMap.getResults())) {
+    if (auto d = dyn_cast<AffineDimExpr>(expr))
+      loops[d.getPosition()] = map.getResult(i);
+    else if (!isa<AffineConstantExpr>(expr))
+      return failure();
+  }
+  llvm::SmallBitVector used(map.getNumDims());
+  for (AffineExpr e : map.getResults())
+    e.walk([&](AffineExpr sub) {
+      if (auto d = dyn_cast<AffineDimExpr>(sub))
+        used.set(d.getPosition());
+    });
+  unsigned missing = 0;
+  for (AffineExpr &e : loops) {
+    if (e)
+      continue;
+    // One reduction loop: the one dim of the space the result is not read
+    // along.
+    if (++missing > 1 || used.count() + 1 != map.getNumDims())
+      return failure();
+    reducedDim = used.find_first_unset();
+    e = getAffineDimExpr(reducedDim, map.getContext());
+  }
+  return AffineMap::get(map.getNumDims(), 0, loops, map.getContext());
+}
+
+TermRef TermBuilder::ofLinalgOp(linalg::LinalgOp op, Value tensor,
+                                AffineMap map) {
+  OpOperand *init = op.getDpsInitOperand(0);
+  AffineMap outMap = op.getMatchingIndexingMap(init);
+  unsigned numReductions = op.getNumReductionLoops();
+  if (numReductions > 1 || outMap.getNumResults() != map.getNumResults())
+    return nullptr;
+  unsigned reducedDim = 0;
+  FailureOr<AffineMap> loops = loopsInSpace(op, outMap, map, reducedDim);
+  if (failed(loops))
+    return nullptr;
+  Block *body = op.getBlock();
+  Value yielded = body->getTerminator()->getOperand(0);
+  BlockArgument initArg = op.getMatchingBlockArgument(init);
+
+  if (numReductions == 0) {
+    if (!initArg.use_empty())
+      return nullptr;
+    auto t = std::const_pointer_cast<Term>(ofBody(op, yielded, *loops));
+    if (!t)
+      return nullptr;
+    if (t->kind == Term::Kind::Leaf || t->kind == Term::Kind::Constant)
+      return t;
+    auto copy = std::make_shared<Term>(*t);
+    copy->tensor = tensor;
+    copy->map = map;
+    return copy;
+  }
+
+  // A reduction: yield combiner(x, acc) with the accumulator used once.
+  Operation *combiner = yielded.getDefiningOp();
+  if (!combiner || combiner->getBlock() != body || !initArg.hasOneUse())
+    return nullptr;
+  Value reduced;
+  if (isa<arith::AddFOp, arith::MaxNumFOp, arith::MaximumFOp>(combiner)) {
+    if (combiner->getOperand(0) == initArg)
+      reduced = combiner->getOperand(1);
+    else if (combiner->getOperand(1) == initArg)
+      reduced = combiner->getOperand(0);
+  } else if (auto select = dyn_cast<arith::SelectOp>(combiner)) {
+    // max as select(x > acc, x, acc).
+    auto cmp = select.getCondition().getDefiningOp<arith::CmpFOp>();
+    if (cmp && select.getFalseValue() == initArg &&
+        cmp.getRhs() == initArg && cmp.getLhs() == select.getTrueValue() &&
+        llvm::is_contained({arith::CmpFPredicate::OGT,
+                            arith::CmpFPredicate::OGE,
+                            arith::CmpFPredicate::UGT,
+                            arith::CmpFPredicate::UGE},
+                           cmp.getPredicate()))
+      reduced = select.getTrueValue();
+  }
+  TypedAttr initValue = getConstantValue(init->get());
+  if (!reduced || !initValue)
+    return nullptr;
+  TermRef operand = ofBody(op, reduced, *loops);
+  if (!operand)
+    return nullptr;
+  auto t = std::const_pointer_cast<Term>(makeWhole(
+      Term::Kind::Reduction, combiner, tensor, map, operand));
+  t->value = initValue;
+  t->dim = reducedDim;
+  return t;
+}
+
+TermRef TermBuilder::ofBody(linalg::LinalgOp op, Value v, AffineMap loops) {
+  Block *body = op.getBlock();
+  if (auto arg = dyn_cast<BlockArgument>(v)) {
+    if (arg.getOwner() != body)
+      return ofScalar(v);
+    OpOperand &operand = op->getOpOperand(arg.getArgNumber());
+    if (op.isDpsInit(&operand))
+      return nullptr;
+    if (!isa<RankedTensorType>(operand.get().getType()))
+      return ofScalar(operand.get());
+    return ofTensor(operand.get(),
+                    op.getMatchingIndexingMap(&operand).compose(loops));
+  }
+  Operation *def = v.getDefiningOp();
+  if (def->getBlock() != body)
+    return ofScalar(v);
+  if (auto index = dyn_cast<linalg::IndexOp>(def)) {
+    AffineExpr e = loops.getResult(index.getDim());
+    auto t = std::make_shared<Term>();
+    if (auto d = dyn_cast<AffineDimExpr>(e)) {
+      t->kind = Term::Kind::Index;
+      t->dim = d.getPosition();
+      return t;
+    }
+    if (auto c = dyn_cast<AffineConstantExpr>(e))
+      return makeConstant(
+          IntegerAttr::get(IndexType::get(v.getContext()), c.getValue()));
+    return nullptr;
+  }
+  if (auto constant = dyn_cast<arith::ConstantOp>(def))
+    return makeConstant(constant.getValue());
+  if (def->getNumResults() != 1 || def->getNumRegions() != 0)
+    return nullptr;
+  auto t = std::make_shared<Term>();
+  t->kind = Term::Kind::Op;
+  t->op = def;
+  for (Value operand : def->getOperands()) {
+    TermRef sub = ofBody(op, operand, loops);
+    if (!sub)
+      return nullptr;
+    t->operands.push_back(sub);
+  }
+  return t;
+}
+
+//===----------------------------------------------------------------------===//
+// The match
+//===----------------------------------------------------------------------===//
+
+/// A mask found on the scores: a tensor read at `map` from a space of rank
+/// `rank`; `negate` for a boolean that is true where the query may not
+/// attend.
+struct MaskUse {
+  Value tensor;
+  AffineMap map;
+  /// A boolean predicate of one tensor computed in the body: materialized
+  /// by a new generic before the rewrite.
+  TermRef predicate;
+  bool negate = false;
+  /// The static shape of the scores where the mask is applied (dynamic
+  /// where unknown).
+  SmallVector<int64_t> spaceShape;
+};
+
+/// Causal visibility `key <= query + offset`, with the offset a constant
+/// plus SSA index values.
+struct CausalUse {
+  int64_t constant = 0;
+  SmallVector<std::pair<Value, int64_t>> values;
+};
+
+struct AttentionMatch {
+  linalg::LinalgOp qk, pv;
+  /// Q [batch..., Sq, dk], K [batch..., Sk, dk], V [batch..., Sk, dv] at
+  /// the ranks of their contractions.
+  Value query, key, value;
+  double scale = 1.0;
+  std::optional<MaskUse> mask;
+  std::optional<CausalUse> causal;
+};
+
+/// Failure with a reason, for notifyMatchFailure and transform diagnostics.
+struct Why {
+  std::string text;
+  LogicalResult operator()(const Twine &reason) {
+    note(reason);
+    return failure();
+  }
+  void note(const Twine &reason) { text = reason.str(); }
+};
+
+/// True if `map` is (d0, ..., d{n-1}) -> (dims...) exactly.
+static bool isMapTo(AffineMap map, ArrayRef<unsigned> dims) {
+  if (map.getNumResults() != dims.size())
+    return false;
+  for (auto [expr, dim] : llvm::zip_equal(map.getResults(), dims))
+    if (expr != getAffineDimExpr(dim, map.getContext()))
+      return false;
+  return true;
+}
+
+/// The source of `v` if `v` is a transpose of it that swaps its last two
+/// dims and keeps the others, possibly with its batch dims reshaped after
+/// (the source then has the batch dims before the reshape).
+static Value lookThroughLastTwoTranspose(Value v) {
+  if (isBatchReshape(v.getDefiningOp()))
+    v = v.getDefiningOp()->getOperand(0);
+  auto op = v.getDefiningOp<linalg::LinalgOp>();
+  if (!op || !op.hasPureTensorSemantics())
+    return {};
+  std::optional<SmallVector<int64_t>> perm;
+  if (auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation()))
+    perm = llvm::to_vector(transpose.getPermutation());
+  else if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+    perm = linalg::isaTransposeOpInterface(generic);
+  if (!perm)
+    return {};
+  int64_t n = perm->size();
+  if (n < 2)
+    return {};
+  for (int64_t i = 0; i < n - 2; ++i)
+    if ((*perm)[i] != i)
+      return {};
+  if ((*perm)[n - 2] != n - 1 || (*perm)[n - 1] != n - 2)
+    return {};
+  return op.getDpsInputOperand(0)->get();
+}
+
+/// `v` without an elementwise multiplication (or division) by a constant,
+/// which is folded into `scale`.
+static Value peelConstantScale(Value v, double &scale) {
+  auto op = v.getDefiningOp<linalg::LinalgOp>();
+  if (!op || !op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
+      op.getNumReductionLoops() != 0 ||
+      !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity())
+    return v;
+  TermBuilder builder;
+  AffineMap id = AffineMap::getMultiDimIdentityMap(
+      cast<RankedTensorType>(v.getType()).getRank(), v.getContext());
+  TermRef t = builder.ofTensor(v, id);
+  if (!t || t->kind != Term::Kind::Op || t->operands.size() != 2)
+    return v;
+  TermRef lhs = t->operands[0], rhs = t->operands[1];
+  auto isSource = [&](const TermRef &x) {
+    return x->kind == Term::Kind::Leaf && x->map == id && x->tensor &&
+           x->tensor.getType() == v.getType();
+  };
+  if (isa<arith::MulFOp>(t->op)) {
+    if (std::optional<double> c = getFloat(rhs); c && isSource(lhs)) {
+      scale *= *c;
+      return lhs->tensor;
+    }
+    if (std::optional<double> c = getFloat(lhs); c && isSource(rhs)) {
+      scale *= *c;
+      return rhs->tensor;
+    }
+  }
+  if (isa<arith::DivFOp>(t->op))
+    if (std::optional<double> c = getFloat(rhs); c && *c != 0 && isSource(lhs)) {
+      scale /= *c;
+      return lhs->tensor;
+    }
+  return v;
+}
+
+/// A contraction `out[batch..., m, n] = sum_k lhs * rhs` into a zero-filled
+/// init, with its operands' layouts: `lhsLayout`/`rhsLayout` hold, for the
+/// lhs (m, k) and the rhs, whether the reduced dim comes last.
+struct Contraction {
+  Value lhs, rhs;
+  bool lhsReducedLast, rhsReducedLast;
+  unsigned numBatch;
+};
+
+static FailureOr<Contraction> matchContraction(linalg::LinalgOp op,
+                                               StringRef what, Why &why) {
+  if (!op || !op.hasPureTensorSemantics() ||
+      !linalg::isaContractionOpInterface(op) || op.getNumDpsInputs() != 2)
+    return why(what + " is not a contraction on tensors");
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
+      dims->k.size() != 1)
+    return why(what + " is not a contraction over one dim");
+  auto outType = cast<RankedTensorType>(op->getResult(0).getType());
+  unsigned numBatch = dims->batch.size();
+  if (outType.getRank() != numBatch + 2)
+    return why(what + " has dims that are neither batch, rows, columns "
+                      "nor the reduction");
+  TypedAttr zero = getConstantValue(op.getDpsInitOperand(0)->get());
+  auto zeroFloat = dyn_cast_or_null<FloatAttr>(zero);
+  if (!zeroFloat || !zeroFloat.getValue().isZero())
+    return why(what + " accumulates into a value that is not zero");
+  SmallVector<unsigned> batch(dims->batch.begin(), dims->batch.end());
+  auto with = [&](unsigned a, unsigned b) {
+    SmallVector<unsigned> all = batch;
+    all.push_back(a);
+    all.push_back(b);
+    return all;
+  };
+  unsigned m = dims->m[0], n = dims->n[0], k = dims->k[0];
+  if (!isMapTo(op.getMatchingIndexingMap(op.getDpsInitOperand(0)),
+               with(m, n)))
+    return why(what + " writes its result transposed or with the batch "
+                      "dims out of order");
+  Contraction c;
+  c.numBatch = numBatch;
+  c.lhs = op.getDpsInputOperand(0)->get();
+  c.rhs = op.getDpsInputOperand(1)->get();
+  AffineMap lhsMap = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+  AffineMap rhsMap = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
+  if (isMapTo(lhsMap, with(m, k)))
+    c.lhsReducedLast = true;
+  else if (isMapTo(lhsMap, with(k, m)))
+    c.lhsReducedLast = false;
+  else
+    return why(what + " reads its lhs with the batch dims out of order");
+  if (isMapTo(rhsMap, with(n, k)))
+    c.rhsReducedLast = true;
+  else if (isMapTo(rhsMap, with(k, n)))
+    c.rhsReducedLast = false;
+  else
+    return why(what + " reads its rhs with the batch dims out of order");
+  return c;
+}
+
+/// `v` in the layout [batch..., rows, reduced] given whether it has the
+/// reduced dim last; through a transpose op otherwise.
+static Value inLayout(Value v, bool reducedLast) {
+  return reducedLast ? v : lookThroughLastTwoTranspose(v);
+}
+
+static bool isNegativeInfOrLarge(const TermRef &t) {
+  std::optional<double> c = getFloat(t);
+  return c && (std::isinf(*c) ? *c < 0 : *c <= -1.0e4);
+}
+
+/// A linear form `sum coef * term` of index terms, constants and captured
+/// SSA index values.
+struct Linear {
+  int64_t query = 0, key = 0, constant = 0;
+  SmallVector<std::pair<Value, int64_t>> values;
+};
+
+static bool addLinear(const TermRef &t, int64_t sign, unsigned queryDim,
+                      unsigned keyDim, Linear &out) {
+  switch (t->kind) {
+  case Term::Kind::Index:
+    if (t->dim == queryDim)
+      out.query += sign;
+    else if (t->dim == keyDim)
+      out.key += sign;
+    else
+      return false;
+    return true;
+  case Term::Kind::Constant:
+    if (auto i = dyn_cast<IntegerAttr>(t->value)) {
+      out.constant += sign * i.getInt();
+      return true;
+    }
+    return false;
+  case Term::Kind::Leaf:
+    if (t->map || !t->tensor.getType().isIndex())
+      return false;
+    out.values.push_back({t->tensor, sign});
+    return true;
+  case Term::Kind::Op:
+    if (isa<arith::AddIOp>(t->op))
+      return addLinear(t->operands[0], sign, queryDim, keyDim, out) &&
+             addLinear(t->operands[1], sign, queryDim, keyDim, out);
+    if (isa<arith::SubIOp>(t->op))
+      return addLinear(t->operands[0], sign, queryDim, keyDim, out) &&
+             addLinear(t->operands[1], -sign, queryDim, keyDim, out);
+    if (isa<arith::IndexCastOp, arith::IndexCastUIOp>(t->op))
+      return addLinear(t->operands[0], sign, queryDim, keyDim, out);
+    return false;
+  default:
+    return false;
+  }
+}
+
+/// The causal visibility a predicate on (query, key) positions states, if
+/// it is `key <= query + offset` (`attend`: true where the query sees the
+/// key; false: true where it does not).
+static std::optional<CausalUse> matchCausalPredicate(const TermRef &pred,
+                                                     bool attend,
+                                                     unsigned rank) {
+  if (pred->kind != Term::Kind::Op)
+    return std::nullopt;
+  if (auto xori = dyn_cast<arith::XOrIOp>(pred->op)) {
+    auto isTrue = [](const TermRef &t) {
+      auto i = t->kind == Term::Kind::Constant
+                   ? dyn_cast<IntegerAttr>(t->value)
+                   : IntegerAttr();
+      return i && i.getType().isInteger(1) && i.getValue().isAllOnes();
+    };
+    if (isTrue(pred->operands[1]))
+      return matchCausalPredicate(pred->operands[0], !attend, rank);
+    if (isTrue(pred->operands[0]))
+      return matchCausalPredicate(pred->operands[1], !attend, rank);
+    return std::nullopt;
+  }
+  auto cmp = dyn_cast<arith::CmpIOp>(pred->op);
+  if (!cmp)
+    return std::nullopt;
+  // lhs - rhs as a linear form; the predicate is `lhs - rhs <op> 0`.
+  Linear lhs, rhs, diff;
+  if (!addLinear(pred->operands[0], 1, rank - 2, rank - 1, lhs) ||
+      !addLinear(pred->operands[1], 1, rank - 2, rank - 1, rhs) ||
+      !addLinear(pred->operands[0], 1, rank - 2, rank - 1, diff) ||
+      !addLinear(pred->operands[1], -1, rank - 2, rank - 1, diff))
+    return std::nullopt;
+  using P = arith::CmpIPredicate;
+  P p = cmp.getPredicate();
+  // Unsigned orders agree with signed ones on sums of positions and
+  // non-negative constants.
+  auto nonNegative = [](const Linear &l) {
+    return l.values.empty() && l.constant >= 0 && l.query >= 0 && l.key >= 0;
+  };
+  bool unsignedOk = nonNegative(lhs) && nonNegative(rhs);
+  switch (p) {
+  case P::ult: case P::ule: case P::ugt: case P::uge:
+    if (!unsignedOk)
+      return std::nullopt;
+    break;
+  default:
+    break;
+  }
+  // Normalize to `e <= 0` with e = sign * diff + bias.
+  int64_t sign = 1, bias = 0;
+  switch (p) {
+  case P::sle: case P::ule: sign = 1; bias = 0; break;
+  case P::slt: case P::ult: sign = 1; bias = 1; break;
+  case P::sge: case P::uge: sign = -1; bias = 0; break;
+  case P::sgt: case P::ugt: sign = -1; bias = 1; break;
+  default: return std::nullopt;
+  }
+  if (!attend) {
+    // The predicate holds where the key is hidden:
+    // not(e <= 0)  <=>  -e + 1 <= 0.
+    sign = -sign;
+    bias = 1 - bias;
+  }
+  // key - query + c <= 0  <=>  key <= query - c.
+  if (sign * diff.key != 1 || sign * diff.query != -1)
+    return std::nullopt;
+  CausalUse causal;
+  causal.constant = -(sign * diff.constant + bias);
+  for (auto [value, coef] : diff.values)
+    causal.values.push_back({value, -sign * coef});
+  return causal;
+}
+
+/// The causal offset of a constant mask (`true`, or 0 for a float mask,
+/// where visible; the opposite with `negate`), if it is the triangle
+/// `key <= query + offset` with some key of some row visible and some hidden.
+static std::optional<CausalUse> matchCausalConstant(Value tensor,
+                                                    AffineMap map,
+                                                    unsigned rank,
+                                                    bool negate) {
+  DenseElementsAttr attr;
+  if (!matchPattern(tensor, m_Constant(&attr)))
+    return std::nullopt;
+  auto type = cast<RankedTensorType>(tensor.getType());
+  if (!type.hasStaticShape())
+    return std::nullopt;
+  // Its (query, key) dims; every other dim is a unit dim.
+  std::optional<int64_t> rowDim, colDim;
+  for (auto [i, e] : llvm::enumerate(map.getResults())) {
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (d && d.getPosition() == rank - 2)
+      rowDim = i;
+    else if (d && d.getPosition() == rank - 1)
+      colDim = i;
+    else if (type.getDimSize(i) != 1)
+      return std::nullopt;
+  }
+  if (!rowDim || !colDim)
+    return std::nullopt;
+  SmallVector<int64_t> strides = computeStrides(type.getShape());
+  int64_t rows = type.getDimSize(*rowDim), cols = type.getDimSize(*colDim);
+  SmallVector<int8_t> visible(rows * cols);
+  Type elt = type.getElementType();
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j) {
+      int64_t index = i * strides[*rowDim] + j * strides[*colDim];
+      bool v;
+      if (elt.isInteger(1)) {
+        v = attr.getValues<bool>()[index];
+      } else if (isa<FloatType>(elt)) {
+        APFloat f = attr.getValues<APFloat>()[index];
+        if (f.isZero())
+          v = true;
+        else if (f.isInfinity() && f.isNegative())
+          v = false;
+        else
+          return std::nullopt;
+      } else {
+        return std::nullopt;
+      }
+      visible[i * cols + j] = v != negate;
+    }
+  std::optional<int64_t> offset;
+  for (int64_t i = 0; i < rows && !offset; ++i) {
+    int64_t count = 0;
+    while (count < cols && visible[i * cols + count])
+      ++count;
+    if (count > 0 && count < cols)
+      offset = count - 1 - i;
+  }
+  if (!offset)
+    return std::nullopt;
+  for (int64_t i = 0; i < rows; ++i)
+    for (int64_t j = 0; j < cols; ++j)
+      if (static_cast<bool>(visible[i * cols + j]) != (j <= i + *offset))
+        return std::nullopt;
+  CausalUse causal;
+  causal.constant = *offset;
+  return causal;
+}
+
+/// The one tensor a boolean predicate term reads (with constants), for
+/// materializing it; null if it reads more or positions.
+static void collectLeaves(const TermRef &t, SmallVector<const Term *> &leaves,
+                          bool &other) {
+  switch (t->kind) {
+  case Term::Kind::Leaf:
+    if (!t->map)
+      other = true;
+    leaves.push_back(t.get());
+    return;
+  case Term::Kind::Constant:
+    return;
+  case Term::Kind::Op:
+    for (const TermRef &o : t->operands)
+      collectLeaves(o, leaves, other);
+    return;
+  default:
+    other = true;
+  }
+}
+
+class AttentionMatcher {
+public:
+  explicit AttentionMatcher(Why &why) : why(why) {}
+  FailureOr<AttentionMatch> match(linalg::LinalgOp pv);
+
+private:
+  /// The scores below the softmax: scale, mask and causal, down to the
+  /// contraction of queries and keys.
+  LogicalResult matchScores(TermRef x, AttentionMatch &m);
+  LogicalResult addMask(const TermRef &side, bool isBool, bool negate,
+                        unsigned rank, AttentionMatch &m);
+  bool hasScorePath(const TermRef &t);
+  Why &why;
+  /// The static shape of the scores at the current step of matchScores.
+  SmallVector<int64_t> spaceShape;
+};
+
+bool AttentionMatcher::hasScorePath(const TermRef &t) {
+  if (t->kind == Term::Kind::Leaf) {
+    auto op = t->tensor.getDefiningOp<linalg::LinalgOp>();
+    return t->map && t->map.isIdentity() && op &&
+           linalg::isaContractionOpInterface(op);
+  }
+  return llvm::any_of(t->operands,
+                      [&](const TermRef &o) { return hasScorePath(o); });
+}
+
+LogicalResult AttentionMatcher::addMask(const TermRef &side, bool isBool,
+                                        bool negate, unsigned rank,
+                                        AttentionMatch &m) {
+  if (side->tensor && side->map) {
+    if (std::optional<CausalUse> c =
+            matchCausalConstant(side->tensor, side->map, rank, negate)) {
+      if (m.causal)
+        return why("the scores have more than one causal mask");
+      m.causal = *c;
+      return success();
+    }
+  }
+  if (m.mask)
+    return why("the scores have more than one mask");
+  if (side->tensor && side->map) {
+    m.mask = MaskUse{side->tensor, side->map, nullptr, negate, spaceShape};
+    return success();
+  }
+  if (!isBool)
+    return why("the mask added to the scores is not a tensor");
+  SmallVector<const Term *> leaves;
+  bool other = false;
+  collectLeaves(side, leaves, other);
+  if (other || leaves.empty() ||
+      llvm::any_of(leaves, [&](const Term *l) {
+        return l->tensor != leaves[0]->tensor || l->map != leaves[0]->map;
+      }))
+    return why("the mask predicate reads more than one tensor");
+  m.mask =
+      MaskUse{leaves[0]->tensor, leaves[0]->map, side, negate, spaceShape};
+  return success();
+}
+
+LogicalResult AttentionMatcher::matchScores(TermRef x, AttentionMatch &m) {
+  unsigned rank = x->map ? x->map.getNumDims() : 0;
+  // Walks from the softmax input down to the contraction: a scale met
+  // before a float mask would scale the mask too.
+  bool scaled = false;
+  auto setSpace = [&](const TermRef &t) {
+    unsigned r = t->map ? t->map.getNumDims() : rank;
+    spaceShape.assign(r, ShapedType::kDynamic);
+    if (t->tensor && t->map && t->map.isIdentity())
+      spaceShape = llvm::to_vector(
+          cast<RankedTensorType>(t->tensor.getType()).getShape());
+  };
+  setSpace(x);
+  while (true) {
+    if (x->tensor && x->map && x->map.isIdentity())
+      setSpace(x);
+    if (x->kind == Term::Kind::Leaf) {
+      if (!hasScorePath(x))
+        return why("the softmax input is not computed from a contraction "
+                   "of queries and keys");
+      m.qk = x->tensor.getDefiningOp<linalg::LinalgOp>();
+      return success();
+    }
+    if (x->kind == Term::Kind::Reshape) {
+      x = x->operands[0];
+      rank = x->map.getNumDims();
+      setSpace(x);
+      continue;
+    }
+    if (x->kind != Term::Kind::Op)
+      return why("the scores go through something other than elementwise "
+                 "arithmetic and reshapes of the batch dims");
+    Operation *op = x->op;
+    auto operandIsScores = [&](unsigned i) {
+      return hasScorePath(x->operands[i]);
+    };
+    if (isa<arith::MulFOp, arith::DivFOp>(op)) {
+      unsigned s = operandIsScores(0) ? 0 : 1;
+      if (isa<arith::DivFOp>(op) && s != 0)
+        return why("the scores divide a value");
+      std::optional<double> c = getFloat(x->operands[1 - s]);
+      if (!c)
+        return why("the scores are scaled by a value that is not a "
+                   "constant");
+      if (*c <= 0)
+        return why("the scores are scaled by a non-positive constant");
+      m.scale *= isa<arith::MulFOp>(op) ? *c : 1.0 / *c;
+      scaled = true;
+      x = x->operands[s];
+      continue;
+    }
+    if (isa<arith::AddFOp>(op)) {
+      unsigned s = operandIsScores(0) ? 0 : 1;
+      if (operandIsScores(1 - s))
+        return why("the scores are added to themselves");
+      if (scaled)
+        return why("the mask is scaled with the scores (it is added before "
+                   "the scale)");
+      if (failed(addMask(x->operands[1 - s], /*isBool=*/false, false, rank,
+                         m)))
+        return failure();
+      x = x->operands[s];
+      continue;
+    }
+    if (isa<arith::SubFOp>(op)) {
+      return why("a value is subtracted from the scores");
+    }
+    if (isa<arith::SelectOp>(op)) {
+      const TermRef &pred = x->operands[0];
+      bool scoresTrue = operandIsScores(1);
+      if (scoresTrue == operandIsScores(2))
+        return why("a select on the scores does not choose between the "
+                   "scores and a fill value");
+      const TermRef &fill = x->operands[scoresTrue ? 2 : 1];
+      if (!isNegativeInfOrLarge(fill))
+        return why("the scores are masked with a fill value that is "
+                   "neither -inf nor at most -1e4");
+      if (std::optional<CausalUse> c =
+              matchCausalPredicate(pred, scoresTrue, rank)) {
+        if (m.causal)
+          return why("the scores have more than one causal mask");
+        m.causal = *c;
+      } else if (failed(addMask(pred, /*isBool=*/true, !scoresTrue, rank,
+                                m))) {
+        return failure();
+      }
+      x = x->operands[scoresTrue ? 1 : 2];
+      continue;
+    }
+    return why("the scores go through '" + op->getName().getStringRef() +
+               "', which is not a scale or a mask");
+  }
+}
+
+/// The softmax input if `p` is a softmax over its last dim: linalg.softmax,
+/// or exp(x - max(x)) / sum(exp(x - max(x))) in any split into linalg ops.
+static TermRef matchSoftmax(const TermRef &p, unsigned rank, Why &why) {
+  if (p->kind == Term::Kind::Softmax)
+    return p->operands[0];
+  auto isReduction = [&](const TermRef &t, bool max) {
+    if (t->kind != Term::Kind::Reduction || t->dim != rank - 1)
+      return false;
+    auto init = dyn_cast<FloatAttr>(t->value);
+    if (!init)
+      return false;
+    if (!max)
+      return isa<arith::AddFOp>(t->op) && init.getValue().isZero();
+    // -inf or the lowest float; NaN for maxnumf, which skips it (upstream's
+    // decomposition of linalg.softmax).
+    double v = init.getValueAsDouble();
+    return !isa<arith::AddFOp>(t->op) &&
+           (v < -1.0e30 || (std::isnan(v) && isa<arith::MaxNumFOp>(t->op)));
+  };
+  if (p->kind != Term::Kind::Op) {
+    why.note("the probabilities are not a softmax");
+    return nullptr;
+  }
+  // e / sum(e), or e * (1 / sum(e)).
+  TermRef e, sum;
+  if (isa<arith::DivFOp>(p->op)) {
+    e = p->operands[0];
+    sum = p->operands[1];
+  } else if (isa<arith::MulFOp>(p->op)) {
+    for (unsigned i = 0; i < 2 && !e; ++i) {
+      const TermRef &r = p->operands[1 - i];
+      std::optional<double> one =
+          r->kind == Term::Kind::Op && isa<arith::DivFOp>(r->op)
+              ? getFloat(r->operands[0])
+              : std::nullopt;
+      if (one && *one == 1.0) {
+        e = p->operands[i];
+        sum = r->operands[1];
+      }
+    }
+  }
+  if (!e || !isReduction(sum, /*max=*/false) ||
+      !equalTerms(sum->operands[0], e)) {
+    why.note("the probabilities are not a softmax: no division by the row sum");
+    return nullptr;
+  }
+  if (e->kind != Term::Kind::Op || !isa<math::ExpOp>(e->op) ||
+      e->operands[0]->kind != Term::Kind::Op ||
+      !isa<arith::SubFOp>(e->operands[0]->op)) {
+    why.note("the probabilities are not a softmax: not exp(x - max(x))");
+    return nullptr;
+  }
+  TermRef x = e->operands[0]->operands[0];
+  const TermRef &max = e->operands[0]->operands[1];
+  if (!isReduction(max, /*max=*/true) || !equalTerms(max->operands[0], x)) {
+    why.note("the probabilities are not a softmax: the subtracted value is not "
+        "the row maximum");
+    return nullptr;
+  }
+  return x;
+}
+
+FailureOr<AttentionMatch> AttentionMatcher::match(linalg::LinalgOp pv) {
+  AttentionMatch m;
+  m.pv = pv;
+  FailureOr<Contraction> pvc = matchContraction(pv, "the op", why);
+  if (failed(pvc))
+    return failure();
+  if (!pvc->lhsReducedLast)
+    return why("the probabilities are read transposed");
+  TermBuilder builder;
+  auto pType = cast<RankedTensorType>(pvc->lhs.getType());
+  TermRef p = builder.ofTensor(
+      pvc->lhs,
+      AffineMap::getMultiDimIdentityMap(pType.getRank(), pv.getContext()));
+  while (p->kind == Term::Kind::Reshape)
+    p = p->operands[0];
+  unsigned rank = p->map ? p->map.getNumDims() : pType.getRank();
+  TermRef x = matchSoftmax(p, rank, why);
+  if (!x)
+    return failure();
+  m.value = inLayout(pvc->rhs, !pvc->rhsReducedLast);
+  if (!m.value)
+    return why("the values are read transposed and not through a transpose "
+               "op");
+  if (failed(matchScores(x, m)))
+    return failure();
+
+  FailureOr<Contraction> qkc = matchContraction(m.qk, "the scores", why);
+  if (failed(qkc))
+    return failure();
+  double qScale = 1.0, kScale = 1.0;
+  m.query = inLayout(qkc->lhs, qkc->lhsReducedLast);
+  m.key = inLayout(qkc->rhs, qkc->rhsReducedLast);
+  if (!m.query)
+    return why("the queries are read transposed and not through a "
+               "transpose op");
+  if (!m.key)
+    return why("the keys are read with the head dim first and not through "
+               "a transpose op");
+  m.query = peelConstantScale(m.query, qScale);
+  m.key = peelConstantScale(m.key, kScale);
+  if (qScale <= 0 || kScale <= 0)
+    return why("the queries or keys are scaled by a non-positive constant");
+  m.scale *= qScale * kScale;
+
+  // Types and sizes mha.attention takes.
+  Type elt = getElementTypeOrSelf(m.query.getType());
+  for (Value v : {m.key, m.value, Value(pv->getResult(0)), Value(m.qk->getResult(0))})
+    if (getElementTypeOrSelf(v.getType()) != elt)
+      return why("queries, keys, values, scores and result do not share "
+                 "one element type");
+  if (!isa<FloatType>(elt))
+    return why("the element type is not a float");
+  auto lastDimsStatic = [](Value v) {
+    auto t = cast<RankedTensorType>(v.getType());
+    return !t.isDynamicDim(t.getRank() - 1);
+  };
+  if (!lastDimsStatic(m.query) || !lastDimsStatic(m.value))
+    return why("the head dims are dynamic");
+  // The scores must not be used elsewhere: the rewrite would not remove
+  // them.
+  for (Operation *op : {m.qk.getOperation()})
+    if (!op->getResult(0).hasOneUse())
+      return why("the scores have other users");
+  if (!pvc->lhs.hasOneUse())
+    return why("the probabilities have other users");
+  return m;
+}
+
+//===----------------------------------------------------------------------===//
+// The rewrite
+//===----------------------------------------------------------------------===//
+
+/// `v` [batch..., a, b] as [N, a, b] (N = 1 without batch dims).
+static Value flattenBatch(OpBuilder &b, Location loc, Value v) {
+  auto type = cast<RankedTensorType>(v.getType());
+  int64_t numBatch = type.getRank() - 2;
+  if (numBatch == 1)
+    return v;
+  if (numBatch == 0) {
+    auto t = RankedTensorType::get(
+        {1, type.getDimSize(0), type.getDimSize(1)}, type.getElementType());
+    SmallVector<OpFoldResult> sizes = {b.getIndexAttr(1)};
+    llvm::append_range(sizes, tensor::getMixedSizes(b, loc, v));
+    return tensor::ExpandShapeOp::create(b, loc, t, v, {{0, 1}, {2}}, sizes);
+  }
+  ReassociationIndices first =
+      llvm::to_vector(llvm::seq<int64_t>(0, numBatch));
+  return tensor::CollapseShapeOp::create(
+      b, loc, v,
+      ArrayRef<ReassociationIndices>{first, {numBatch}, {numBatch + 1}});
+}
+
+/// `v` [batch..., a, b] with its batch dims reshaped to `batch` (sizes whose
+/// product is that of v's batch dims).
+static Value reshapeBatch(OpBuilder &b, Location loc, Value v,
+                          ArrayRef<OpFoldResult> batch) {
+  v = flattenBatch(b, loc, v);
+  if (batch.size() == 1)
+    return v;
+  if (batch.empty())
+    return tensor::CollapseShapeOp::create(
+        b, loc, v, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  auto flat = cast<RankedTensorType>(v.getType());
+  SmallVector<int64_t> shape;
+  SmallVector<OpFoldResult> sizes(batch);
+  for (OpFoldResult size : batch)
+    shape.push_back(getConstantIntValue(size).value_or(ShapedType::kDynamic));
+  shape.append({flat.getDimSize(1), flat.getDimSize(2)});
+  sizes.push_back(tensor::getMixedSize(b, loc, v, 1));
+  sizes.push_back(tensor::getMixedSize(b, loc, v, 2));
+  int64_t n = batch.size();
+  ReassociationIndices first = llvm::to_vector(llvm::seq<int64_t>(0, n));
+  return tensor::ExpandShapeOp::create(
+      b, loc, RankedTensorType::get(shape, flat.getElementType()), v,
+      {first, {n}, {n + 1}}, sizes);
+}
+
+/// The 4-d source of `v` [N, S, d] if it is a collapse of [B, H, S, d].
+static Value collapsedFrom4D(Value v) {
+  auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>();
+  if (!collapse || collapse.getSrcType().getRank() != 4 ||
+      collapse.getReassociationIndices() !=
+          SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}})
+    return {};
+  return collapse.getSrc();
+}
+
+/// The boolean `predicate` of the mask tensor (or its negation) as a new
+/// i1 tensor of the mask's shape.
+static Value materializePredicate(OpBuilder &b, Location loc, Value mask,
+                                  const TermRef &predicate, bool negate) {
+  auto type = cast<RankedTensorType>(mask.getType());
+  SmallVector<AffineMap> maps(
+      2, AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext()));
+  Value empty = tensor::EmptyOp::create(b, loc,
+                                        tensor::getMixedSizes(b, loc, mask),
+                                        b.getI1Type());
+  auto generic = linalg::GenericOp::create(
+      b, loc, type.clone(b.getI1Type()), ValueRange{mask}, ValueRange{empty},
+      maps,
+      SmallVector<utils::IteratorType>(type.getRank(),
+                                       utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        std::function<Value(const TermRef &)> emit =
+            [&](const TermRef &t) -> Value {
+          if (t->kind == Term::Kind::Leaf)
+            return args[0];
+          if (t->kind == Term::Kind::Constant)
+            return arith::ConstantOp::create(nb, nloc, t->value);
+          SmallVector<Value> operands;
+          for (const TermRef &o : t->operands)
+            operands.push_back(emit(o));
+          Operation *clone = nb.clone(*t->op);
+          clone->setOperands(operands);
+          return clone->getResult(0);
+        };
+        Value v = predicate ? emit(predicate) : args[0];
+        if (negate)
+          v = arith::XOrIOp::create(
+              nb, nloc, v,
+              arith::ConstantOp::create(nb, nloc, nb.getBoolAttr(true)));
+        linalg::YieldOp::create(nb, nloc, v);
+      });
+  return generic.getResult(0);
+}
+
+/// The mask as mha.attention takes it, [B|1, H|1, Sq|1, Sk|1], from the
+/// tensor read at `use.map` in the scores' space: as it is when that space
+/// is the view (`viewBatch` sizes, `viewShape` the queries' static shape),
+/// else with its batch dims flattened and split as the view's. Null, with
+/// `why`, where the broadcast cannot be expressed.
+static Value buildMask(OpBuilder &b, Location loc, const MaskUse &use,
+                       ArrayRef<OpFoldResult> viewBatch,
+                       ArrayRef<int64_t> viewShape, Why &why) {
+  Value mask = use.tensor;
+  AffineMap map = use.map;
+  auto type = cast<RankedTensorType>(mask.getType());
+  int64_t rank = map.getNumDims();
+  // For each mask dim, the space dim it is read along (-1: a unit dim read
+  // at 0); the space dims must come in order.
+  SmallVector<int64_t> spaceDim;
+  int64_t last = -1;
+  for (auto [i, e] : llvm::enumerate(map.getResults())) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+      if (c.getValue() != 0 || type.getDimSize(i) != 1) {
+        why.note("the mask is read at a fixed position");
+        return {};
+      }
+      spaceDim.push_back(-1);
+      continue;
+    }
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d || d.getPosition() <= last) {
+      why.note("the mask is not broadcastable to the scores: its dims are not "
+          "the scores' in order");
+      return {};
+    }
+    last = d.getPosition();
+    spaceDim.push_back(last);
+  }
+  if (last < 0) {
+    why.note("the mask has no dim of the scores");
+    return {};
+  }
+  if (use.predicate || use.negate)
+    mask = materializePredicate(b, loc, mask, use.predicate, use.negate);
+
+  // To the rank of the space: unit dims read at 0 dropped, a unit dim for
+  // each space dim the mask lacks.
+  bool aligned = type.getRank() == rank;
+  for (int64_t i = 0; aligned && i < rank; ++i)
+    aligned = spaceDim[i] == i || spaceDim[i] == -1;
+  if (!aligned) {
+    // Each kept dim with the unit dims after it (the first also those
+    // before it).
+    SmallVector<ReassociationIndices> collapse;
+    SmallVector<int64_t> kept;
+    bool groupHasKept = false;
+    for (int64_t i = 0; i < type.getRank(); ++i) {
+      bool isKept = spaceDim[i] >= 0;
+      if (collapse.empty() || (isKept && groupHasKept)) {
+        collapse.push_back({i});
+        groupHasKept = isKept;
+      } else {
+        collapse.back().push_back(i);
+        groupHasKept |= isKept;
+      }
+      if (isKept)
+        kept.push_back(spaceDim[i]);
+    }
+    if (collapse.size() != kept.size()) {
+      why.note("the mask's unit dims cannot be dropped");
+      return {};
+    }
+    if (static_cast<int64_t>(collapse.size()) != type.getRank())
+      mask = tensor::CollapseShapeOp::create(b, loc, mask, collapse);
+    // Expand: kept dim g owns the space dims after the previous one up to
+    // its own (the last one also those after it).
+    SmallVector<ReassociationIndices> expand(kept.size());
+    SmallVector<int64_t> shape;
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t d = 0, g = 0; d < rank; ++d) {
+      while (g + 1 < static_cast<int64_t>(kept.size()) && d > kept[g])
+        ++g;
+      expand[g].push_back(d);
+      if (d == kept[g]) {
+        shape.push_back(cast<ShapedType>(mask.getType()).getDimSize(g));
+        sizes.push_back(tensor::getMixedSize(b, loc, mask, g));
+      } else {
+        shape.push_back(1);
+        sizes.push_back(b.getIndexAttr(1));
+      }
+    }
+    mask = tensor::ExpandShapeOp::create(
+        b, loc, RankedTensorType::get(shape, type.getElementType()), mask,
+        expand, sizes);
+  }
+  type = cast<RankedTensorType>(mask.getType());
+
+  // The space is the view when both have batch dims [B, H] with the same
+  // static H (B then agrees too).
+  ArrayRef<int64_t> spaceBatch = ArrayRef(use.spaceShape).drop_back(2);
+  if (rank == 4 && spaceBatch[1] == viewShape[1] &&
+      !ShapedType::isDynamic(spaceBatch[1]))
+    return mask;
+  // The batch dims: all broadcast, or all present (flattened and split as
+  // the view).
+  bool allUnit = true, allFull = true;
+  for (int64_t d = 0; d + 2 < rank; ++d) {
+    allUnit &= type.getDimSize(d) == 1;
+    allFull &= type.getDimSize(d) != 1 || spaceBatch[d] == 1;
+  }
+  if (allUnit) {
+    SmallVector<OpFoldResult> ones(viewBatch.size(), b.getIndexAttr(1));
+    return reshapeBatch(b, loc, mask, ones);
+  }
+  if (allFull)
+    return reshapeBatch(b, loc, mask, viewBatch);
+  why.note("the mask is broadcast over some of the batch dims of scores whose "
+      "batch dims are reshaped");
+  return {};
+}
+
+/// Erases the ops of `slice` (the ops the raised op was computed from) that
+/// nothing uses any more.
+static void eraseDeadSlice(RewriterBase &rewriter,
+                           const SetVector<Operation *> &slice) {
+  bool changed = true;
+  SmallPtrSet<Operation *, 16> erased;
+  while (changed) {
+    changed = false;
+    for (Operation *op : llvm::reverse(slice)) {
+      if (erased.contains(op) || !isOpTriviallyDead(op))
+        continue;
+      erased.insert(op);
+      rewriter.eraseOp(op);
+      changed = true;
+    }
+  }
+}
+
+} // namespace
+
+FailureOr<mha::AttentionOp> mha::raiseAttention(RewriterBase &rewriter,
+                                                Operation *op,
+                                                std::string *reason) {
+  Why why;
+  auto fail = [&]() -> FailureOr<AttentionOp> {
+    if (reason)
+      *reason = why.text;
+    return failure();
+  };
+  auto pv = dyn_cast<linalg::LinalgOp>(op);
+  if (!pv) {
+    why.note("not a linalg op");
+    return fail();
+  }
+  AttentionMatcher matcher(why);
+  FailureOr<AttentionMatch> m = matcher.match(pv);
+  if (failed(m))
+    return fail();
+
+  Location loc = op->getLoc();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  auto rankOf = [](Value x) {
+    return cast<RankedTensorType>(x.getType()).getRank();
+  };
+  auto dimOf = [](Value x, int64_t d) {
+    return cast<RankedTensorType>(x.getType()).getDimSize(d);
+  };
+
+  // The 4-d view [B, H, S, d]: the operands themselves when all is rank 4;
+  // their 4-d sources when all three are collapses of such with the same
+  // static head count; else [N, 1, S, d].
+  Value q = m->query, k = m->key, v = m->value;
+  Value q4, k4, v4;
+  auto as4D = [&](Value x) {
+    return rankOf(x) == 4 ? x : collapsedFrom4D(x);
+  };
+  Value qs = as4D(q), ks = as4D(k), vs = as4D(v);
+  bool direct = rankOf(q) == 4 && rankOf(k) == 4 && rankOf(v) == 4 &&
+                rankOf(op->getResult(0)) == 4;
+  if (qs && ks && vs && !ShapedType::isDynamic(dimOf(qs, 1)) &&
+      dimOf(qs, 1) == dimOf(ks, 1) && dimOf(qs, 1) == dimOf(vs, 1)) {
+    q4 = qs, k4 = ks, v4 = vs;
+  } else {
+    direct = false;
+    auto to4 = [&](Value x) {
+      Value flat = flattenBatch(rewriter, loc, x);
+      return reshapeBatch(rewriter, loc, flat,
+                          {tensor::getMixedSize(rewriter, loc, flat, 0),
+                           rewriter.getIndexAttr(1)});
+    };
+    q4 = to4(q), k4 = to4(k), v4 = to4(v);
+  }
+  if (ShapedType::isDynamic(dimOf(q4, 1)) ||
+      ShapedType::isDynamic(dimOf(k4, 1))) {
+    why.note("the head counts are dynamic");
+    return fail();
+  }
+
+  Value mask;
+  if (m->mask) {
+    SmallVector<OpFoldResult> viewBatch = {
+        tensor::getMixedSize(rewriter, loc, q4, 0),
+        tensor::getMixedSize(rewriter, loc, q4, 1)};
+    mask = buildMask(rewriter, loc, *m->mask, viewBatch,
+                     cast<RankedTensorType>(q4.getType()).getShape(), why);
+    if (!mask)
+      return fail();
+    Type maskElt = getElementTypeOrSelf(mask.getType());
+    if (maskElt != getElementTypeOrSelf(q4.getType()) &&
+        !maskElt.isInteger(1)) {
+      why.note("the mask's element type is neither i1 nor the scores'");
+      return fail();
+    }
+  }
+
+  // The causal offset, left to its default (Sk - Sq) when it provably is.
+  Value causalOffset;
+  if (m->causal) {
+    int64_t sq = dimOf(q4, 2), sk = dimOf(k4, 2);
+    bool isDefault = m->causal->values.empty() &&
+                     !ShapedType::isDynamic(sq) &&
+                     !ShapedType::isDynamic(sk) &&
+                     m->causal->constant == sk - sq;
+    if (!isDefault) {
+      causalOffset =
+          arith::ConstantIndexOp::create(rewriter, loc, m->causal->constant);
+      for (auto [value, coef] : m->causal->values) {
+        Value c = arith::ConstantIndexOp::create(rewriter, loc, coef);
+        causalOffset = arith::AddIOp::create(
+            rewriter, loc, causalOffset,
+            arith::MulIOp::create(rewriter, loc, value, c));
+      }
+    }
+  }
+
+  SmallVector<OpFoldResult> outSizes = {
+      tensor::getMixedSize(rewriter, loc, q4, 0),
+      tensor::getMixedSize(rewriter, loc, q4, 1),
+      tensor::getMixedSize(rewriter, loc, q4, 2),
+      rewriter.getIndexAttr(dimOf(v4, 3))};
+  Value init = tensor::EmptyOp::create(rewriter, loc, outSizes,
+                                       getElementTypeOrSelf(q4.getType()));
+  auto attention = AttentionOp::create(
+      rewriter, loc, init.getType(), q4, k4, v4, mask, causalOffset, init,
+      rewriter.getF32FloatAttr(static_cast<float>(m->scale)),
+      m->causal.has_value());
+
+  // Back to the shape of the op's result.
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  Value result = attention.getResult();
+  if (!direct) {
+    Value pvInit = m->pv.getDpsInitOperand(0)->get();
+    SmallVector<OpFoldResult> batch;
+    for (int64_t d = 0; d + 2 < resultType.getRank(); ++d)
+      batch.push_back(tensor::getMixedSize(rewriter, loc, pvInit, d));
+    result = reshapeBatch(rewriter, loc, result, batch);
+  }
+  if (result.getType() != resultType)
+    result = tensor::CastOp::create(rewriter, loc, resultType, result);
+
+  SetVector<Operation *> slice;
+  BackwardSliceOptions options;
+  options.omitBlockArguments = true;
+  options.omitUsesFromAbove = false;
+  options.filter = [&](Operation *o) {
+    return o->getBlock() == op->getBlock();
+  };
+  (void)getBackwardSlice(op, &slice, options);
+  rewriter.replaceOp(op, result);
+  eraseDeadSlice(rewriter, slice);
+  return attention;
+}
+
+namespace {
+
+struct RaiseAttentionPattern final
+    : OpInterfaceRewritePattern<linalg::LinalgOp> {
+  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
+  LogicalResult matchAndRewrite(linalg::LinalgOp op,
+                                PatternRewriter &rewriter) const override {
+    if (!linalg::isaContractionOpInterface(op))
+      return rewriter.notifyMatchFailure(op, "not a contraction");
+    std::string reason;
+    if (failed(mha::raiseAttention(rewriter, op, &reason)))
+      return rewriter.notifyMatchFailure(op, reason);
+    return success();
+  }
+};
+
+struct MHARaiseAttentionPass final
+    : mha::impl::MHARaiseAttentionPassBase<MHARaiseAttentionPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    // One raise at a time: a raise erases other contractions (Q·Kᵀ), so the
+    // walk starts over after each. Nothing else is touched.
+    IRRewriter rewriter(&getContext());
+    auto raiseOne = [&]() {
+      WalkResult walk = getOperation()->walk([&](linalg::LinalgOp op) {
+        if (linalg::isaContractionOpInterface(op) &&
+            succeeded(mha::raiseAttention(rewriter, op)))
+          return WalkResult::interrupt();
+        return WalkResult::advance();
+      });
+      return walk.wasInterrupted();
+    };
+    while (raiseOne()) {
+    }
+    if (!explain)
+      return;
+    // The contractions left, with the reason (matching changes nothing).
+    getOperation()->walk([&](linalg::LinalgOp op) {
+      std::string reason;
+      if (!linalg::isaContractionOpInterface(op) ||
+          succeeded(mha::raiseAttention(rewriter, op, &reason)))
+        return;
+      op->emitRemark() << "not raised to mha.attention: " << reason;
+    });
+  }
+};
+
+} // namespace
+
+void mha::populateRaiseAttentionPatterns(RewritePatternSet &patterns) {
+  patterns.add<RaiseAttentionPattern>(patterns.getContext());
+}

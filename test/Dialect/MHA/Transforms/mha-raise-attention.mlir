@@ -1,0 +1,337 @@
+// RUN: mha-opt %s --split-input-file --mha-raise-attention=explain=true -verify-diagnostics | FileCheck %s
+
+// Each case is [N, Sq, Sk] attention around linalg.batch_matmul; the first
+// is raised, every other differs from it in one way that makes it something
+// else than attention, so it must stay as it was, with a remark saying why
+// (explain=true). The forms frontends emit are raised and run in
+// test/Integration/CPU/raise-attention.test.
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// The reference: the key read [Sk, dk] through the maps, scaled scores.
+// CHECK-LABEL: func.func @raised
+// CHECK: %[[Q:.*]] = tensor.expand_shape %arg0 {{.*}} into tensor<2x1x4x8xf32>
+// CHECK: %[[K:.*]] = tensor.expand_shape %arg1 {{.*}} into tensor<2x1x6x8xf32>
+// CHECK: %[[V:.*]] = tensor.expand_shape %arg2 {{.*}} into tensor<2x1x6x8xf32>
+// CHECK: %[[A:.*]] = mha.attention ins(%[[Q]], %[[K]], %[[V]] : {{.*}}) outs({{.*}}) {scale = 0.353553385 : f32}
+// CHECK: %[[R:.*]] = tensor.collapse_shape %[[A]] {{.*}} into tensor<2x4x8xf32>
+// CHECK-NOT: linalg.
+// CHECK: return %[[R]]
+func.func @raised(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.353553385 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %s = linalg.batch_matmul indexing_maps = [#bq, #bk, #bo] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %0 = arith.mulf %a, %c : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x6xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// Softmax over the queries, not the keys.
+// CHECK-LABEL: func.func @softmax_wrong_axis
+// CHECK-NOT: mha.attention
+// CHECK: linalg.softmax
+func.func @softmax_wrong_axis(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.353553385 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = linalg.batch_matmul indexing_maps = [#bq, #bk, #bo] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %0 = arith.mulf %a, %c : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x6xf32>
+  %p = linalg.softmax dimension(1) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// Scaled by a function argument.
+// CHECK-LABEL: func.func @scale_not_constant
+// CHECK-NOT: mha.attention
+// CHECK: linalg.softmax
+func.func @scale_not_constant(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>, %sc: f32) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.353553385 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = linalg.batch_matmul indexing_maps = [#bq, #bk, #bo] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %0 = arith.mulf %a, %sc : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x6xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // expected-remark @below {{not raised to mha.attention: the scores are scaled by a value that is not a constant}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// A mask [N, Sk, Sq] read transposed.
+// CHECK-LABEL: func.func @mask_not_broadcastable
+// CHECK-NOT: mha.attention
+// CHECK: linalg.softmax
+func.func @mask_not_broadcastable(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>, %mask: tensor<2x6x4xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.353553385 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = linalg.batch_matmul indexing_maps = [#bq, #bk, #bo] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %x = linalg.generic {indexing_maps = [#id3, affine_map<(d0, d1, d2) -> (d0, d2, d1)>, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s, %mask : tensor<2x4x6xf32>, tensor<2x6x4xf32>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %m: f32, %out: f32):
+    %0 = arith.mulf %a, %c : f32
+    %1 = arith.addf %0, %m : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x4x6xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // expected-remark @below {{not raised to mha.attention: the mask is not broadcastable to the scores: its dims are not the scores' in order}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// The rhs [N, dk, Sk] comes from a transpose of [dk, N, Sk] (batch and head dims swapped, not the last two).
+// CHECK-LABEL: func.func @transpose_not_the_keys
+// CHECK-NOT: mha.attention
+// CHECK: linalg.softmax
+func.func @transpose_not_the_keys(%q: tensor<2x4x8xf32>, %kx: tensor<8x2x6xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.353553385 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %te = tensor.empty() : tensor<2x8x6xf32>
+  %kt = linalg.transpose ins(%kx : tensor<8x2x6xf32>) outs(%te : tensor<2x8x6xf32>) permutation = [1, 0, 2]
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<2x4x8xf32>, tensor<2x8x6xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %0 = arith.mulf %a, %c : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x6xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // expected-remark @below {{not raised to mha.attention: the keys are read with the head dim first and not through a transpose op}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// P·V added to a non-zero init.
+// CHECK-LABEL: func.func @accumulates
+// CHECK-NOT: mha.attention
+// CHECK: linalg.softmax
+func.func @accumulates(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>, %init: tensor<2x4x8xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.353553385 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = linalg.batch_matmul indexing_maps = [#bq, #bk, #bo] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %0 = arith.mulf %a, %c : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x6xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // expected-remark @below {{not raised to mha.attention: the op accumulates into a value that is not zero}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%init : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// A float mask added before the scale (the mask is scaled too).
+// CHECK-LABEL: func.func @mask_before_scale
+// CHECK-NOT: mha.attention
+// CHECK: linalg.softmax
+func.func @mask_before_scale(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>, %mask: tensor<2x4x6xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.353553385 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = linalg.batch_matmul indexing_maps = [#bq, #bk, #bo] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s, %mask : tensor<2x4x6xf32>, tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %m: f32, %out: f32):
+    %0 = arith.addf %a, %m : f32
+    %1 = arith.mulf %0, %c : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x4x6xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // expected-remark @below {{not raised to mha.attention: the mask is scaled with the scores (it is added before the scale)}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// A boolean mask whose fill (-1) does not hide the key.
+// CHECK-LABEL: func.func @small_fill
+// CHECK-NOT: mha.attention
+// CHECK: linalg.softmax
+func.func @small_fill(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>, %mask: tensor<2x4x6xi1>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.353553385 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = linalg.batch_matmul indexing_maps = [#bq, #bk, #bo] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s, %mask : tensor<2x4x6xf32>, tensor<2x4x6xi1>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %m: i1, %out: f32):
+    %0 = arith.mulf %a, %c : f32
+    %fill = arith.constant -1.0 : f32
+    %1 = arith.select %m, %0, %fill : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x4x6xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // expected-remark @below {{not raised to mha.attention: the scores are masked with a fill value that is neither -inf nor at most -1e4}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// Scaled by a negative constant.
+// CHECK-LABEL: func.func @scale_negative
+// CHECK-NOT: mha.attention
+// CHECK: linalg.softmax
+func.func @scale_negative(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.353553385 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = linalg.batch_matmul indexing_maps = [#bq, #bk, #bo] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %m1 = arith.constant -0.5 : f32
+    %0 = arith.mulf %a, %m1 : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x6xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // expected-remark @below {{not raised to mha.attention: the scores are scaled by a non-positive constant}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// Two float masks.
+// CHECK-LABEL: func.func @two_masks
+// CHECK-NOT: mha.attention
+// CHECK: linalg.softmax
+func.func @two_masks(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>, %mask: tensor<2x4x6xf32>, %mask2: tensor<4x6xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.353553385 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = linalg.batch_matmul indexing_maps = [#bq, #bk, #bo] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3, affine_map<(d0, d1, d2) -> (d1, d2)>, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s, %mask, %mask2 : tensor<2x4x6xf32>, tensor<2x4x6xf32>, tensor<4x6xf32>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %m: f32, %n: f32, %out: f32):
+    %0 = arith.mulf %a, %c : f32
+    %1 = arith.addf %0, %m : f32
+    %2 = arith.addf %1, %n : f32
+    linalg.yield %2 : f32
+  } -> tensor<2x4x6xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // expected-remark @below {{not raised to mha.attention: the scores have more than one mask}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}

@@ -1,0 +1,290 @@
+// Scaled dot-product attention in the linalg forms frontends emit, one
+// function each; raise-attention.test raises them (mha-raise-attention) and
+// runs raised and unraised IR against numpy (raise_attention.py).
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#row2 = affine_map<(d0, d1) -> (d0)>
+
+// 4-d generic contractions, the key transposed by linalg.transpose, the
+// scores divided by sqrt(dk), linalg.softmax; dk != dv, Sq != Sk.
+func.func @generic4d(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x24x8xf32>, %v: tensor<2x4x24x12xf32>) -> tensor<2x4x16x12xf32> {
+  %zero = arith.constant 0.0 : f32
+  %sqrt = arith.constant 2.828427 : f32
+  %te = tensor.empty() : tensor<2x4x8x24xf32>
+  %kt = linalg.transpose ins(%k : tensor<2x4x24x8xf32>) outs(%te : tensor<2x4x8x24xf32>) permutation = [0, 1, 3, 2]
+  %se = tensor.empty() : tensor<2x4x16x24xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x16x24xf32>) -> tensor<2x4x16x24xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, k) -> (b, h, m, k)>, affine_map<(b, h, m, n, k) -> (b, h, k, n)>, affine_map<(b, h, m, n, k) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %kt : tensor<2x4x16x8xf32>, tensor<2x4x8x24xf32>) outs(%sz : tensor<2x4x16x24xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x24xf32>
+  %ss = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%s : tensor<2x4x16x24xf32>) outs(%se : tensor<2x4x16x24xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %d = arith.divf %a, %sqrt : f32
+    linalg.yield %d : f32
+  } -> tensor<2x4x16x24xf32>
+  %p = linalg.softmax dimension(3) ins(%ss : tensor<2x4x16x24xf32>) outs(%se : tensor<2x4x16x24xf32>) -> tensor<2x4x16x24xf32>
+  %oe = tensor.empty() : tensor<2x4x16x12xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x16x12xf32>) -> tensor<2x4x16x12xf32>
+  %out = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, k) -> (b, h, m, k)>, affine_map<(b, h, m, n, k) -> (b, h, k, n)>, affine_map<(b, h, m, n, k) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<2x4x16x24xf32>, tensor<2x4x24x12xf32>) outs(%oz : tensor<2x4x16x12xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x12xf32>
+  return %out : tensor<2x4x16x12xf32>
+}
+
+// torch-mlir's shape: a transposing generic, [B, H] collapsed around
+// linalg.batch_matmul, a multiply by the scale, an additive padding mask
+// [B, 1, 1, Sk] read with size-1 dims at 0, softmax as keepdim reductions
+// (maximumf) and separate sub, exp and div generics.
+func.func @torch_style(%q: tensor<2x4x16x8xf32>, %k: tensor<2x4x24x8xf32>, %v: tensor<2x4x24x8xf32>, %mask: tensor<2x1x1x24xf32>) -> tensor<2x4x16x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.353553385 : f32
+  %e0 = tensor.empty() : tensor<2x4x8x24xf32>
+  %kt = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3, d2)>, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%k : tensor<2x4x24x8xf32>) outs(%e0 : tensor<2x4x8x24xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  } -> tensor<2x4x8x24xf32>
+  %q3 = tensor.collapse_shape %q [[0, 1], [2], [3]] : tensor<2x4x16x8xf32> into tensor<8x16x8xf32>
+  %k3 = tensor.collapse_shape %kt [[0, 1], [2], [3]] : tensor<2x4x8x24xf32> into tensor<8x8x24xf32>
+  %e1 = tensor.empty() : tensor<8x16x24xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<8x16x24xf32>) -> tensor<8x16x24xf32>
+  %s3 = linalg.batch_matmul ins(%q3, %k3 : tensor<8x16x8xf32>, tensor<8x8x24xf32>) outs(%f1 : tensor<8x16x24xf32>) -> tensor<8x16x24xf32>
+  %s = tensor.expand_shape %s3 [[0, 1], [2], [3]] output_shape [2, 4, 16, 24] : tensor<8x16x24xf32> into tensor<2x4x16x24xf32>
+  %e2 = tensor.empty() : tensor<2x4x16x24xf32>
+  %sc = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x16x24xf32>) outs(%e2 : tensor<2x4x16x24xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %scale : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x16x24xf32>
+  %msk = linalg.generic {indexing_maps = [#id4, affine_map<(d0, d1, d2, d3) -> (d0, 0, 0, d3)>, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sc, %mask : tensor<2x4x16x24xf32>, tensor<2x1x1x24xf32>) outs(%e2 : tensor<2x4x16x24xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %0 = arith.addf %in, %in2 : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x16x24xf32>
+  %e3 = tensor.empty() : tensor<2x4x16x1xf32>
+  %f3 = linalg.fill ins(%ninf : f32) outs(%e3 : tensor<2x4x16x1xf32>) -> tensor<2x4x16x1xf32>
+  %max = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%msk : tensor<2x4x16x24xf32>) outs(%f3 : tensor<2x4x16x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %in, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x16x1xf32>
+  %sub = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%msk, %max : tensor<2x4x16x24xf32>, tensor<2x4x16x1xf32>) outs(%e2 : tensor<2x4x16x24xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %0 = arith.subf %in, %in2 : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x16x24xf32>
+  %exp = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sub : tensor<2x4x16x24xf32>) outs(%e2 : tensor<2x4x16x24xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.exp %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x16x24xf32>
+  %f4 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<2x4x16x1xf32>) -> tensor<2x4x16x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%exp : tensor<2x4x16x24xf32>) outs(%f4 : tensor<2x4x16x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %in, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x16x1xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%exp, %sum : tensor<2x4x16x24xf32>, tensor<2x4x16x1xf32>) outs(%e2 : tensor<2x4x16x24xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %0 = arith.divf %in, %in2 : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x16x24xf32>
+  %p3 = tensor.collapse_shape %p [[0, 1], [2], [3]] : tensor<2x4x16x24xf32> into tensor<8x16x24xf32>
+  %v3 = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<2x4x24x8xf32> into tensor<8x24x8xf32>
+  %e5 = tensor.empty() : tensor<8x16x8xf32>
+  %f5 = linalg.fill ins(%zero : f32) outs(%e5 : tensor<8x16x8xf32>) -> tensor<8x16x8xf32>
+  %o3 = linalg.batch_matmul ins(%p3, %v3 : tensor<8x16x24xf32>, tensor<8x24x8xf32>) outs(%f5 : tensor<8x16x8xf32>) -> tensor<8x16x8xf32>
+  %o = tensor.expand_shape %o3 [[0, 1], [2], [3]] output_shape [2, 4, 16, 8] : tensor<8x16x8xf32> into tensor<2x4x16x8xf32>
+  return %o : tensor<2x4x16x8xf32>
+}
+
+// One head, 2-d: linalg.matmul reading the key [Sk, dk] through its
+// indexing maps, a boolean mask by select with -1e9, softmax as upstream
+// decomposes linalg.softmax (maxnumf from NaN, exp(x - max) fused).
+func.func @matmul2d_bool(%q: tensor<12x16xf32>, %k: tensor<20x16xf32>, %v: tensor<20x16xf32>, %m: tensor<12x20xi1>) -> tensor<12x16xf32> {
+  %zero = arith.constant 0.0 : f32
+  %fill = arith.constant -1.0e9 : f32
+  %nan = arith.constant 0xFFC00000 : f32
+  %scale = arith.constant 0.25 : f32
+  %se = tensor.empty() : tensor<12x20xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<12x20xf32>) -> tensor<12x20xf32>
+  %s = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (n, k)>, affine_map<(m, n, k) -> (m, n)>]
+      ins(%q, %k : tensor<12x16xf32>, tensor<20x16xf32>) outs(%sz : tensor<12x20xf32>) -> tensor<12x20xf32>
+  %x = linalg.generic {indexing_maps = [#id2, #id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%s, %m : tensor<12x20xf32>, tensor<12x20xi1>) outs(%se : tensor<12x20xf32>) {
+  ^bb0(%a: f32, %b: i1, %o: f32):
+    %0 = arith.mulf %a, %scale : f32
+    %1 = arith.select %b, %0, %fill : f32
+    linalg.yield %1 : f32
+  } -> tensor<12x20xf32>
+  %re = tensor.empty() : tensor<12xf32>
+  %rf = linalg.fill ins(%nan : f32) outs(%re : tensor<12xf32>) -> tensor<12xf32>
+  %max = linalg.generic {indexing_maps = [#id2, #row2], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<12x20xf32>) outs(%rf : tensor<12xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maxnumf %in, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<12xf32>
+  %e = linalg.generic {indexing_maps = [#id2, #row2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %max : tensor<12x20xf32>, tensor<12xf32>) outs(%se : tensor<12x20xf32>) {
+  ^bb0(%in: f32, %in1: f32, %out: f32):
+    %0 = arith.subf %in, %in1 : f32
+    %1 = math.exp %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<12x20xf32>
+  %zf = linalg.fill ins(%zero : f32) outs(%re : tensor<12xf32>) -> tensor<12xf32>
+  %sum = linalg.generic {indexing_maps = [#id2, #row2], iterator_types = ["parallel", "reduction"]} ins(%e : tensor<12x20xf32>) outs(%zf : tensor<12xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %in, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<12xf32>
+  %p = linalg.generic {indexing_maps = [#id2, #row2, #id2], iterator_types = ["parallel", "parallel"]} ins(%e, %sum : tensor<12x20xf32>, tensor<12xf32>) outs(%se : tensor<12x20xf32>) {
+  ^bb0(%in: f32, %in1: f32, %out: f32):
+    %0 = arith.divf %in, %in1 : f32
+    linalg.yield %0 : f32
+  } -> tensor<12x20xf32>
+  %oe = tensor.empty() : tensor<12x16xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<12x16xf32>) -> tensor<12x16xf32>
+  %o = linalg.matmul ins(%p, %v : tensor<12x20xf32>, tensor<20x16xf32>) outs(%oz : tensor<12x16xf32>) -> tensor<12x16xf32>
+  return %o : tensor<12x16xf32>
+}
+
+// Causal as frontends materialize it in the body: select(key <= query,
+// scores * scale, -inf) on linalg.index, [B*H, S, d] batch_matmuls with
+// the key transposed through the maps of a generic.
+func.func @causal_index(%q: tensor<6x20x8xf32>, %k: tensor<6x20x8xf32>, %v: tensor<6x20x8xf32>) -> tensor<6x20x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.353553385 : f32
+  %se = tensor.empty() : tensor<6x20x20xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<6x20x20xf32>) -> tensor<6x20x20xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (b, n, k)>, affine_map<(b, m, n, k) -> (b, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<6x20x8xf32>, tensor<6x20x8xf32>) outs(%sz : tensor<6x20x20xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<6x20x20xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<6x20x20xf32>) outs(%se : tensor<6x20x20xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %vis = arith.cmpi ule, %j, %i : index
+    %0 = arith.mulf %a, %scale : f32
+    %1 = arith.select %vis, %0, %ninf : f32
+    linalg.yield %1 : f32
+  } -> tensor<6x20x20xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<6x20x20xf32>) outs(%se : tensor<6x20x20xf32>) -> tensor<6x20x20xf32>
+  %oe = tensor.empty() : tensor<6x20x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<6x20x8xf32>) -> tensor<6x20x8xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<6x20x20xf32>, tensor<6x20x8xf32>) outs(%oz : tensor<6x20x8xf32>) -> tensor<6x20x8xf32>
+  return %o : tensor<6x20x8xf32>
+}
+
+// Causal aligned top-left with fewer queries than keys (key <= query, not
+// key <= query + Sk - Sq), written as masked_fill(key > query, -inf): the
+// raised op gets causal_offset 0.
+func.func @causal_top_left(%q: tensor<6x8x8xf32>, %k: tensor<6x20x8xf32>, %v: tensor<6x20x8xf32>) -> tensor<6x8x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.353553385 : f32
+  %te = tensor.empty() : tensor<6x8x20xf32>
+  %kt = linalg.transpose ins(%k : tensor<6x20x8xf32>) outs(%te : tensor<6x8x20xf32>) permutation = [0, 2, 1]
+  %se = tensor.empty() : tensor<6x8x20xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<6x8x20xf32>) -> tensor<6x8x20xf32>
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<6x8x8xf32>, tensor<6x8x20xf32>) outs(%sz : tensor<6x8x20xf32>) -> tensor<6x8x20xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<6x8x20xf32>) outs(%se : tensor<6x8x20xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %hidden = arith.cmpi sgt, %j, %i : index
+    %0 = arith.mulf %a, %scale : f32
+    %1 = arith.select %hidden, %ninf, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<6x8x20xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<6x8x20xf32>) outs(%se : tensor<6x8x20xf32>) -> tensor<6x8x20xf32>
+  %oe = tensor.empty() : tensor<6x8x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<6x8x20xf32>, tensor<6x20x8xf32>) outs(%oz : tensor<6x8x8xf32>) -> tensor<6x8x8xf32>
+  return %o : tensor<6x8x8xf32>
+}
+
+// Dynamic batch and lengths, masked_fill(mask, -inf) with a boolean that
+// is true where the key is hidden (the raised op reads its negation), the
+// scale on the queries.
+func.func @masked_fill_dynamic(%q: tensor<?x?x8xf32>, %k: tensor<?x?x8xf32>, %v: tensor<?x?x8xf32>, %m: tensor<?x?x?xi1>) -> tensor<?x?x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.353553385 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %q, %c0 : tensor<?x?x8xf32>
+  %sq = tensor.dim %q, %c1 : tensor<?x?x8xf32>
+  %sk = tensor.dim %k, %c1 : tensor<?x?x8xf32>
+  %qe = tensor.empty(%n, %sq) : tensor<?x?x8xf32>
+  %qs = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%q : tensor<?x?x8xf32>) outs(%qe : tensor<?x?x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %0 = arith.mulf %a, %scale : f32
+    linalg.yield %0 : f32
+  } -> tensor<?x?x8xf32>
+  %se = tensor.empty(%n, %sq, %sk) : tensor<?x?x?xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %s = linalg.batch_matmul indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (b, n, k)>, affine_map<(b, m, n, k) -> (b, m, n)>]
+      ins(%qs, %k : tensor<?x?x8xf32>, tensor<?x?x8xf32>) outs(%sz : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s, %m : tensor<?x?x?xf32>, tensor<?x?x?xi1>) outs(%se : tensor<?x?x?xf32>) {
+  ^bb0(%a: f32, %b: i1, %o: f32):
+    %0 = arith.select %b, %ninf, %a : f32
+    linalg.yield %0 : f32
+  } -> tensor<?x?x?xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<?x?x?xf32>) outs(%se : tensor<?x?x?xf32>) -> tensor<?x?x?xf32>
+  %oe = tensor.empty(%n, %sq) : tensor<?x?x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<?x?x?xf32>, tensor<?x?x8xf32>) outs(%oz : tensor<?x?x8xf32>) -> tensor<?x?x8xf32>
+  return %o : tensor<?x?x8xf32>
+}
+
+// A constant causal mask (the lower triangle, as frontends fold
+// triu(ones)) added as 0 / -inf: the raised op is causal with no mask.
+func.func @constant_triangle(%q: tensor<1x2x6x8xf32>, %k: tensor<1x2x6x8xf32>, %v: tensor<1x2x6x8xf32>) -> tensor<1x2x6x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %tri = arith.constant dense<[[0.0, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000],
+                               [0.0, 0.0, 0xFF800000, 0xFF800000, 0xFF800000, 0xFF800000],
+                               [0.0, 0.0, 0.0, 0xFF800000, 0xFF800000, 0xFF800000],
+                               [0.0, 0.0, 0.0, 0.0, 0xFF800000, 0xFF800000],
+                               [0.0, 0.0, 0.0, 0.0, 0.0, 0xFF800000],
+                               [0.0, 0.0, 0.0, 0.0, 0.0, 0.0]]> : tensor<6x6xf32>
+  %se = tensor.empty() : tensor<1x2x6x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<1x2x6x6xf32>) -> tensor<1x2x6x6xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, k) -> (b, h, m, k)>, affine_map<(b, h, m, n, k) -> (b, h, n, k)>, affine_map<(b, h, m, n, k) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : tensor<1x2x6x8xf32>, tensor<1x2x6x8xf32>) outs(%sz : tensor<1x2x6x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x6x6xf32>
+  %x = linalg.generic {indexing_maps = [#id4, affine_map<(d0, d1, d2, d3) -> (d2, d3)>, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %tri : tensor<1x2x6x6xf32>, tensor<6x6xf32>) outs(%se : tensor<1x2x6x6xf32>) {
+  ^bb0(%a: f32, %t: f32, %o: f32):
+    %0 = arith.addf %a, %t : f32
+    linalg.yield %0 : f32
+  } -> tensor<1x2x6x6xf32>
+  %p = linalg.softmax dimension(3) ins(%x : tensor<1x2x6x6xf32>) outs(%se : tensor<1x2x6x6xf32>) -> tensor<1x2x6x6xf32>
+  %oe = tensor.empty() : tensor<1x2x6x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<1x2x6x8xf32>) -> tensor<1x2x6x8xf32>
+  %o = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, k) -> (b, h, m, k)>, affine_map<(b, h, m, n, k) -> (b, h, k, n)>, affine_map<(b, h, m, n, k) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %v : tensor<1x2x6x6xf32>, tensor<1x2x6x8xf32>) outs(%oz : tensor<1x2x6x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<1x2x6x8xf32>
+  return %o : tensor<1x2x6x8xf32>
+}
