@@ -54,6 +54,24 @@ DiagnosedSilenceableFailure transform::MHARaiseAttentionOp::applyToOne(
   return DiagnosedSilenceableFailure::success();
 }
 
+DiagnosedSilenceableFailure transform::MHARaiseLayerOp::applyToOne(
+    transform::TransformRewriter &rewriter, AttentionOp target,
+    transform::ApplyToEachResultList &results,
+    transform::TransformState &state) {
+  std::string reason;
+  FailureOr<MultiHeadAttentionOp> layer =
+      raiseMultiHeadAttention(rewriter, target, &reason);
+  if (failed(layer)) {
+    DiagnosedSilenceableFailure diag =
+        emitSilenceableFailure(getOperation())
+        << "could not raise to mha.multi_head_attention: " << reason;
+    diag.attachNote(target->getLoc()) << "target";
+    return diag;
+  }
+  results.push_back(*layer);
+  return DiagnosedSilenceableFailure::success();
+}
+
 //===----------------------------------------------------------------------===//
 // DecomposeOp
 //===----------------------------------------------------------------------===//

@@ -477,31 +477,34 @@ static bool isMapTo(AffineMap map, ArrayRef<unsigned> dims) {
   return true;
 }
 
+/// The source of `v` if `v` is a transpose of it by `perm` (linalg.transpose
+/// or a transposing generic).
+static Value lookThroughTranspose(Value v, ArrayRef<int64_t> perm) {
+  auto op = v.getDefiningOp<linalg::LinalgOp>();
+  if (!op || !op.hasPureTensorSemantics())
+    return {};
+  std::optional<SmallVector<int64_t>> p;
+  if (auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation()))
+    p = llvm::to_vector(transpose.getPermutation());
+  else if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+    p = linalg::isaTransposeOpInterface(generic);
+  if (!p || ArrayRef<int64_t>(*p) != perm)
+    return {};
+  return op.getDpsInputOperand(0)->get();
+}
+
 /// The source of `v` if `v` is a transpose of it that swaps its last two
 /// dims and keeps the others, possibly with its batch dims reshaped after
 /// (the source then has the batch dims before the reshape).
 static Value lookThroughLastTwoTranspose(Value v) {
   if (isBatchReshape(v.getDefiningOp()))
     v = v.getDefiningOp()->getOperand(0);
-  auto op = v.getDefiningOp<linalg::LinalgOp>();
-  if (!op || !op.hasPureTensorSemantics())
+  int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+  if (rank < 2)
     return {};
-  std::optional<SmallVector<int64_t>> perm;
-  if (auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation()))
-    perm = llvm::to_vector(transpose.getPermutation());
-  else if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
-    perm = linalg::isaTransposeOpInterface(generic);
-  if (!perm)
-    return {};
-  int64_t n = perm->size();
-  if (n < 2)
-    return {};
-  for (int64_t i = 0; i < n - 2; ++i)
-    if ((*perm)[i] != i)
-      return {};
-  if ((*perm)[n - 2] != n - 1 || (*perm)[n - 1] != n - 2)
-    return {};
-  return op.getDpsInputOperand(0)->get();
+  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+  std::swap(perm[rank - 2], perm[rank - 1]);
+  return lookThroughTranspose(v, perm);
 }
 
 /// `v` without an elementwise multiplication (or division) by a constant,
@@ -1161,6 +1164,30 @@ static Value collapsedFrom4D(Value v) {
   return collapse.getSrc();
 }
 
+/// The key/value heads [B, Hkv, S, d] that `x` [B, H, S, d] repeats, each
+/// `group` times in a row (a broadcast over a group dim collapsed into the
+/// heads, as frontends materialize grouped-query attention).
+static Value lookThroughHeadRepeat(Value x, int64_t &group) {
+  auto collapse = x.getDefiningOp<tensor::CollapseShapeOp>();
+  if (!collapse || collapse.getSrcType().getRank() != 5 ||
+      collapse.getReassociationIndices() !=
+          SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}})
+    return {};
+  auto op = collapse.getSrc().getDefiningOp<linalg::LinalgOp>();
+  if (!op || !op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1)
+    return {};
+  std::optional<SmallVector<int64_t>> dims;
+  if (auto broadcast = dyn_cast<linalg::BroadcastOp>(op.getOperation()))
+    dims = llvm::to_vector(broadcast.getDimensions());
+  else if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+    dims = linalg::isaBroadcastOpInterface(generic);
+  if (!dims || *dims != SmallVector<int64_t>{2} ||
+      collapse.getSrcType().isDynamicDim(2))
+    return {};
+  group = collapse.getSrcType().getDimSize(2);
+  return op.getDpsInputOperand(0)->get();
+}
+
 /// The boolean `predicate` of the mask tensor (or its negation) as a new
 /// i1 tensor of the mask's shape.
 static Value materializePredicate(OpBuilder &b, Location loc, Value mask,
@@ -1317,6 +1344,21 @@ static Value buildMask(OpBuilder &b, Location loc, const MaskUse &use,
   return {};
 }
 
+/// `last` and the ops of its block it is computed from: what a raise may
+/// leave unused.
+static SetVector<Operation *> chainEndingAt(Operation *last) {
+  SetVector<Operation *> slice;
+  BackwardSliceOptions options;
+  options.omitBlockArguments = true;
+  options.omitUsesFromAbove = false;
+  options.filter = [&](Operation *o) {
+    return o->getBlock() == last->getBlock();
+  };
+  (void)getBackwardSlice(last, &slice, options);
+  slice.insert(last);
+  return slice;
+}
+
 /// Erases the ops of `slice` (the ops the raised op was computed from) that
 /// nothing uses any more.
 static void eraseDeadSlice(RewriterBase &rewriter,
@@ -1390,6 +1432,14 @@ FailureOr<mha::AttentionOp> mha::raiseAttention(RewriterBase &rewriter,
     };
     q4 = to4(q), k4 = to4(k), v4 = to4(v);
   }
+  // Grouped-query attention: key and value heads repeated alike.
+  int64_t kGroup = 0, vGroup = 0;
+  Value kHeads = lookThroughHeadRepeat(k4, kGroup),
+        vHeads = lookThroughHeadRepeat(v4, vGroup);
+  if (kHeads && vHeads && kGroup == vGroup) {
+    k4 = kHeads;
+    v4 = vHeads;
+  }
   if (ShapedType::isDynamic(dimOf(q4, 1)) ||
       ShapedType::isDynamic(dimOf(k4, 1))) {
     why.note("the head counts are dynamic");
@@ -1458,17 +1508,294 @@ FailureOr<mha::AttentionOp> mha::raiseAttention(RewriterBase &rewriter,
   if (result.getType() != resultType)
     result = tensor::CastOp::create(rewriter, loc, resultType, result);
 
-  SetVector<Operation *> slice;
-  BackwardSliceOptions options;
-  options.omitBlockArguments = true;
-  options.omitUsesFromAbove = false;
-  options.filter = [&](Operation *o) {
-    return o->getBlock() == op->getBlock();
-  };
-  (void)getBackwardSlice(op, &slice, options);
+  SetVector<Operation *> slice = chainEndingAt(op);
+  slice.remove(op);
   rewriter.replaceOp(op, result);
   eraseDeadSlice(rewriter, slice);
   return attention;
+}
+
+//===----------------------------------------------------------------------===//
+// The layer around it
+//===----------------------------------------------------------------------===//
+
+namespace {
+
+/// `out = input · weight (+ bias)` over the last dim of `input`.
+struct Projection {
+  /// [B, S, Ein].
+  Value input;
+  /// As the contraction reads it: [Ein, Eout], or [Eout, Ein] with
+  /// `weightOutIn`.
+  Value weight;
+  bool weightOutIn = false;
+  /// [Eout] or null.
+  Value bias;
+  /// The ops whose results end in `out`, for the dead-op cleanup.
+  Operation *contraction = nullptr;
+};
+
+/// Reads a projection ending in `out` ([B, S, Eout], or [B*S, Eout] from a
+/// [B, S, Ein] input collapsed to 2-d): a contraction over the input's last
+/// dim with a weight read [Ein, Eout] or [Eout, Ein] (through maps, a
+/// transpose or a broadcast over the batch), and a bias [Eout] added after
+/// it or used as its initial value.
+static FailureOr<Projection> matchProjection(Value out, Why &why) {
+  Projection proj;
+  auto outType = cast<RankedTensorType>(out.getType());
+  int64_t rank = outType.getRank();
+  AffineMap id = AffineMap::getMultiDimIdentityMap(rank, out.getContext());
+  TermBuilder builder;
+  Value c = out;
+  // A bias added after the contraction.
+  TermRef t = builder.ofTensor(out, id);
+  auto biasOf = [&](const TermRef &x) -> Value {
+    if (x->kind != Term::Kind::Leaf || !x->map || x->map.getNumResults() != 1 ||
+        x->map.getResult(0) != getAffineDimExpr(rank - 1, out.getContext()))
+      return {};
+    return x->tensor;
+  };
+  if (t->kind == Term::Kind::Op && isa<arith::AddFOp>(t->op)) {
+    for (unsigned i = 0; i < 2 && !proj.bias; ++i) {
+      const TermRef &x = t->operands[i];
+      if (x->kind != Term::Kind::Leaf || x->map != id)
+        continue;
+      if (Value bias = biasOf(t->operands[1 - i])) {
+        proj.bias = bias;
+        c = x->tensor;
+      }
+    }
+  }
+  // A [B*S, Eout] projection expanded to [B, S, Eout].
+  if (auto expand = c.getDefiningOp<tensor::ExpandShapeOp>();
+      expand && expand.getSrcType().getRank() == 2 &&
+      expand.getReassociationIndices() ==
+          SmallVector<ReassociationIndices>{{0, 1}, {2}}) {
+    c = expand.getSrc();
+    rank = 2;
+    id = AffineMap::getMultiDimIdentityMap(rank, out.getContext());
+  }
+  auto op = c.getDefiningOp<linalg::LinalgOp>();
+  if (!op || !op.hasPureTensorSemantics() ||
+      !linalg::isaContractionOpInterface(op) || op.getNumDpsInputs() != 2)
+    return why("a projection is not a contraction");
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || dims->n.size() != 1 || dims->k.size() != 1 ||
+      dims->m.size() + dims->batch.size() + 1 != static_cast<size_t>(rank))
+    return why("a projection is not a contraction over one dim");
+  proj.contraction = op;
+  OpOperand *init = op.getDpsInitOperand(0);
+  AffineMap outMap = op.getMatchingIndexingMap(init);
+  // Rows (batch and m dims) in order, then the output features.
+  SmallVector<unsigned> rows(dims->batch.begin(), dims->batch.end());
+  rows.append(dims->m.begin(), dims->m.end());
+  llvm::sort(rows);
+  SmallVector<unsigned> outDims(rows);
+  outDims.push_back(dims->n[0]);
+  if (!isMapTo(outMap, outDims))
+    return why("a projection writes its result transposed");
+  TypedAttr zero = getConstantValue(init->get());
+  if (auto f = dyn_cast_or_null<FloatAttr>(zero); !f || !f.getValue().isZero()) {
+    Value bias = proj.bias
+                     ? Value()
+                     : biasOf(builder.ofTensor(init->get(), id));
+    if (!bias)
+      return why("a projection accumulates into something other than zero "
+                 "or a bias");
+    proj.bias = bias;
+  }
+  // The input: [rows..., Ein].
+  SmallVector<unsigned> inDims(rows);
+  inDims.push_back(dims->k[0]);
+  OpOperand *lhs = op.getDpsInputOperand(0), *rhs = op.getDpsInputOperand(1);
+  if (!isMapTo(op.getMatchingIndexingMap(lhs), inDims))
+    return why("a projection reads its input transposed");
+  proj.input = lhs->get();
+  // [B*S, Ein] collapsed from [B, S, Ein]: the 3-d input.
+  if (auto collapse = proj.input.getDefiningOp<tensor::CollapseShapeOp>();
+      rank == 2 && collapse && collapse.getSrcType().getRank() == 3 &&
+      collapse.getReassociationIndices() ==
+          SmallVector<ReassociationIndices>{{0, 1}, {2}})
+    proj.input = collapse.getSrc();
+  // The weight, through broadcasts over the batch and transposes: a 2-d
+  // tensor read at (k, n) or (n, k) of the contraction's loops.
+  unsigned numLoops = op.getNumLoops();
+  AffineMap loops = AffineMap::getMultiDimIdentityMap(numLoops, op.getContext());
+  TermRef w = builder.ofTensor(
+      rhs->get(), op.getMatchingIndexingMap(rhs).compose(loops));
+  if (w->kind != Term::Kind::Leaf || !w->map ||
+      cast<RankedTensorType>(w->tensor.getType()).getRank() != 2)
+    return why("a projection's weight is not a 2-d tensor");
+  if (isMapTo(w->map, {dims->k[0], dims->n[0]}))
+    proj.weightOutIn = false;
+  else if (isMapTo(w->map, {dims->n[0], dims->k[0]}))
+    proj.weightOutIn = true;
+  else
+    return why("a projection reads its weight along other dims");
+  proj.weight = w->tensor;
+  return proj;
+}
+
+/// The projection [B, S, H*d] whose heads `x4` [B, H, S, d] are: split by
+/// an expand_shape and moved before the sequence by a transpose.
+static Value matchHeadSplit(Value x4) {
+  Value split = lookThroughTranspose(x4, {0, 2, 1, 3});
+  auto expand = split ? split.getDefiningOp<tensor::ExpandShapeOp>()
+                      : tensor::ExpandShapeOp();
+  if (!expand)
+    return {};
+  SmallVector<ReassociationIndices> groups = expand.getReassociationIndices();
+  if ((expand.getSrcType().getRank() == 3 &&
+       groups == SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}}) ||
+      (expand.getSrcType().getRank() == 2 &&
+       groups == SmallVector<ReassociationIndices>{{0, 1}, {2, 3}}))
+    return expand.getSrc();
+  return {};
+}
+
+/// The single user of `v`, if it has one.
+static Operation *singleUser(Value v) {
+  return v.hasOneUse() ? *v.getUsers().begin() : nullptr;
+}
+
+} // namespace
+
+FailureOr<mha::MultiHeadAttentionOp>
+mha::raiseMultiHeadAttention(RewriterBase &rewriter, AttentionOp att,
+                             std::string *reason) {
+  Why why;
+  auto fail = [&](const Twine &text) -> FailureOr<MultiHeadAttentionOp> {
+    if (reason)
+      *reason = text.str();
+    return failure();
+  };
+  if (att.getCausalOffset())
+    return fail("the attention's causal diagonal is not bottom-right");
+  Value pq = matchHeadSplit(att.getQuery()), pk = matchHeadSplit(att.getKey()),
+        pv = matchHeadSplit(att.getValue());
+  if (!pq || !pk || !pv)
+    return fail("the queries, keys or values are not projections split "
+                "into heads");
+  FailureOr<Projection> q = matchProjection(pq, why);
+  FailureOr<Projection> k = failed(q) ? q : matchProjection(pk, why);
+  FailureOr<Projection> v = failed(k) ? k : matchProjection(pv, why);
+  if (failed(v))
+    return fail(why.text);
+  for (Projection *p : {&*q, &*k, &*v})
+    if (cast<RankedTensorType>(p->input.getType()).getRank() != 3)
+      return fail("a projection's input is not [B, S, E]");
+
+  // The heads merged back and projected: transpose, collapse, projection.
+  Operation *merge = singleUser(att.getResult());
+  if (!merge || merge->getNumResults() != 1 ||
+      lookThroughTranspose(merge->getResult(0), {0, 2, 1, 3}) !=
+          att.getResult())
+    return fail("the attention's result is not moved back after the "
+                "sequence");
+  auto collapse =
+      dyn_cast_or_null<tensor::CollapseShapeOp>(singleUser(merge->getResult(0)));
+  if (!collapse ||
+      (collapse.getReassociationIndices() !=
+           SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}} &&
+       collapse.getReassociationIndices() !=
+           SmallVector<ReassociationIndices>{{0, 1}, {2, 3}}))
+    return fail("the heads are not merged by a collapse_shape");
+  // The output projection: the contraction reading the merged heads, and
+  // its bias add if that is its one user.
+  auto outContraction =
+      dyn_cast_or_null<linalg::LinalgOp>(singleUser(collapse.getResult()));
+  if (!outContraction || outContraction->getNumResults() != 1)
+    return fail("the merged heads are not projected");
+  Value out = outContraction->getResult(0);
+  if (Operation *user = singleUser(out)) {
+    auto add = dyn_cast<linalg::LinalgOp>(user);
+    if (add && add->getNumResults() == 1) {
+      Why ignored;
+      FailureOr<Projection> withBias =
+          matchProjection(add->getResult(0), ignored);
+      if (succeeded(withBias) && withBias->bias &&
+          withBias->contraction == outContraction.getOperation())
+        out = add->getResult(0);
+    }
+  }
+  FailureOr<Projection> o = matchProjection(out, why);
+  if (failed(o))
+    return fail(why.text);
+  if (o->input != collapse.getResult())
+    return fail("the output projection does not read the merged heads");
+
+  // Types: one float type; biases on all four or none (zeros added).
+  Type elt = getElementTypeOrSelf(att.getType());
+  for (Projection *p : {&*q, &*k, &*v, &*o})
+    for (Value x : {p->input, p->weight, p->bias})
+      if (x && getElementTypeOrSelf(x.getType()) != elt)
+        return fail("the projections' element types differ from the "
+                    "attention's");
+  Location loc = att.getLoc();
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointAfter(out.getDefiningOp());
+  auto inOut = [&](const Projection &p) -> Value {
+    if (!p.weightOutIn)
+      return p.weight;
+    auto type = cast<RankedTensorType>(p.weight.getType());
+    Value empty = tensor::EmptyOp::create(
+        rewriter, loc, {type.getDimSize(1), type.getDimSize(0)},
+        type.getElementType());
+    return linalg::TransposeOp::create(rewriter, loc, p.weight, empty,
+                                       ArrayRef<int64_t>{1, 0})
+        ->getResult(0);
+  };
+  // The operands must dominate the new op (placed at the end of the chain).
+  bool anyBias = q->bias || k->bias || v->bias || o->bias;
+  auto biasOrZero = [&](const Projection &p) -> Value {
+    if (p.bias || !anyBias)
+      return p.bias;
+    auto type = cast<RankedTensorType>(p.weight.getType());
+    int64_t n = type.getDimSize(p.weightOutIn ? 0 : 1);
+    auto zeroType = RankedTensorType::get({n}, elt);
+    return arith::ConstantOp::create(
+        rewriter, loc, zeroType,
+        DenseElementsAttr::get(zeroType, rewriter.getZeroAttr(elt)));
+  };
+  int64_t numHeads = cast<RankedTensorType>(att.getQuery().getType()).getDimSize(1);
+  int64_t numKvHeads = cast<RankedTensorType>(att.getKey().getType()).getDimSize(1);
+  auto resultType = cast<RankedTensorType>(out.getType());
+  Value query = q->input;
+  auto queryType = cast<RankedTensorType>(query.getType());
+  Value wo = inOut(*o);
+  auto layerType = RankedTensorType::get(
+      {queryType.getDimSize(0), queryType.getDimSize(1),
+       cast<RankedTensorType>(wo.getType()).getDimSize(1)},
+      elt);
+  auto layer = MultiHeadAttentionOp::create(
+      rewriter, loc, layerType, query, k->input, v->input, inOut(*q),
+      inOut(*k), inOut(*v), wo, biasOrZero(*q), biasOrZero(*k),
+      biasOrZero(*v), biasOrZero(*o), att.getMask(),
+      rewriter.getI64IntegerAttr(numHeads),
+      numKvHeads == numHeads ? IntegerAttr()
+                             : rewriter.getI64IntegerAttr(numKvHeads),
+      att.getScaleAttr(), att.getCausalAttr());
+  Value result = layer.getResult();
+  if (resultType.getRank() == 2) {
+    // The 2-d result is usually expanded back to [B, S, E]: that is ours.
+    auto expand = dyn_cast_or_null<tensor::ExpandShapeOp>(singleUser(out));
+    if (expand && expand.getType() == layerType) {
+      rewriter.replaceOp(expand, result);
+      rewriter.setInsertionPointAfter(layer);
+    }
+    if (!out.use_empty())
+      result = tensor::CollapseShapeOp::create(
+          rewriter, loc, result, ArrayRef<ReassociationIndices>{{0, 1}, {2}});
+  }
+  if (!out.use_empty() && result.getType() != resultType)
+    result = tensor::CastOp::create(rewriter, loc, resultType, result);
+
+  SetVector<Operation *> slice = chainEndingAt(out.getDefiningOp());
+  if (!out.use_empty())
+    rewriter.replaceAllUsesWith(out, result);
+  eraseDeadSlice(rewriter, slice);
+  return layer;
 }
 
 namespace {
@@ -1504,6 +1831,17 @@ struct MHARaiseAttentionPass final
       return walk.wasInterrupted();
     };
     while (raiseOne()) {
+    }
+    if (layers) {
+      SmallVector<mha::AttentionOp> cores;
+      getOperation()->walk([&](mha::AttentionOp op) { cores.push_back(op); });
+      for (mha::AttentionOp core : cores) {
+        std::string reason;
+        if (failed(mha::raiseMultiHeadAttention(rewriter, core, &reason)) &&
+            explain)
+          core->emitRemark()
+              << "not raised to mha.multi_head_attention: " << reason;
+      }
     }
     if (!explain)
       return;

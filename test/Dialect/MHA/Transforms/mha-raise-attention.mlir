@@ -35,6 +35,7 @@ func.func @raised(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8
   %p = linalg.softmax dimension(2) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
   %oe = tensor.empty() : tensor<2x4x8xf32>
   %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // expected-remark @below {{not raised to mha.multi_head_attention: the queries, keys or values are not projections split into heads}}
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %o : tensor<2x4x8xf32>
 }
@@ -334,4 +335,148 @@ func.func @two_masks(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x
   // expected-remark @below {{not raised to mha.attention: the scores have more than one mask}}
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#q = affine_map<(b, h, m, n, k) -> (b, h, m, k)>
+#k = affine_map<(b, h, m, n, k) -> (b, h, n, k)>
+#v = affine_map<(b, h, m, n, k) -> (b, h, k, n)>
+#o = affine_map<(b, h, m, n, k) -> (b, h, m, n)>
+
+// A whole layer (2-d projections without biases, keys and values sharing one projection): raised to mha.multi_head_attention.
+// CHECK-LABEL: func.func @layer
+// CHECK: %[[Y:.*]] = mha.multi_head_attention %arg0, %arg0, %arg0, %arg1, %arg1, %arg1, %arg1 {num_heads = 2 : i64, scale = 1.000000e+00 : f32}
+// CHECK-NOT: linalg.
+// CHECK: return %[[Y]]
+func.func @layer(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %x2 = tensor.collapse_shape %x [[0, 1], [2]] : tensor<2x4x8xf32> into tensor<8x8xf32>
+  %e2 = tensor.empty() : tensor<8x8xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %e4 = tensor.empty() : tensor<2x2x4x4xf32>
+  %pq = linalg.matmul ins(%x2, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%z2 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %q3 = tensor.expand_shape %pq [[0, 1], [2, 3]] output_shape [2, 4, 2, 4] : tensor<8x8xf32> into tensor<2x4x2x4xf32>
+  %q = linalg.transpose ins(%q3 : tensor<2x4x2x4xf32>) outs(%e4 : tensor<2x2x4x4xf32>) permutation = [0, 2, 1, 3]
+  %pk = linalg.matmul ins(%x2, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%z2 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %k3 = tensor.expand_shape %pk [[0, 1], [2, 3]] output_shape [2, 4, 2, 4] : tensor<8x8xf32> into tensor<2x4x2x4xf32>
+  %k = linalg.transpose ins(%k3 : tensor<2x4x2x4xf32>) outs(%e4 : tensor<2x2x4x4xf32>) permutation = [0, 2, 1, 3]
+  %se = tensor.empty() : tensor<2x2x4x4xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) outs(%sz : tensor<2x2x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %0 = arith.mulf %a, %b : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x2x4x4xf32>
+  %p = linalg.softmax dimension(3) ins(%s : tensor<2x2x4x4xf32>) outs(%se : tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %a = linalg.generic {indexing_maps = [#q, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %k : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) outs(%sz : tensor<2x2x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %0 = arith.mulf %a, %b : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x2x4x4xf32>
+  %me = tensor.empty() : tensor<2x4x2x4xf32>
+  %m4 = linalg.transpose ins(%a : tensor<2x2x4x4xf32>) outs(%me : tensor<2x4x2x4xf32>) permutation = [0, 2, 1, 3]
+  %m2 = tensor.collapse_shape %m4 [[0, 1], [2, 3]] : tensor<2x4x2x4xf32> into tensor<8x8xf32>
+  %y2 = linalg.matmul ins(%m2, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%z2 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %y = tensor.expand_shape %y2 [[0, 1], [2]] output_shape [2, 4, 8] : tensor<8x8xf32> into tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// -----
+
+#q = affine_map<(b, h, m, n, k) -> (b, h, m, k)>
+#k = affine_map<(b, h, m, n, k) -> (b, h, n, k)>
+#v = affine_map<(b, h, m, n, k) -> (b, h, k, n)>
+#o = affine_map<(b, h, m, n, k) -> (b, h, m, n)>
+
+// The heads are not moved back after the sequence before the merge: only the core is raised.
+// CHECK-LABEL: func.func @layer_heads_not_merged
+// CHECK: mha.attention
+// CHECK-NOT: mha.multi_head_attention
+func.func @layer_heads_not_merged(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %x2 = tensor.collapse_shape %x [[0, 1], [2]] : tensor<2x4x8xf32> into tensor<8x8xf32>
+  %e2 = tensor.empty() : tensor<8x8xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %e4 = tensor.empty() : tensor<2x2x4x4xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %pq = linalg.matmul ins(%x2, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%z2 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %q3 = tensor.expand_shape %pq [[0, 1], [2, 3]] output_shape [2, 4, 2, 4] : tensor<8x8xf32> into tensor<2x4x2x4xf32>
+  %q = linalg.transpose ins(%q3 : tensor<2x4x2x4xf32>) outs(%e4 : tensor<2x2x4x4xf32>) permutation = [0, 2, 1, 3]
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %pk = linalg.matmul ins(%x2, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%z2 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %k3 = tensor.expand_shape %pk [[0, 1], [2, 3]] output_shape [2, 4, 2, 4] : tensor<8x8xf32> into tensor<2x4x2x4xf32>
+  %k = linalg.transpose ins(%k3 : tensor<2x4x2x4xf32>) outs(%e4 : tensor<2x2x4x4xf32>) permutation = [0, 2, 1, 3]
+  %se = tensor.empty() : tensor<2x2x4x4xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) outs(%sz : tensor<2x2x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %0 = arith.mulf %a, %b : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x2x4x4xf32>
+  %p = linalg.softmax dimension(3) ins(%s : tensor<2x2x4x4xf32>) outs(%se : tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  // expected-remark @below {{not raised to mha.multi_head_attention: the attention's result is not moved back after the sequence}}
+  %a = linalg.generic {indexing_maps = [#q, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %k : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) outs(%sz : tensor<2x2x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %0 = arith.mulf %a, %b : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x2x4x4xf32>
+  %me = tensor.empty() : tensor<2x4x4x2xf32>
+  %m4 = linalg.transpose ins(%a : tensor<2x2x4x4xf32>) outs(%me : tensor<2x4x4x2xf32>) permutation = [0, 2, 3, 1]
+  %m2 = tensor.collapse_shape %m4 [[0, 1], [2, 3]] : tensor<2x4x4x2xf32> into tensor<8x8xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %y2 = linalg.matmul ins(%m2, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%z2 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %y = tensor.expand_shape %y2 [[0, 1], [2]] output_shape [2, 4, 8] : tensor<8x8xf32> into tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
+}
+
+// -----
+
+#q = affine_map<(b, h, m, n, k) -> (b, h, m, k)>
+#k = affine_map<(b, h, m, n, k) -> (b, h, n, k)>
+#v = affine_map<(b, h, m, n, k) -> (b, h, k, n)>
+#o = affine_map<(b, h, m, n, k) -> (b, h, m, n)>
+
+// The queries are an input split into heads, not a projection: only the core is raised.
+// CHECK-LABEL: func.func @layer_query_not_projected
+// CHECK: mha.attention
+// CHECK-NOT: mha.multi_head_attention
+func.func @layer_query_not_projected(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>, %xq: tensor<2x2x16xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %x2 = tensor.collapse_shape %x [[0, 1], [2]] : tensor<2x4x8xf32> into tensor<8x8xf32>
+  %e2 = tensor.empty() : tensor<8x8xf32>
+  %z2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %e4 = tensor.empty() : tensor<2x2x4x4xf32>
+  %q = tensor.expand_shape %xq [[0], [1], [2, 3]] output_shape [2, 2, 4, 4] : tensor<2x2x16xf32> into tensor<2x2x4x4xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %pk = linalg.matmul ins(%x2, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%z2 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %k3 = tensor.expand_shape %pk [[0, 1], [2, 3]] output_shape [2, 4, 2, 4] : tensor<8x8xf32> into tensor<2x4x2x4xf32>
+  %k = linalg.transpose ins(%k3 : tensor<2x4x2x4xf32>) outs(%e4 : tensor<2x2x4x4xf32>) permutation = [0, 2, 1, 3]
+  %se = tensor.empty() : tensor<2x2x4x4xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  %s = linalg.generic {indexing_maps = [#q, #k, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) outs(%sz : tensor<2x2x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %0 = arith.mulf %a, %b : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x2x4x4xf32>
+  %p = linalg.softmax dimension(3) ins(%s : tensor<2x2x4x4xf32>) outs(%se : tensor<2x2x4x4xf32>) -> tensor<2x2x4x4xf32>
+  // expected-remark @below {{not raised to mha.multi_head_attention: the queries, keys or values are not projections split into heads}}
+  %a = linalg.generic {indexing_maps = [#q, #v, #o], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%p, %k : tensor<2x2x4x4xf32>, tensor<2x2x4x4xf32>) outs(%sz : tensor<2x2x4x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %0 = arith.mulf %a, %b : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x2x4x4xf32>
+  %me = tensor.empty() : tensor<2x4x2x4xf32>
+  %m4 = linalg.transpose ins(%a : tensor<2x2x4x4xf32>) outs(%me : tensor<2x4x2x4xf32>) permutation = [0, 2, 1, 3]
+  %m2 = tensor.collapse_shape %m4 [[0, 1], [2, 3]] : tensor<2x4x2x4xf32> into tensor<8x8xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %y2 = linalg.matmul ins(%m2, %w : tensor<8x8xf32>, tensor<8x8xf32>) outs(%z2 : tensor<8x8xf32>) -> tensor<8x8xf32>
+  %y = tensor.expand_shape %y2 [[0, 1], [2]] output_shape [2, 4, 8] : tensor<8x8xf32> into tensor<2x4x8xf32>
+  return %y : tensor<2x4x8xf32>
 }

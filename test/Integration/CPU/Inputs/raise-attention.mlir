@@ -288,3 +288,119 @@ func.func @constant_triangle(%q: tensor<1x2x6x8xf32>, %k: tensor<1x2x6x8xf32>, %
   } -> tensor<1x2x6x8xf32>
   return %o : tensor<1x2x6x8xf32>
 }
+
+// A whole layer as frontends emit nn.MultiheadAttention-like modules:
+// weights [out, in], biases added after the product or as its initial
+// value, 2-d and 3-d projections, heads split by expand_shape + transpose,
+// key/value heads repeated for grouped-query attention (broadcast +
+// collapse), causal by linalg.index, heads merged back and projected:
+// raised to one mha.multi_head_attention.
+#bias3 = affine_map<(d0, d1, d2) -> (d2)>
+func.func @layer(%x: tensor<2x16x32xf32>, %wq: tensor<32x32xf32>, %bq: tensor<32xf32>,
+                 %wk: tensor<16x32xf32>, %bk: tensor<16xf32>,
+                 %wv: tensor<16x32xf32>, %bv: tensor<16xf32>,
+                 %wo: tensor<24x32xf32>, %bo: tensor<24xf32>) -> tensor<2x16x24xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %scale = arith.constant 0.353553385 : f32
+  %x2 = tensor.collapse_shape %x [[0, 1], [2]] : tensor<2x16x32xf32> into tensor<32x32xf32>
+
+  // Q: 4 heads of 8.
+  %wqe = tensor.empty() : tensor<32x32xf32>
+  %wqt = linalg.transpose ins(%wq : tensor<32x32xf32>) outs(%wqe : tensor<32x32xf32>) permutation = [1, 0]
+  %pqz = linalg.fill ins(%zero : f32) outs(%wqe : tensor<32x32xf32>) -> tensor<32x32xf32>
+  %pq2 = linalg.matmul ins(%x2, %wqt : tensor<32x32xf32>, tensor<32x32xf32>) outs(%pqz : tensor<32x32xf32>) -> tensor<32x32xf32>
+  %pq3 = tensor.expand_shape %pq2 [[0, 1], [2]] output_shape [2, 16, 32] : tensor<32x32xf32> into tensor<2x16x32xf32>
+  %qe = tensor.empty() : tensor<2x16x32xf32>
+  %pq = linalg.generic {indexing_maps = [#id3, #bias3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%pq3, %bq : tensor<2x16x32xf32>, tensor<32xf32>) outs(%qe : tensor<2x16x32xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %0 = arith.addf %a, %b : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x16x32xf32>
+  %q4s = tensor.expand_shape %pq [[0], [1], [2, 3]] output_shape [2, 16, 4, 8] : tensor<2x16x32xf32> into tensor<2x16x4x8xf32>
+  %q4e = tensor.empty() : tensor<2x4x16x8xf32>
+  %q4 = linalg.transpose ins(%q4s : tensor<2x16x4x8xf32>) outs(%q4e : tensor<2x4x16x8xf32>) permutation = [0, 2, 1, 3]
+
+  // K and V: 2 key/value heads of 8 (grouped-query), the projection as a
+  // 3-d generic reading the weight [out, in] through its map, the bias as
+  // the accumulator's initial value.
+  %kve = tensor.empty() : tensor<2x16x16xf32>
+  %bkb = linalg.broadcast ins(%bk : tensor<16xf32>) outs(%kve : tensor<2x16x16xf32>) dimensions = [0, 1]
+  %pk = linalg.generic {indexing_maps = [affine_map<(b, s, o, i) -> (b, s, i)>, affine_map<(b, s, o, i) -> (o, i)>, affine_map<(b, s, o, i) -> (b, s, o)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %wk : tensor<2x16x32xf32>, tensor<16x32xf32>) outs(%bkb : tensor<2x16x16xf32>) {
+  ^bb0(%a: f32, %w: f32, %acc: f32):
+    %0 = arith.mulf %a, %w : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x16x16xf32>
+  %bvb = linalg.broadcast ins(%bv : tensor<16xf32>) outs(%kve : tensor<2x16x16xf32>) dimensions = [0, 1]
+  %pv = linalg.generic {indexing_maps = [affine_map<(b, s, o, i) -> (b, s, i)>, affine_map<(b, s, o, i) -> (o, i)>, affine_map<(b, s, o, i) -> (b, s, o)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%x, %wv : tensor<2x16x32xf32>, tensor<16x32xf32>) outs(%bvb : tensor<2x16x16xf32>) {
+  ^bb0(%a: f32, %w: f32, %acc: f32):
+    %0 = arith.mulf %a, %w : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x16x16xf32>
+  %k4s = tensor.expand_shape %pk [[0], [1], [2, 3]] output_shape [2, 16, 2, 8] : tensor<2x16x16xf32> into tensor<2x16x2x8xf32>
+  %v4s = tensor.expand_shape %pv [[0], [1], [2, 3]] output_shape [2, 16, 2, 8] : tensor<2x16x16xf32> into tensor<2x16x2x8xf32>
+  %kv4e = tensor.empty() : tensor<2x2x16x8xf32>
+  %k4 = linalg.transpose ins(%k4s : tensor<2x16x2x8xf32>) outs(%kv4e : tensor<2x2x16x8xf32>) permutation = [0, 2, 1, 3]
+  %v4 = linalg.transpose ins(%v4s : tensor<2x16x2x8xf32>) outs(%kv4e : tensor<2x2x16x8xf32>) permutation = [0, 2, 1, 3]
+  // Each key/value head serves 2 query heads: repeated as frontends do
+  // (broadcast over a new group dim, collapsed into the heads).
+  %rep = tensor.empty() : tensor<2x2x2x16x8xf32>
+  %k5 = linalg.broadcast ins(%k4 : tensor<2x2x16x8xf32>) outs(%rep : tensor<2x2x2x16x8xf32>) dimensions = [2]
+  %v5 = linalg.broadcast ins(%v4 : tensor<2x2x16x8xf32>) outs(%rep : tensor<2x2x2x16x8xf32>) dimensions = [2]
+  %kr = tensor.collapse_shape %k5 [[0], [1, 2], [3], [4]] : tensor<2x2x2x16x8xf32> into tensor<2x4x16x8xf32>
+  %vr = tensor.collapse_shape %v5 [[0], [1, 2], [3], [4]] : tensor<2x2x2x16x8xf32> into tensor<2x4x16x8xf32>
+
+  // Causal attention: scores, select on linalg.index, softmax as generics.
+  %se = tensor.empty() : tensor<2x4x16x16xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
+  %s = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, k) -> (b, h, m, k)>, affine_map<(b, h, m, n, k) -> (b, h, n, k)>, affine_map<(b, h, m, n, k) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q4, %kr : tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>) outs(%sz : tensor<2x4x16x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x16xf32>
+  %xs = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x16x16xf32>) outs(%se : tensor<2x4x16x16xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 2 : index
+    %j = linalg.index 3 : index
+    %vis = arith.cmpi sle, %j, %i : index
+    %0 = arith.mulf %a, %scale : f32
+    %1 = arith.select %vis, %0, %ninf : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x4x16x16xf32>
+  %p = linalg.softmax dimension(3) ins(%xs : tensor<2x4x16x16xf32>) outs(%se : tensor<2x4x16x16xf32>) -> tensor<2x4x16x16xf32>
+  %oe = tensor.empty() : tensor<2x4x16x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x16x8xf32>) -> tensor<2x4x16x8xf32>
+  %att = linalg.generic {indexing_maps = [affine_map<(b, h, m, n, k) -> (b, h, m, k)>, affine_map<(b, h, m, n, k) -> (b, h, k, n)>, affine_map<(b, h, m, n, k) -> (b, h, m, n)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%p, %vr : tensor<2x4x16x16xf32>, tensor<2x4x16x8xf32>) outs(%oz : tensor<2x4x16x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %r = arith.addf %acc, %m : f32
+    linalg.yield %r : f32
+  } -> tensor<2x4x16x8xf32>
+
+  // Heads merged back, output projection to 24 features.
+  %me = tensor.empty() : tensor<2x16x4x8xf32>
+  %m4 = linalg.transpose ins(%att : tensor<2x4x16x8xf32>) outs(%me : tensor<2x16x4x8xf32>) permutation = [0, 2, 1, 3]
+  %m3 = tensor.collapse_shape %m4 [[0], [1], [2, 3]] : tensor<2x16x4x8xf32> into tensor<2x16x32xf32>
+  %ye = tensor.empty() : tensor<2x16x24xf32>
+  %yz = linalg.fill ins(%zero : f32) outs(%ye : tensor<2x16x24xf32>) -> tensor<2x16x24xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(b, s, o, i) -> (b, s, i)>, affine_map<(b, s, o, i) -> (o, i)>, affine_map<(b, s, o, i) -> (b, s, o)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]}
+      ins(%m3, %wo : tensor<2x16x32xf32>, tensor<24x32xf32>) outs(%yz : tensor<2x16x24xf32>) {
+  ^bb0(%a: f32, %w: f32, %acc: f32):
+    %0 = arith.mulf %a, %w : f32
+    %1 = arith.addf %acc, %0 : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x16x24xf32>
+  %yb = linalg.generic {indexing_maps = [#id3, #bias3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%y, %bo : tensor<2x16x24xf32>, tensor<24xf32>) outs(%ye : tensor<2x16x24xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %0 = arith.addf %a, %b : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x16x24xf32>
+  return %yb : tensor<2x16x24xf32>
+}

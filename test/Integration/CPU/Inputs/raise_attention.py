@@ -72,3 +72,19 @@ save("masked_fill_dynamic", [q, k, v, hidden],
 q, k, v = randn(1, 2, 6, 8), randn(1, 2, 6, 8), randn(1, 2, 6, 8)
 save("constant_triangle", [q, k, v],
      attention(q, k, v, 1.0, visible=causal(6, 6, 0)))
+
+# The layer: x [2, 16, 32], 4 query heads, 2 key/value heads of 8, causal,
+# weights [out, in] as PyTorch keeps them, output 24 features.
+x = randn(2, 16, 32)
+wq, bq = randn(32, 32) / 6, randn(32)
+wk, bk = randn(16, 32) / 6, randn(16)
+wv, bv = randn(16, 32) / 6, randn(16)
+wo, bo = randn(24, 32) / 6, randn(24)
+x64 = x.astype(np.float64)
+heads = lambda t, h: t.reshape(2, 16, h, 8).transpose(0, 2, 1, 3)
+q4 = heads(x64 @ wq.T + bq, 4)
+k4 = np.repeat(heads(x64 @ wk.T + bk, 2), 2, axis=1)
+v4 = np.repeat(heads(x64 @ wv.T + bv, 2), 2, axis=1)
+o4 = attention(q4, k4, v4, 0.353553385, visible=causal(16, 16, 0))
+merged = o4.transpose(0, 2, 1, 3).reshape(2, 16, 32)
+save("layer", [x, wq, bq, wk, bk, wv, bv, wo, bo], merged @ wo.T + bo)

@@ -189,6 +189,29 @@ def MHARaiseAttentionOp : MHA_TransformOp<"raise_attention"> {
   }];
 }
 
+def MHARaiseLayerOp : MHA_TransformOp<"raise_layer"> {
+  let summary = "Raise the layer around an mha.attention to "
+                "mha.multi_head_attention (as --mha-raise-attention)";
+  let description = [{
+    Each target is an `mha.attention` (e.g. from
+    `transform.mha.raise_attention`); where its queries, keys and values are
+    projections split into heads and its result is merged back and
+    projected, that whole layer is replaced by one
+    `mha.multi_head_attention` (see `--mha-raise-attention`). Returns a
+    handle to the new ops. Consumes the target handle; a target whose layer
+    is not all there makes the transform fail silenceably with the reason.
+  }];
+  let arguments = (ins TransformHandleTypeInterface:$target);
+  let results = (outs TransformHandleTypeInterface:$layer);
+  let extraClassDeclaration = [{
+    ::mlir::DiagnosedSilenceableFailure applyToOne(
+        ::mlir::transform::TransformRewriter &rewriter,
+        ::mlir::mha::AttentionOp target,
+        ::mlir::transform::ApplyToEachResultList &results,
+        ::mlir::transform::TransformState &state);
+  }];
+}
+
 def MHAFuseConsumerOp : Op<Transform_Dialect, "mha.fuse_consumer",
     [DeclareOpInterfaceMethods<TransformOpInterface>,
      DeclareOpInterfaceMethods<MemoryEffectsOpInterface>,

@@ -292,7 +292,20 @@ def MHARaiseAttentionPass : Pass<"mha-raise-attention"> {
       way (fused or not, keepdim reductions through reshapes or size-1 dims,
       division or multiplication by the reciprocal).
     - reshapes of the batch dims between the steps (`[B, H]` collapsed to
-      `[B*H]` around `linalg.batch_matmul`).
+      `[B*H]` around `linalg.batch_matmul`); key/value heads repeated for
+      grouped-query attention (a broadcast over a group dim collapsed into
+      the heads) become `Hkv` heads.
+
+    With `layers` (default), each `mha.attention` whose queries, keys and
+    values are projections split into heads (`x · W (+ b)`, 2-d or 3-d, the
+    weight read `[in, out]` or `[out, in]` through maps, a transpose or a
+    batch broadcast, the bias added after or as the initial value; then
+    `expand_shape` to `[B, S, H, d]` and a transpose to `[B, H, S, d]`) and
+    whose result is moved back (transpose), merged (`collapse_shape`) and
+    projected the same way becomes one `mha.multi_head_attention`: weights
+    given `[out, in]` get a `linalg.transpose` (the one the frontend made
+    becomes dead), a missing bias is zeros when others are there. A layer
+    whose causal diagonal is not bottom-right stays at `mha.attention`.
 
     Rank-3 operands `[N, S, d]` become `[N, 1, S, d]` (or `[B, H, S, d]` when
     they are collapses of that), rank-2 ones `[1, 1, S, d]`; the result is
@@ -307,6 +320,10 @@ def MHARaiseAttentionPass : Pass<"mha-raise-attention"> {
     Option<"explain", "explain", "bool", /*default=*/"false",
            "Emit a remark at each contraction that was not raised, with the "
            "reason">,
+    Option<"layers", "layers", "bool", /*default=*/"true",
+           "Raise the layer around each mha.attention (projections, head "
+           "split and merge) to mha.multi_head_attention where it is all "
+           "there">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -56,6 +56,15 @@ void populateDecomposeMultiHeadAttentionPatterns(RewritePatternSet &patterns);
 FailureOr<AttentionOp> raiseAttention(RewriterBase &rewriter, Operation *op,
                                       std::string *reason = nullptr);
 
+/// Replaces `op` and the layer around it — Q, K and V projections (with
+/// biases) split into heads, the heads merged back and the output
+/// projection — by one `mha.multi_head_attention` (see
+/// `mha-raise-attention`). Fails without changing anything when the layer is
+/// not all there; `reason` then says why.
+FailureOr<MultiHeadAttentionOp>
+raiseMultiHeadAttention(RewriterBase &rewriter, AttentionOp op,
+                        std::string *reason = nullptr);
+
 /// Adds the pattern that applies raiseAttention to linalg contractions.
 void populateRaiseAttentionPatterns(RewritePatternSet &patterns);
 
