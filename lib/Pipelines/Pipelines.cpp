@@ -15,6 +15,7 @@
 
 #include "mha/Dialect/MHA/Transforms/Passes.h"
 #include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/TosaToLinalg/TosaToLinalg.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -37,20 +38,27 @@ using namespace mlir;
 // The mha passes run on the whole module (they walk it), so mha ops in
 // nested modules or in functions of any kind are lowered too.
 
-/// The start of every pipeline: run-time checks of the mha ops' dynamic
-/// sizes, and the upstream ops frontends emit around attention in forms
-/// the later stages lower: aggregates (linalg.softmax) decomposed into
-/// linalg ops, elementwise arith/math ops on tensors as linalg.generic.
-static void addEntryStage(OpPassManager &pm) {
-  using namespace mha;
+// The start of every pipeline: attention that frontends wrote as linalg or
+// TOSA ops raised to mha ops (before TOSA becomes linalg: the raise reads
+// both), the TOSA left lowered as upstream's TOSA-to-linalg pipeline does,
+// run-time checks of the mha ops' dynamic sizes, and the upstream ops
+// frontends emit around attention in forms the later stages lower:
+// aggregates (linalg.softmax) decomposed into linalg ops, elementwise
+// arith/math ops on tensors as linalg.generic.
+void mha::buildEntryStage(OpPassManager &pm, bool raiseAttention) {
+  if (raiseAttention)
+    pm.addPass(createMHARaiseAttentionPass());
+  tosa::addTosaToLinalgPasses(pm, TosaToLinalgOptions());
+  pm.addNestedPass<func::FuncOp>(createTosaToTensorPass());
+  pm.addNestedPass<func::FuncOp>(createTosaToArithPass());
   pm.addPass(createMHAInsertRuntimeChecksPass());
   pm.addPass(createMHADecomposeAggregatesPass());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
 }
 
 void mha::buildTilingStage(OpPassManager &pm, int64_t qTileSize,
-                           int64_t kvTileSize) {
-  addEntryStage(pm);
+                           int64_t kvTileSize, bool raiseAttention) {
+  buildEntryStage(pm, raiseAttention);
   pm.addPass(createMHAFuseLayerPass(
       MHAFuseLayerPassOptions{qTileSize, kvTileSize, /*decompose=*/false}));
   pm.addPass(createMHATileAttentionPass(
@@ -153,7 +161,7 @@ void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
 
 void mha::buildLowerToLoopsPipeline(OpPassManager &pm,
                                     const LowerToLoopsOptions &options) {
-  addEntryStage(pm);
+  buildEntryStage(pm, options.raiseAttention);
   buildDecompositionStage(pm);
   buildBufferizationStage(pm);
   buildCPUToLLVMStage(pm, options.emitCInterface, /*openMP=*/false);
@@ -161,7 +169,8 @@ void mha::buildLowerToLoopsPipeline(OpPassManager &pm,
 
 void mha::buildLowerToCPUPipeline(OpPassManager &pm,
                                   const LowerToCPUOptions &options) {
-  buildTilingStage(pm, options.qTileSize, options.kvTileSize);
+  buildTilingStage(pm, options.qTileSize, options.kvTileSize,
+                   options.raiseAttention);
   buildDecompositionStage(pm);
   buildVectorizationStage(pm, options);
   buildBufferizationStage(pm);
@@ -223,8 +232,8 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface) {
 }
 
 void mha::buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
-                               int64_t kvTileSize) {
-  addEntryStage(pm);
+                               int64_t kvTileSize, bool raiseAttention) {
+  buildEntryStage(pm, raiseAttention);
   pm.addPass(createMHADecomposePass());
   pm.addPass(createMHAAdditiveMaskPass());
   MHATileForWorkgroupsPassOptions workgroups;
@@ -256,13 +265,15 @@ void mha::buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
 
 void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
                                      const LowerToVulkanOptions &options) {
-  buildGPUMappingStage(pm, options.qTileSize, options.kvTileSize);
+  buildGPUMappingStage(pm, options.qTileSize, options.kvTileSize,
+                       options.raiseAttention);
   buildVulkanBackendStage(pm, /*emitCInterface=*/true);
 }
 
 void mha::buildLowerToCUDAPipeline(OpPassManager &pm,
                                    const LowerToCUDAOptions &options) {
-  buildGPUMappingStage(pm, options.qTileSize, options.kvTileSize);
+  buildGPUMappingStage(pm, options.qTileSize, options.kvTileSize,
+                       options.raiseAttention);
   // CUDA kernels read device memory: each launch's host buffers are copied
   // in and out around it, on one stream (gpu-async-region chains the copies,
   // the launch and the frees with tokens and waits before the host reads).

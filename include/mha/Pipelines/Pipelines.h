@@ -18,8 +18,20 @@ class OpPassManager;
 
 namespace mha {
 
+/// The option of every pipeline that starts from `mha` ops on tensors (or
+/// from the frontend ops around them).
+template <typename Derived>
+struct EntryOptions : public PassPipelineOptions<Derived> {
+  mlir::detail::PassOptions::Option<bool> raiseAttention{
+      *this, "raise-attention",
+      llvm::cl::desc("Raise attention written as linalg or TOSA ops to mha "
+                     "ops first (mha-raise-attention), so that it gets the "
+                     "fused lowering; false lowers such IR as it is"),
+      llvm::cl::init(true)};
+};
+
 /// Options of `mha-lower-to-loops`.
-struct LowerToLoopsOptions : public PassPipelineOptions<LowerToLoopsOptions> {
+struct LowerToLoopsOptions : public EntryOptions<LowerToLoopsOptions> {
   PassOptions::Option<bool> emitCInterface{
       *this, "emit-c-interface",
       llvm::cl::desc("Give every function a `_mlir_ciface_` wrapper taking "
@@ -34,7 +46,7 @@ void buildLowerToLoopsPipeline(OpPassManager &pm,
                                const LowerToLoopsOptions &options);
 
 /// Options of `mha-lower-to-cpu`.
-struct LowerToCPUOptions : public PassPipelineOptions<LowerToCPUOptions> {
+struct LowerToCPUOptions : public EntryOptions<LowerToCPUOptions> {
   PassOptions::Option<int64_t> qTileSize{
       *this, "q-tile-size",
       llvm::cl::desc("Queries per tile; 0 (the default) chooses from the "
@@ -84,11 +96,18 @@ void buildLowerToCPUPipeline(OpPassManager &pm,
 // workgroups before decomposing).
 //===----------------------------------------------------------------------===//
 
-/// Tensor-level tiling and fusion: mha-insert-runtime-checks, mha-fuse-layer
-/// (whole layers) and mha-tile-attention (standalone mha.attention), leaving
-/// each key block as an mha.online_attention in the key loops.
+/// What every pipeline starts with: with `raiseAttention`,
+/// mha-raise-attention (attention in linalg or TOSA ops raised to mha ops);
+/// the TOSA left lowered to linalg, tensor and arith;
+/// mha-insert-runtime-checks; mha-decompose-aggregates (linalg.softmax and
+/// the like); elementwise arith/math on tensors as linalg.generic.
+void buildEntryStage(OpPassManager &pm, bool raiseAttention);
+
+/// Tensor-level tiling and fusion: the entry stage, mha-fuse-layer (whole
+/// layers) and mha-tile-attention (standalone mha.attention), leaving each
+/// key block as an mha.online_attention in the key loops.
 void buildTilingStage(OpPassManager &pm, int64_t qTileSize,
-                      int64_t kvTileSize);
+                      int64_t kvTileSize, bool raiseAttention = true);
 
 /// Decomposition into linalg on tensors: mha-decompose for layers still
 /// whole, mha-attention-to-linalg for attention ops left (the reference form)
@@ -130,11 +149,10 @@ void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface);
 /// memory (mha-distribute-to-threads), bufferization, one workgroup per
 /// tile (mha-map-forall-to-gpu), the rest of linalg as loops (docs/GPU.md).
 void buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
-                          int64_t kvTileSize);
+                          int64_t kvTileSize, bool raiseAttention = true);
 
 /// Options of `mha-lower-to-vulkan`.
-struct LowerToVulkanOptions
-    : public PassPipelineOptions<LowerToVulkanOptions> {
+struct LowerToVulkanOptions : public EntryOptions<LowerToVulkanOptions> {
   PassOptions::Option<int64_t> qTileSize{
       *this, "q-tile-size",
       llvm::cl::desc("Queries per workgroup (a thread per query row)"),
@@ -151,8 +169,8 @@ void buildLowerToVulkanPipeline(OpPassManager &pm,
                                 const LowerToVulkanOptions &options);
 
 /// The NVVM target options of `mha-nvvm-backend` and `mha-lower-to-cuda`.
-template <typename Derived>
-struct NVVMTargetOptions : public PassPipelineOptions<Derived> {
+template <typename Derived, typename Base = PassPipelineOptions<Derived>>
+struct NVVMTargetOptions : public Base {
   mlir::detail::PassOptions::Option<std::string> chip{
       *this, "chip", llvm::cl::desc("SM architecture to compile for"),
       llvm::cl::init("sm_80")};
@@ -181,7 +199,9 @@ void buildNVVMBackendStage(OpPassManager &pm,
                            const NVVMBackendOptions &options);
 
 /// Options of `mha-lower-to-cuda`.
-struct LowerToCUDAOptions : public NVVMTargetOptions<LowerToCUDAOptions> {
+struct LowerToCUDAOptions
+    : public NVVMTargetOptions<LowerToCUDAOptions,
+                               EntryOptions<LowerToCUDAOptions>> {
   mlir::detail::PassOptions::Option<int64_t> qTileSize{
       *this, "q-tile-size",
       llvm::cl::desc("Queries per workgroup (a thread per query row)"),

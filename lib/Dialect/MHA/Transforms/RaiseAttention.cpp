@@ -20,6 +20,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tosa/IR/TosaOps.h"
 #include "mlir/Dialect/Utils/IndexingUtils.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
@@ -28,6 +29,7 @@
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/STLExtras.h"
+#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallBitVector.h"
 #include "llvm/Support/Debug.h"
@@ -86,6 +88,30 @@ struct Term {
   unsigned dim = 0;
 };
 
+/// The functions terms are made of, whether a linalg body (arith, math) or
+/// TOSA computes them.
+enum class Fn { Add, Sub, Mul, Div, Exp, Max, Select, Reciprocal, Other };
+
+static Fn fnOf(Operation *op) {
+  if (!op)
+    return Fn::Other;
+  return TypeSwitch<Operation *, Fn>(op)
+      .Case<arith::AddFOp, tosa::AddOp, tosa::ReduceSumOp>(
+          [](auto) { return Fn::Add; })
+      .Case<arith::SubFOp, tosa::SubOp>([](auto) { return Fn::Sub; })
+      .Case<arith::MulFOp, tosa::MulOp>([](auto) { return Fn::Mul; })
+      .Case<arith::DivFOp>([](auto) { return Fn::Div; })
+      .Case<math::ExpOp, tosa::ExpOp>([](auto) { return Fn::Exp; })
+      .Case<arith::MaxNumFOp, arith::MaximumFOp, tosa::MaximumOp,
+            tosa::ReduceMaxOp>([](auto) { return Fn::Max; })
+      .Case<arith::SelectOp, tosa::SelectOp>([](auto) { return Fn::Select; })
+      .Case<tosa::ReciprocalOp>([](auto) { return Fn::Reciprocal; })
+      .Default([](Operation *) { return Fn::Other; });
+}
+
+/// True if `t` is an op term computing `fn`.
+static bool isFn(const TermRef &t, Fn fn);
+
 static bool equalTerms(const TermRef &a, const TermRef &b) {
   if (a == b)
     return true;
@@ -142,6 +168,11 @@ static TypedAttr getConstantValue(Value v) {
   return {};
 }
 
+static bool isFn(const TermRef &t, Fn fn) {
+  return t && (t->kind == Term::Kind::Op || t->kind == Term::Kind::Reduction) &&
+         fnOf(t->op) == fn;
+}
+
 static std::optional<double> getFloat(const TermRef &t) {
   if (!t || t->kind != Term::Kind::Constant)
     return std::nullopt;
@@ -150,8 +181,29 @@ static std::optional<double> getFloat(const TermRef &t) {
   return std::nullopt;
 }
 
+/// The single user of `v`, if it has one.
+static Operation *singleUser(Value v) {
+  return v.hasOneUse() ? *v.getUsers().begin() : nullptr;
+}
+
+/// True if `op` is a contraction the raise reads: a linalg contraction or
+/// tosa.matmul.
+static bool isContraction(Operation *op) {
+  if (isa_and_nonnull<tosa::MatMulOp>(op))
+    return true;
+  auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(op);
+  return linalgOp && linalg::isaContractionOpInterface(linalgOp);
+}
+
 /// True if `op` reshapes only the batch dims (all but the last two).
 static bool isBatchReshape(Operation *op) {
+  if (auto reshape = dyn_cast_or_null<tosa::ReshapeOp>(op)) {
+    auto in = cast<RankedTensorType>(reshape.getInput1().getType());
+    auto out = cast<RankedTensorType>(reshape.getType());
+    return in.hasStaticShape() && out.hasStaticShape() && in.getRank() >= 2 &&
+           out.getRank() >= 2 &&
+           in.getShape().take_back(2) == out.getShape().take_back(2);
+  }
   SmallVector<ReassociationIndices> groups;
   if (auto c = dyn_cast_or_null<tensor::CollapseShapeOp>(op))
     groups = c.getReassociationIndices();
@@ -173,6 +225,7 @@ private:
   TermRef ofScalar(Value v);
   TermRef ofBody(linalg::LinalgOp op, Value v, AffineMap loops);
   TermRef ofLinalgOp(linalg::LinalgOp op, Value tensor, AffineMap map);
+  TermRef ofTosaOp(Operation *op, Value tensor, AffineMap map);
   /// The map from the space to the loops of `op`, whose result `op`'s init
   /// maps by `outMap` is read at `map`; a reduction loop goes to the one dim
   /// of the space that `map` does not read (`reducedDim`).
@@ -271,6 +324,28 @@ TermRef TermBuilder::ofTensor(Value tensor, AffineMap map) {
                              sourceType.getRank(), map.getContext())));
   }
 
+  // arith/math applied to whole tensors (elementwise-mappable ops).
+  if (def && def->hasTrait<OpTrait::Elementwise>() &&
+      def->getNumResults() == 1 &&
+      isa<arith::ArithDialect, math::MathDialect>(def->getDialect()) &&
+      llvm::all_of(def->getOperandTypes(),
+                   [&](Type t) { return t == def->getResult(0).getType() ||
+                                        (isa<RankedTensorType>(t) &&
+                                         cast<RankedTensorType>(t).getShape() ==
+                                             type.getShape()); })) {
+    auto t = std::make_shared<Term>();
+    t->kind = Term::Kind::Op;
+    t->op = def;
+    t->tensor = tensor;
+    t->map = map;
+    for (Value operand : def->getOperands())
+      t->operands.push_back(ofTensor(operand, map));
+    return t;
+  }
+  if (def && isa<tosa::TosaDialect>(def->getDialect()) && !isContraction(def)) {
+    TermRef t = ofTosaOp(def, tensor, map);
+    return t ? t : makeLeaf(tensor, map);
+  }
   auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(def);
   if (!linalgOp || !linalgOp.hasPureTensorSemantics() ||
       linalgOp.getNumDpsInits() != 1 ||
@@ -376,6 +451,90 @@ TermRef TermBuilder::ofLinalgOp(linalg::LinalgOp op, Value tensor,
   return t;
 }
 
+TermRef TermBuilder::ofTosaOp(Operation *op, Value tensor, AffineMap map) {
+  MLIRContext *ctx = map.getContext();
+  auto type = cast<RankedTensorType>(tensor.getType());
+  int64_t rank = type.getRank();
+  if (isBatchReshape(op) && map.isIdentity()) {
+    Value source = op->getOperand(0);
+    return makeWhole(
+        Term::Kind::Reshape, op, tensor, map,
+        ofTensor(source, AffineMap::getMultiDimIdentityMap(
+                             cast<RankedTensorType>(source.getType()).getRank(),
+                             ctx)));
+  }
+  if (auto transpose = dyn_cast<tosa::TransposeOp>(op)) {
+    // output[i] = input[perms[i]].
+    SmallVector<AffineExpr> results(rank);
+    for (auto [i, p] : llvm::enumerate(transpose.getPerms()))
+      results[p] = getAffineDimExpr(i, ctx);
+    return ofTensor(transpose.getInput1(),
+                    AffineMap::get(rank, 0, results, ctx).compose(map));
+  }
+  if (isa<tosa::ReduceMaxOp, tosa::ReduceSumOp>(op)) {
+    // Kept as a unit dim read at 0; the space dim the result is not read
+    // along is the one reduced.
+    int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
+    if (!isa<AffineConstantExpr>(map.getResult(axis)))
+      return nullptr;
+    llvm::SmallBitVector used(map.getNumDims());
+    for (AffineExpr e : map.getResults())
+      if (auto d = dyn_cast<AffineDimExpr>(e))
+        used.set(d.getPosition());
+    if (used.count() + 1 != map.getNumDims())
+      return nullptr;
+    unsigned reduced = used.find_first_unset();
+    SmallVector<AffineExpr> results(map.getResults());
+    results[axis] = getAffineDimExpr(reduced, ctx);
+    TermRef operand = ofTensor(
+        op->getOperand(0), AffineMap::get(map.getNumDims(), 0, results, ctx));
+    auto t = std::const_pointer_cast<Term>(
+        makeWhole(Term::Kind::Reduction, op, tensor, map, operand));
+    auto elt = cast<FloatType>(type.getElementType());
+    t->value = FloatAttr::get(
+        elt, isa<tosa::ReduceSumOp>(op)
+                 ? APFloat::getZero(elt.getFloatSemantics())
+                 : APFloat::getInf(elt.getFloatSemantics(), /*Negative=*/true));
+    t->dim = reduced;
+    return t;
+  }
+  // Elementwise ops: operands of the result's rank, size-1 dims broadcast.
+  SmallVector<Value> data;
+  if (isa<tosa::AddOp, tosa::SubOp, tosa::MaximumOp>(op))
+    data = {op->getOperand(0), op->getOperand(1)};
+  else if (auto mul = dyn_cast<tosa::MulOp>(op)) {
+    TypedAttr shift = getConstantValue(mul.getShift());
+    auto shiftInt = dyn_cast_or_null<IntegerAttr>(shift);
+    if (!shiftInt || shiftInt.getInt() != 0)
+      return nullptr;
+    data = {mul.getInput1(), mul.getInput2()};
+  } else if (isa<tosa::ExpOp, tosa::ReciprocalOp>(op))
+    data = {op->getOperand(0)};
+  else if (isa<tosa::SelectOp>(op))
+    data = llvm::to_vector(op->getOperands());
+  else
+    return nullptr;
+  auto t = std::make_shared<Term>();
+  t->kind = Term::Kind::Op;
+  t->op = op;
+  t->tensor = tensor;
+  t->map = map;
+  for (Value operand : data) {
+    auto operandType = cast<RankedTensorType>(operand.getType());
+    if (operandType.getRank() != rank)
+      return nullptr;
+    SmallVector<AffineExpr> results;
+    for (int64_t d = 0; d < rank; ++d)
+      results.push_back(operandType.getDimSize(d) == 1 &&
+                                type.getDimSize(d) != 1
+                            ? getAffineConstantExpr(0, ctx)
+                            : getAffineDimExpr(d, ctx));
+    t->operands.push_back(
+        ofTensor(operand, AffineMap::get(rank, 0, results, ctx).compose(map)));
+  }
+  return t;
+}
+
 TermRef TermBuilder::ofBody(linalg::LinalgOp op, Value v, AffineMap loops) {
   Block *body = op.getBlock();
   if (auto arg = dyn_cast<BlockArgument>(v)) {
@@ -448,7 +607,7 @@ struct CausalUse {
 };
 
 struct AttentionMatch {
-  linalg::LinalgOp qk, pv;
+  Operation *qk = nullptr, *pv = nullptr;
   /// Q [batch..., Sq, dk], K [batch..., Sk, dk], V [batch..., Sk, dv] at
   /// the ranks of their contractions.
   Value query, key, value;
@@ -480,6 +639,11 @@ static bool isMapTo(AffineMap map, ArrayRef<unsigned> dims) {
 /// The source of `v` if `v` is a transpose of it by `perm` (linalg.transpose
 /// or a transposing generic).
 static Value lookThroughTranspose(Value v, ArrayRef<int64_t> perm) {
+  if (auto transpose = v.getDefiningOp<tosa::TransposeOp>()) {
+    if (llvm::equal(transpose.getPerms(), perm))
+      return transpose.getInput1();
+    return {};
+  }
   auto op = v.getDefiningOp<linalg::LinalgOp>();
   if (!op || !op.hasPureTensorSemantics())
     return {};
@@ -510,11 +674,6 @@ static Value lookThroughLastTwoTranspose(Value v) {
 /// `v` without an elementwise multiplication (or division) by a constant,
 /// which is folded into `scale`.
 static Value peelConstantScale(Value v, double &scale) {
-  auto op = v.getDefiningOp<linalg::LinalgOp>();
-  if (!op || !op.hasPureTensorSemantics() || op.getNumDpsInits() != 1 ||
-      op.getNumReductionLoops() != 0 ||
-      !op.getMatchingIndexingMap(op.getDpsInitOperand(0)).isIdentity())
-    return v;
   TermBuilder builder;
   AffineMap id = AffineMap::getMultiDimIdentityMap(
       cast<RankedTensorType>(v.getType()).getRank(), v.getContext());
@@ -526,7 +685,7 @@ static Value peelConstantScale(Value v, double &scale) {
     return x->kind == Term::Kind::Leaf && x->map == id && x->tensor &&
            x->tensor.getType() == v.getType();
   };
-  if (isa<arith::MulFOp>(t->op)) {
+  if (isFn(t, Fn::Mul)) {
     if (std::optional<double> c = getFloat(rhs); c && isSource(lhs)) {
       scale *= *c;
       return lhs->tensor;
@@ -536,7 +695,7 @@ static Value peelConstantScale(Value v, double &scale) {
       return rhs->tensor;
     }
   }
-  if (isa<arith::DivFOp>(t->op))
+  if (isFn(t, Fn::Div))
     if (std::optional<double> c = getFloat(rhs); c && *c != 0 && isSource(lhs)) {
       scale /= *c;
       return lhs->tensor;
@@ -553,8 +712,21 @@ struct Contraction {
   unsigned numBatch;
 };
 
-static FailureOr<Contraction> matchContraction(linalg::LinalgOp op,
+static FailureOr<Contraction> matchContraction(Operation *contraction,
                                                StringRef what, Why &why) {
+  if (auto matmul = dyn_cast_or_null<tosa::MatMulOp>(contraction)) {
+    // [N, M, K] x [N, K, N2], zero points 0.
+    for (Value zp : {matmul.getAZp(), matmul.getBZp()}) {
+      TypedAttr v = getConstantValue(zp);
+      auto f = dyn_cast_or_null<FloatAttr>(v);
+      auto i = dyn_cast_or_null<IntegerAttr>(v);
+      if (!(f && f.getValue().isZero()) && !(i && i.getValue().isZero()))
+        return why(what + " has a non-zero zero point");
+    }
+    return Contraction{matmul.getA(), matmul.getB(), /*lhsReducedLast=*/true,
+                       /*rhsReducedLast=*/false, /*numBatch=*/1};
+  }
+  auto op = dyn_cast_or_null<linalg::LinalgOp>(contraction);
   if (!op || !op.hasPureTensorSemantics() ||
       !linalg::isaContractionOpInterface(op) || op.getNumDpsInputs() != 2)
     return why(what + " is not a contraction on tensors");
@@ -824,7 +996,7 @@ static void collectLeaves(const TermRef &t, SmallVector<const Term *> &leaves,
 class AttentionMatcher {
 public:
   explicit AttentionMatcher(Why &why) : why(why) {}
-  FailureOr<AttentionMatch> match(linalg::LinalgOp pv);
+  FailureOr<AttentionMatch> match(Operation *pv);
 
 private:
   /// The scores below the softmax: scale, mask and causal, down to the
@@ -840,9 +1012,8 @@ private:
 
 bool AttentionMatcher::hasScorePath(const TermRef &t) {
   if (t->kind == Term::Kind::Leaf) {
-    auto op = t->tensor.getDefiningOp<linalg::LinalgOp>();
-    return t->map && t->map.isIdentity() && op &&
-           linalg::isaContractionOpInterface(op);
+    return t->map && t->map.isIdentity() &&
+           isContraction(t->tensor.getDefiningOp());
   }
   return llvm::any_of(t->operands,
                       [&](const TermRef &o) { return hasScorePath(o); });
@@ -901,7 +1072,7 @@ LogicalResult AttentionMatcher::matchScores(TermRef x, AttentionMatch &m) {
       if (!hasScorePath(x))
         return why("the softmax input is not computed from a contraction "
                    "of queries and keys");
-      m.qk = x->tensor.getDefiningOp<linalg::LinalgOp>();
+      m.qk = x->tensor.getDefiningOp();
       return success();
     }
     if (x->kind == Term::Kind::Reshape) {
@@ -914,12 +1085,13 @@ LogicalResult AttentionMatcher::matchScores(TermRef x, AttentionMatch &m) {
       return why("the scores go through something other than elementwise "
                  "arithmetic and reshapes of the batch dims");
     Operation *op = x->op;
+    Fn fn = fnOf(op);
     auto operandIsScores = [&](unsigned i) {
       return hasScorePath(x->operands[i]);
     };
-    if (isa<arith::MulFOp, arith::DivFOp>(op)) {
+    if (fn == Fn::Mul || fn == Fn::Div) {
       unsigned s = operandIsScores(0) ? 0 : 1;
-      if (isa<arith::DivFOp>(op) && s != 0)
+      if (fn == Fn::Div && s != 0)
         return why("the scores divide a value");
       std::optional<double> c = getFloat(x->operands[1 - s]);
       if (!c)
@@ -927,12 +1099,12 @@ LogicalResult AttentionMatcher::matchScores(TermRef x, AttentionMatch &m) {
                    "constant");
       if (*c <= 0)
         return why("the scores are scaled by a non-positive constant");
-      m.scale *= isa<arith::MulFOp>(op) ? *c : 1.0 / *c;
+      m.scale *= fn == Fn::Mul ? *c : 1.0 / *c;
       scaled = true;
       x = x->operands[s];
       continue;
     }
-    if (isa<arith::AddFOp>(op)) {
+    if (fn == Fn::Add) {
       unsigned s = operandIsScores(0) ? 0 : 1;
       if (operandIsScores(1 - s))
         return why("the scores are added to themselves");
@@ -945,10 +1117,9 @@ LogicalResult AttentionMatcher::matchScores(TermRef x, AttentionMatch &m) {
       x = x->operands[s];
       continue;
     }
-    if (isa<arith::SubFOp>(op)) {
+    if (fn == Fn::Sub)
       return why("a value is subtracted from the scores");
-    }
-    if (isa<arith::SelectOp>(op)) {
+    if (fn == Fn::Select) {
       const TermRef &pred = x->operands[0];
       bool scoresTrue = operandIsScores(1);
       if (scoresTrue == operandIsScores(2))
@@ -987,11 +1158,11 @@ static TermRef matchSoftmax(const TermRef &p, unsigned rank, Why &why) {
     if (!init)
       return false;
     if (!max)
-      return isa<arith::AddFOp>(t->op) && init.getValue().isZero();
+      return fnOf(t->op) == Fn::Add && init.getValue().isZero();
     // -inf or the lowest float; NaN for maxnumf, which skips it (upstream's
     // decomposition of linalg.softmax).
     double v = init.getValueAsDouble();
-    return !isa<arith::AddFOp>(t->op) &&
+    return fnOf(t->op) == Fn::Max &&
            (v < -1.0e30 || (std::isnan(v) && isa<arith::MaxNumFOp>(t->op)));
   };
   if (p->kind != Term::Kind::Op) {
@@ -1000,16 +1171,19 @@ static TermRef matchSoftmax(const TermRef &p, unsigned rank, Why &why) {
   }
   // e / sum(e), or e * (1 / sum(e)).
   TermRef e, sum;
-  if (isa<arith::DivFOp>(p->op)) {
+  if (isFn(p, Fn::Div)) {
     e = p->operands[0];
     sum = p->operands[1];
-  } else if (isa<arith::MulFOp>(p->op)) {
+  } else if (isFn(p, Fn::Mul)) {
     for (unsigned i = 0; i < 2 && !e; ++i) {
       const TermRef &r = p->operands[1 - i];
+      if (isFn(r, Fn::Reciprocal)) {
+        e = p->operands[i];
+        sum = r->operands[0];
+        continue;
+      }
       std::optional<double> one =
-          r->kind == Term::Kind::Op && isa<arith::DivFOp>(r->op)
-              ? getFloat(r->operands[0])
-              : std::nullopt;
+          isFn(r, Fn::Div) ? getFloat(r->operands[0]) : std::nullopt;
       if (one && *one == 1.0) {
         e = p->operands[i];
         sum = r->operands[1];
@@ -1021,9 +1195,7 @@ static TermRef matchSoftmax(const TermRef &p, unsigned rank, Why &why) {
     why.note("the probabilities are not a softmax: no division by the row sum");
     return nullptr;
   }
-  if (e->kind != Term::Kind::Op || !isa<math::ExpOp>(e->op) ||
-      e->operands[0]->kind != Term::Kind::Op ||
-      !isa<arith::SubFOp>(e->operands[0]->op)) {
+  if (!isFn(e, Fn::Exp) || !isFn(e->operands[0], Fn::Sub)) {
     why.note("the probabilities are not a softmax: not exp(x - max(x))");
     return nullptr;
   }
@@ -1037,7 +1209,7 @@ static TermRef matchSoftmax(const TermRef &p, unsigned rank, Why &why) {
   return x;
 }
 
-FailureOr<AttentionMatch> AttentionMatcher::match(linalg::LinalgOp pv) {
+FailureOr<AttentionMatch> AttentionMatcher::match(Operation *pv) {
   AttentionMatch m;
   m.pv = pv;
   FailureOr<Contraction> pvc = matchContraction(pv, "the op", why);
@@ -1049,7 +1221,7 @@ FailureOr<AttentionMatch> AttentionMatcher::match(linalg::LinalgOp pv) {
   auto pType = cast<RankedTensorType>(pvc->lhs.getType());
   TermRef p = builder.ofTensor(
       pvc->lhs,
-      AffineMap::getMultiDimIdentityMap(pType.getRank(), pv.getContext()));
+      AffineMap::getMultiDimIdentityMap(pType.getRank(), pv->getContext()));
   while (p->kind == Term::Kind::Reshape)
     p = p->operands[0];
   unsigned rank = p->map ? p->map.getNumDims() : pType.getRank();
@@ -1095,11 +1267,7 @@ FailureOr<AttentionMatch> AttentionMatcher::match(linalg::LinalgOp pv) {
   };
   if (!lastDimsStatic(m.query) || !lastDimsStatic(m.value))
     return why("the head dims are dynamic");
-  // The scores must not be used elsewhere: the rewrite would not remove
-  // them.
-  for (Operation *op : {m.qk.getOperation()})
-    if (!op->getResult(0).hasOneUse())
-      return why("the scores have other users");
+  // Probabilities returned too would be computed twice.
   if (!pvc->lhs.hasOneUse())
     return why("the probabilities have other users");
   return m;
@@ -1156,6 +1324,13 @@ static Value reshapeBatch(OpBuilder &b, Location loc, Value v,
 
 /// The 4-d source of `v` [N, S, d] if it is a collapse of [B, H, S, d].
 static Value collapsedFrom4D(Value v) {
+  if (auto reshape = v.getDefiningOp<tosa::ReshapeOp>()) {
+    auto in = cast<RankedTensorType>(reshape.getInput1().getType());
+    auto out = cast<RankedTensorType>(reshape.getType());
+    if (isBatchReshape(reshape) && in.getRank() == 4 && out.getRank() == 3)
+      return reshape.getInput1();
+    return {};
+  }
   auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>();
   if (!collapse || collapse.getSrcType().getRank() != 4 ||
       collapse.getReassociationIndices() !=
@@ -1388,13 +1563,12 @@ FailureOr<mha::AttentionOp> mha::raiseAttention(RewriterBase &rewriter,
       *reason = why.text;
     return failure();
   };
-  auto pv = dyn_cast<linalg::LinalgOp>(op);
-  if (!pv) {
-    why.note("not a linalg op");
+  if (!isContraction(op)) {
+    why.note("not a contraction");
     return fail();
   }
   AttentionMatcher matcher(why);
-  FailureOr<AttentionMatch> m = matcher.match(pv);
+  FailureOr<AttentionMatch> m = matcher.match(op);
   if (failed(m))
     return fail();
 
@@ -1495,14 +1669,34 @@ FailureOr<mha::AttentionOp> mha::raiseAttention(RewriterBase &rewriter,
       rewriter.getF32FloatAttr(static_cast<float>(m->scale)),
       m->causal.has_value());
 
-  // Back to the shape of the op's result.
+  // Back to the shape of the op's result; or straight to its one user when
+  // that reshapes it back to [B, H, Sq, dv] (a frontend's head split).
   auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
   Value result = attention.getResult();
+  if (Operation *user = singleUser(op->getResult(0));
+      user && result.getType() != resultType && isBatchReshape(user) &&
+      user->getResult(0).getType() == result.getType()) {
+    SetVector<Operation *> slice = chainEndingAt(op);
+    rewriter.replaceOp(user, result);
+    eraseDeadSlice(rewriter, slice);
+    return attention;
+  }
   if (!direct) {
-    Value pvInit = m->pv.getDpsInitOperand(0)->get();
+    // The batch sizes: static, or those of a linalg op's init.
+    auto pvLinalg = dyn_cast<linalg::LinalgOp>(m->pv);
     SmallVector<OpFoldResult> batch;
-    for (int64_t d = 0; d + 2 < resultType.getRank(); ++d)
-      batch.push_back(tensor::getMixedSize(rewriter, loc, pvInit, d));
+    for (int64_t d = 0; d + 2 < resultType.getRank(); ++d) {
+      if (!resultType.isDynamicDim(d))
+        batch.push_back(rewriter.getIndexAttr(resultType.getDimSize(d)));
+      else if (pvLinalg)
+        batch.push_back(tensor::getMixedSize(
+            rewriter, loc, pvLinalg.getDpsInitOperand(0)->get(), d));
+    }
+    if (batch.size() + 2 != static_cast<size_t>(resultType.getRank())) {
+      why.note("the result has dynamic batch dims and no init to read them "
+               "from");
+      return fail();
+    }
     result = reshapeBatch(rewriter, loc, result, batch);
   }
   if (result.getType() != resultType)
@@ -1555,7 +1749,7 @@ static FailureOr<Projection> matchProjection(Value out, Why &why) {
       return {};
     return x->tensor;
   };
-  if (t->kind == Term::Kind::Op && isa<arith::AddFOp>(t->op)) {
+  if (isFn(t, Fn::Add)) {
     for (unsigned i = 0; i < 2 && !proj.bias; ++i) {
       const TermRef &x = t->operands[i];
       if (x->kind != Term::Kind::Leaf || x->map != id)
@@ -1652,11 +1846,6 @@ static Value matchHeadSplit(Value x4) {
        groups == SmallVector<ReassociationIndices>{{0, 1}, {2, 3}}))
     return expand.getSrc();
   return {};
-}
-
-/// The single user of `v`, if it has one.
-static Operation *singleUser(Value v) {
-  return v.hasOneUse() ? *v.getUsers().begin() : nullptr;
 }
 
 } // namespace
@@ -1800,12 +1989,12 @@ mha::raiseMultiHeadAttention(RewriterBase &rewriter, AttentionOp att,
 
 namespace {
 
-struct RaiseAttentionPattern final
-    : OpInterfaceRewritePattern<linalg::LinalgOp> {
-  using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
-  LogicalResult matchAndRewrite(linalg::LinalgOp op,
+struct RaiseAttentionPattern final : RewritePattern {
+  explicit RaiseAttentionPattern(MLIRContext *context)
+      : RewritePattern(MatchAnyOpTypeTag(), /*benefit=*/1, context) {}
+  LogicalResult matchAndRewrite(Operation *op,
                                 PatternRewriter &rewriter) const override {
-    if (!linalg::isaContractionOpInterface(op))
+    if (!isContraction(op))
       return rewriter.notifyMatchFailure(op, "not a contraction");
     std::string reason;
     if (failed(mha::raiseAttention(rewriter, op, &reason)))
@@ -1822,9 +2011,8 @@ struct MHARaiseAttentionPass final
     // walk starts over after each. Nothing else is touched.
     IRRewriter rewriter(&getContext());
     auto raiseOne = [&]() {
-      WalkResult walk = getOperation()->walk([&](linalg::LinalgOp op) {
-        if (linalg::isaContractionOpInterface(op) &&
-            succeeded(mha::raiseAttention(rewriter, op)))
+      WalkResult walk = getOperation()->walk([&](Operation *op) {
+        if (isContraction(op) && succeeded(mha::raiseAttention(rewriter, op)))
           return WalkResult::interrupt();
         return WalkResult::advance();
       });
@@ -1846,9 +2034,9 @@ struct MHARaiseAttentionPass final
     if (!explain)
       return;
     // The contractions left, with the reason (matching changes nothing).
-    getOperation()->walk([&](linalg::LinalgOp op) {
+    getOperation()->walk([&](Operation *op) {
       std::string reason;
-      if (!linalg::isaContractionOpInterface(op) ||
+      if (!isContraction(op) ||
           succeeded(mha::raiseAttention(rewriter, op, &reason)))
         return;
       op->emitRemark() << "not raised to mha.attention: " << reason;

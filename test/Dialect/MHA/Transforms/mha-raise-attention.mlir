@@ -480,3 +480,74 @@ func.func @layer_query_not_projected(%x: tensor<2x4x8xf32>, %w: tensor<8x8xf32>,
   %y = tensor.expand_shape %y2 [[0, 1], [2]] output_shape [2, 4, 8] : tensor<8x8xf32> into tensor<2x4x8xf32>
   return %y : tensor<2x4x8xf32>
 }
+
+// -----
+
+// TOSA: tosa.matmul with the key given [dk, Sk], the softmax as reduce_max/sub/exp/reduce_sum/reciprocal/mul.
+// CHECK-LABEL: func.func @tosa_raised
+// CHECK: mha.attention
+// CHECK-SAME: {scale = 0.353553385 : f32}
+// CHECK-NOT: tosa.matmul
+func.func @tosa_raised(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %c = "tosa.const"() <{values = dense<0.353553385> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %kt = tosa.transpose %k {perms = array<i32: 0, 2, 1>} : (tensor<2x6x8xf32>) -> tensor<2x8x6xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x6xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x6xf32>
+  %x = tosa.mul %s, %c, %shift : (tensor<2x4x6xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x6xf32>
+  %m = tosa.reduce_max %x {axis = 2 : i32} : (tensor<2x4x6xf32>) -> tensor<2x4x1xf32>
+  %d = tosa.sub %x, %m : (tensor<2x4x6xf32>, tensor<2x4x1xf32>) -> tensor<2x4x6xf32>
+  %e = tosa.exp %d : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %sum = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<2x4x6xf32>) -> tensor<2x4x1xf32>
+  %r = tosa.reciprocal %sum : (tensor<2x4x1xf32>) -> tensor<2x4x1xf32>
+  %p = tosa.mul %e, %r, %shift : (tensor<2x4x6xf32>, tensor<2x4x1xf32>, tensor<1xi8>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.multi_head_attention: the queries, keys or values are not projections split into heads}}
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x4x6xf32>, tensor<2x6x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// TOSA softmax over the queries (axis 1).
+// CHECK-LABEL: func.func @tosa_wrong_axis
+// CHECK-NOT: mha.attention
+func.func @tosa_wrong_axis(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %c = "tosa.const"() <{values = dense<0.353553385> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x6xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x6xf32>
+  %x = tosa.mul %s, %c, %shift : (tensor<2x4x6xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x6xf32>
+  %m = tosa.reduce_max %x {axis = 1 : i32} : (tensor<2x4x6xf32>) -> tensor<2x1x6xf32>
+  %d = tosa.sub %x, %m : (tensor<2x4x6xf32>, tensor<2x1x6xf32>) -> tensor<2x4x6xf32>
+  %e = tosa.exp %d : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %sum = tosa.reduce_sum %e {axis = 1 : i32} : (tensor<2x4x6xf32>) -> tensor<2x1x6xf32>
+  %r = tosa.reciprocal %sum : (tensor<2x1x6xf32>) -> tensor<2x1x6xf32>
+  %p = tosa.mul %e, %r, %shift : (tensor<2x4x6xf32>, tensor<2x1x6xf32>, tensor<1xi8>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax: no division by the row sum}}
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x4x6xf32>, tensor<2x6x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+// The key [dk, Sk] is an argument (not a transpose): not raised.
+// CHECK-LABEL: func.func @tosa_key_not_transposed
+// CHECK-NOT: mha.attention
+func.func @tosa_key_not_transposed(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %c = "tosa.const"() <{values = dense<0.353553385> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x6xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x6xf32>
+  %x = tosa.mul %s, %c, %shift : (tensor<2x4x6xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x6xf32>
+  %m = tosa.reduce_max %x {axis = 2 : i32} : (tensor<2x4x6xf32>) -> tensor<2x4x1xf32>
+  %d = tosa.sub %x, %m : (tensor<2x4x6xf32>, tensor<2x4x1xf32>) -> tensor<2x4x6xf32>
+  %e = tosa.exp %d : (tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %sum = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<2x4x6xf32>) -> tensor<2x4x1xf32>
+  %r = tosa.reciprocal %sum : (tensor<2x4x1xf32>) -> tensor<2x4x1xf32>
+  %p = tosa.mul %e, %r, %shift : (tensor<2x4x6xf32>, tensor<2x4x1xf32>, tensor<1xi8>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the keys are read with the head dim first and not through a transpose op}}
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x4x6xf32>, tensor<2x6x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}

@@ -404,3 +404,33 @@ func.func @layer(%x: tensor<2x16x32xf32>, %wq: tensor<32x32xf32>, %bq: tensor<32
   } -> tensor<2x16x24xf32>
   return %yb : tensor<2x16x24xf32>
 }
+
+// TOSA as TorchToTosa emits it: [B, H] reshaped into the batch of
+// tosa.matmul, the key transposed by tosa.transpose, the scale and the
+// softmax's reciprocal by tosa.mul (shift 0), keepdim reductions, an
+// additive mask broadcast over the batch.
+func.func @tosa_sdpa(%q4: tensor<2x4x16x8xf32>, %k4: tensor<2x4x24x8xf32>, %v4: tensor<2x4x24x8xf32>, %mask: tensor<1x16x24xf32>) -> tensor<2x4x16x8xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %c = "tosa.const"() <{values = dense<0.353553385> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %s3 = tosa.const_shape {values = dense<[8, 16, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %k3s = tosa.const_shape {values = dense<[8, 8, 24]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %v3s = tosa.const_shape {values = dense<[8, 24, 8]> : tensor<3xindex>} : () -> !tosa.shape<3>
+  %o4s = tosa.const_shape {values = dense<[2, 4, 16, 8]> : tensor<4xindex>} : () -> !tosa.shape<4>
+  %q = tosa.reshape %q4, %s3 : (tensor<2x4x16x8xf32>, !tosa.shape<3>) -> tensor<8x16x8xf32>
+  %kt4 = tosa.transpose %k4 {perms = array<i32: 0, 1, 3, 2>} : (tensor<2x4x24x8xf32>) -> tensor<2x4x8x24xf32>
+  %kt = tosa.reshape %kt4, %k3s : (tensor<2x4x8x24xf32>, !tosa.shape<3>) -> tensor<8x8x24xf32>
+  %v = tosa.reshape %v4, %v3s : (tensor<2x4x24x8xf32>, !tosa.shape<3>) -> tensor<8x24x8xf32>
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<8x16x8xf32>, tensor<8x8x24xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<8x16x24xf32>
+  %sc = tosa.mul %s, %c, %shift : (tensor<8x16x24xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<8x16x24xf32>
+  %x = tosa.add %sc, %mask : (tensor<8x16x24xf32>, tensor<1x16x24xf32>) -> tensor<8x16x24xf32>
+  %m = tosa.reduce_max %x {axis = 2 : i32} : (tensor<8x16x24xf32>) -> tensor<8x16x1xf32>
+  %d = tosa.sub %x, %m : (tensor<8x16x24xf32>, tensor<8x16x1xf32>) -> tensor<8x16x24xf32>
+  %e = tosa.exp %d : (tensor<8x16x24xf32>) -> tensor<8x16x24xf32>
+  %sum = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<8x16x24xf32>) -> tensor<8x16x1xf32>
+  %r = tosa.reciprocal %sum : (tensor<8x16x1xf32>) -> tensor<8x16x1xf32>
+  %p = tosa.mul %e, %r, %shift : (tensor<8x16x24xf32>, tensor<8x16x1xf32>, tensor<1xi8>) -> tensor<8x16x24xf32>
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<8x16x24xf32>, tensor<8x24x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<8x16x8xf32>
+  %o4 = tosa.reshape %o, %o4s : (tensor<8x16x8xf32>, !tosa.shape<4>) -> tensor<2x4x16x8xf32>
+  return %o4 : tensor<2x4x16x8xf32>
+}

@@ -88,3 +88,10 @@ v4 = np.repeat(heads(x64 @ wv.T + bv, 2), 2, axis=1)
 o4 = attention(q4, k4, v4, 0.353553385, visible=causal(16, 16, 0))
 merged = o4.transpose(0, 2, 1, 3).reshape(2, 16, 32)
 save("layer", [x, wq, bq, wk, bk, wv, bv, wo, bo], merged @ wo.T + bo)
+
+q, k, v = randn(2, 4, 16, 8), randn(2, 4, 24, 8), randn(2, 4, 24, 8)
+bias = np.where(rng.random((1, 16, 24)) < 0.2, -np.inf, 0.5 * randn(1, 16, 24))
+bias[..., 0] = 0.0  # no row fully masked
+bias = bias.astype(np.float32)
+save("tosa_sdpa", [q, k, v, bias],
+     attention(q, k, v, 0.353553385, bias=bias[:, None]))

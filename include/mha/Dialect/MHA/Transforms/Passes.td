@@ -296,6 +296,19 @@ def MHARaiseAttentionPass : Pass<"mha-raise-attention"> {
       grouped-query attention (a broadcast over a group dim collapsed into
       the heads) become `Hkv` heads.
 
+    TOSA is read the same way: `tosa.matmul` (zero points 0) as the
+    contractions, `tosa.transpose`, `tosa.reshape` of the batch dims,
+    `tosa.mul` (shift 0), `tosa.add`, `tosa.sub`, `tosa.exp`,
+    `tosa.reduce_max`/`reduce_sum` (keepdim), `tosa.reciprocal`,
+    `tosa.select`, size-1 dims broadcast; so are arith/math ops applied to
+    whole tensors. Not raised yet: a key given as `[dk, Sk]` that no
+    transpose produced (`mha.attention` takes `[Sk, dk]`; raising it would
+    need a copy or a key-layout attribute), a scale that is not a constant,
+    causal predicates in TOSA (`tosa.greater` on iota tensors).
+
+    Every `mha-lower-to-*` pipeline runs this pass first
+    (`raise-attention=true`, their default).
+
     With `layers` (default), each `mha.attention` whose queries, keys and
     values are projections split into heads (`x · W (+ b)`, 2-d or 3-d, the
     weight read `[in, out]` or `[out, in]` through maps, a transpose or a
