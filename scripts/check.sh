@@ -6,8 +6,9 @@
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
-# PyTorch cross-checks the numpy reference (test/Integration/torch-cross-check.test).
-EXTRA_PACKAGES="python3-torch ${EXTRA_PACKAGES:-}"
+# PyTorch cross-checks the numpy reference (test/Integration/torch-cross-check.test);
+# the importer tests build PyTorch modules and ONNX models (test/Importers).
+EXTRA_PACKAGES="python3-torch python3-onnx ${EXTRA_PACKAGES:-}"
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 step "Running the test suite"

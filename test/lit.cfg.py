@@ -58,6 +58,10 @@ if python_has("numpy"):
     config.available_features.add("numpy")
 if python_has("torch"):
     config.available_features.add("torch")
+if python_has("onnx"):
+    config.available_features.add("onnx")
+# The importers (python/mha_importers) from the source tree.
+config.environment["PYTHONPATH"] = os.path.join(config.mha_src_root, "python")
 config.substitutions.append(("%python", python))
 
 # The host's CPU features as the kernel reports them, independently of LLVM's

@@ -1,0 +1,340 @@
+"""The part both importers share: a layer description and its MLIR text."""
+from dataclasses import dataclass, field
+import os
+from typing import List, Optional
+
+import numpy as np
+
+_ELT = {np.dtype(np.float32): "f32", np.dtype(np.float16): "f16"}
+
+
+def tensor_type(shape, elt):
+    dims = "x".join("?" if d is None else str(d) for d in shape)
+    return f"tensor<{dims}x{elt}>" if dims else f"tensor<{elt}>"
+
+
+@dataclass
+class MaskInput:
+    """A mask the caller passes as the frontend defines it.
+
+    `shape`: its shape (None for a dynamic dim); `dims`: the letters of
+    [B, H, Sq, Sk] it has, in order (e.g. "BK" for a key padding mask
+    [B, Sk], "QK" for [Sq, Sk]); a dim 'N' is B*H (split on import);
+    `is_bool`: boolean (else additive float); `true_attends`: for a boolean,
+    whether true means the query may attend (mha's convention) or may not
+    (PyTorch's).
+    """
+    name: str
+    shape: tuple
+    dims: str
+    is_bool: bool
+    true_attends: bool
+
+
+@dataclass
+class Layer:
+    """A multi-head attention layer in mha's terms (docs/Semantics.md)."""
+    num_heads: int
+    num_kv_heads: int
+    w_q: np.ndarray  # [Eq, H*dk]
+    w_k: np.ndarray  # [Ek, Hkv*dk]
+    w_v: np.ndarray  # [Ev, Hkv*dv]
+    w_o: np.ndarray  # [H*dv, Eo]
+    b_q: Optional[np.ndarray] = None
+    b_k: Optional[np.ndarray] = None
+    b_v: Optional[np.ndarray] = None
+    b_o: Optional[np.ndarray] = None
+    scale: Optional[float] = None
+    causal: bool = False
+    # Input shapes [B, Sq, Eq], [B, Sk, Ek], [B, Sk, Ev] (None: dynamic).
+    batch: Optional[int] = None
+    q_len: Optional[int] = None
+    kv_len: Optional[int] = None
+    # The inputs come [S, B, E] (PyTorch's batch_first=False).
+    seq_first: bool = False
+    # key and value are the query (one argument).
+    self_attention: bool = False
+    masks: List[MaskInput] = field(default_factory=list)
+
+    def weights(self):
+        names = ["w_q", "w_k", "w_v", "w_o"]
+        if self.b_q is not None:
+            names += ["b_q", "b_k", "b_v", "b_o"]
+        return [(n, getattr(self, n)) for n in names]
+
+
+def _check(layer):
+    ws = [layer.w_q, layer.w_k, layer.w_v, layer.w_o]
+    biases = [layer.b_q, layer.b_k, layer.b_v, layer.b_o]
+    if any(b is None for b in biases) and any(b is not None for b in biases):
+        zeros = [np.zeros(w.shape[1], w.dtype) for w in ws]
+        layer.b_q, layer.b_k, layer.b_v, layer.b_o = [
+            z if b is None else b for b, z in zip(biases, zeros)]
+    dtypes = {w.dtype for w in ws}
+    if len(dtypes) != 1 or ws[0].dtype not in _ELT:
+        raise ValueError("weights must share one type, float32 or float16")
+
+
+class _Emitter:
+    """SSA text for the body of the entry function."""
+
+    def __init__(self):
+        self.lines = []
+        self.count = 0
+
+    def value(self, text):
+        name = f"%v{self.count}"
+        self.count += 1
+        self.lines.append(f"    {name} = {text}")
+        return name
+
+    def dims(self, value, shape, type_):
+        """Index values of the dynamic dims of `value`."""
+        out = []
+        for i, d in enumerate(shape):
+            if d is None:
+                c = self.value(f"arith.constant {i} : index")
+                out.append(self.value(f"tensor.dim {value}, {c} : {type_}"))
+        return out
+
+    def empty(self, shape, elt, dyn):
+        return self.value(f"tensor.empty({', '.join(dyn)}) : "
+                          f"{tensor_type(shape, elt)}")
+
+    def transpose(self, value, shape, elt, perm, dyn_source):
+        out_shape = [shape[p] for p in perm]
+        dyn = [dyn_source[p] for p in perm if shape[p] is None]
+        init = self.empty(out_shape, elt, dyn)
+        return self.value(
+            f"linalg.transpose ins({value} : {tensor_type(shape, elt)}) "
+            f"outs({init} : {tensor_type(out_shape, elt)}) "
+            f"permutation = [{', '.join(map(str, perm))}]"), out_shape
+
+
+def _mask_to_mha(em, layer, elt, args, sizes):
+    """One mask operand [B|1, H|1, Sq, Sk] from the frontend's masks."""
+    if not layer.masks:
+        return None, None
+    b, h, sq, sk = sizes  # SSA index values or ints
+    full = {"B": layer.batch, "H": layer.num_heads, "Q": layer.q_len,
+            "K": layer.kv_len}
+    any_float = any(not m.is_bool for m in layer.masks)
+    out_elt = elt if any_float else "i1"
+    # The combined mask's dims: B and H where some mask has them.
+    has = lambda c: any(c in m.dims or (c in "BH" and "N" in m.dims)
+                        for m in layer.masks)
+    out_dims = [("B", full["B"]) if has("B") else ("1", 1),
+                ("H", full["H"]) if has("H") else ("1", 1),
+                ("Q", full["Q"]) if has("Q") else ("1", 1),
+                ("K", full["K"]) if has("K") else ("1", 1)]
+    out_shape = [s for _, s in out_dims]
+    inputs, maps = [], []
+    for m in layer.masks:
+        value, shape, dims = args[m.name], list(m.shape), m.dims
+        mtype = tensor_type(shape, "i1" if m.is_bool else elt)
+        if "N" in dims:  # [B*H, ...] split into [B, H, ...]
+            i = dims.index("N")
+            new_shape = shape[:i] + [full["B"], full["H"]] + shape[i + 1:]
+            groups = [[j] for j in range(i)] + [[i, i + 1]] + \
+                [[j + 1] for j in range(i + 1, len(shape))]
+            out_sizes = []
+            for j, d in enumerate(new_shape):
+                if d is not None:
+                    out_sizes.append(str(d))
+                else:
+                    out_sizes.append({"B": b, "Q": sq, "K": sk}[
+                        (dims[:i] + "BH" + dims[i + 1:])[j]])
+            new_type = tensor_type(new_shape, "i1" if m.is_bool else elt)
+            value = em.value(
+                f"tensor.expand_shape {value} {groups} output_shape "
+                f"[{', '.join(out_sizes)}] : {mtype} into {new_type}")
+            shape, dims, mtype = new_shape, dims[:i] + "BH" + dims[i + 1:], \
+                new_type
+        results = []
+        for c, d in zip(dims, shape):
+            pos = "bhij"["BHQK".index(c)]
+            results.append(pos if d != 1 else "0")  # size 1 broadcasts
+        inputs.append((value, mtype, m))
+        maps.append(f"affine_map<(b, h, i, j) -> ({', '.join(results)})>")
+    dyn = []
+    for c, d in out_dims:
+        if d is None:
+            dyn.append({"B": b, "H": None, "Q": sq, "K": sk}[c])
+    init = em.empty(out_shape, out_elt, dyn)
+    out_type = tensor_type(out_shape, out_elt)
+    body = []
+    arg_names = [f"%a{i}" for i in range(len(inputs))]
+    block_args = ", ".join(
+        f"{a}: {'i1' if m.is_bool else elt}" for a, (_, _, m) in
+        zip(arg_names, inputs)) + f", %out: {out_elt}"
+    # Combine: booleans to "attends", floats added.
+    acc = None
+    n = 0
+
+    def tmp():
+        nonlocal n
+        n += 1
+        return f"%t{n}"
+    attend = None
+    for a, (_, _, m) in zip(arg_names, inputs):
+        if m.is_bool:
+            v = a
+            if not m.true_attends:
+                t = tmp()
+                body.append(f"{t} = arith.constant true")
+                u = tmp()
+                body.append(f"{u} = arith.xori {a}, {t} : i1")
+                v = u
+            if attend is None:
+                attend = v
+            else:
+                t = tmp()
+                body.append(f"{t} = arith.andi {attend}, {v} : i1")
+                attend = t
+        else:
+            if acc is None:
+                acc = a
+            else:
+                t = tmp()
+                body.append(f"{t} = arith.addf {acc}, {a} : {elt}")
+                acc = t
+    if any_float:
+        if attend is not None:
+            z = tmp()
+            body.append(f"{z} = arith.constant 0.0 : {elt}")
+            ninf = tmp()
+            body.append(f"{ninf} = arith.constant 0xFF800000 : f32")
+            if elt != "f32":
+                t = tmp()
+                body.append(f"{t} = arith.truncf {ninf} : f32 to {elt}")
+                ninf = t
+            sel = tmp()
+            body.append(f"{sel} = arith.select {attend}, {z}, {ninf} : {elt}")
+            if acc is None:
+                acc = sel
+            else:
+                t = tmp()
+                body.append(f"{t} = arith.addf {acc}, {sel} : {elt}")
+                acc = t
+        result = acc
+    else:
+        result = attend
+    body.append(f"linalg.yield {result} : {out_elt}")
+    maps.append("affine_map<(b, h, i, j) -> (b, h, i, j)>")
+    ins = ", ".join(v for v, _, _ in inputs)
+    ins_types = ", ".join(t for _, t, _ in inputs)
+    text = (f"linalg.generic {{indexing_maps = [{', '.join(maps)}], "
+            f"iterator_types = [\"parallel\", \"parallel\", \"parallel\", "
+            f"\"parallel\"]}} ins({ins} : {ins_types}) outs({init} : "
+            f"{out_type}) {{\n    ^bb0({block_args}):\n      " +
+            "\n      ".join(body) + f"\n    }} -> {out_type}")
+    return em.value(text), out_type
+
+
+def write(layer: Layer, out_dir: str, name: str = "main",
+          inputs: Optional[dict] = None):
+    """Writes NAME.mlir, NAME.weights/*.npy and NAME.rsp into out_dir.
+
+    The function takes the runtime arguments (query, then key and value
+    unless self-attention, then the masks) and then the weights. NAME.rsp
+    (an mha-run response file) names the entry and the weight files;
+    `inputs` (arrays for the runtime arguments, by name) are saved next to
+    the weights and named in it too, else the caller passes them before it:
+    `mha-run NAME.mlir --input=@query.npy ... @NAME.rsp`. Returns the path of
+    NAME.mlir.
+    """
+    _check(layer)
+    os.makedirs(out_dir, exist_ok=True)
+    elt = _ELT[layer.w_q.dtype]
+    eq, ek, ev = layer.w_q.shape[0], layer.w_k.shape[0], layer.w_v.shape[0]
+    eo = layer.w_o.shape[1]
+    B, Sq, Sk = layer.batch, layer.q_len, layer.kv_len
+
+    def outer(seq, e):  # argument shape in the caller's layout
+        return [seq, B, e] if layer.seq_first else [B, seq, e]
+    runtime = [("query", outer(Sq, eq), elt)]
+    if not layer.self_attention:
+        runtime += [("key", outer(Sk, ek), elt), ("value", outer(Sk, ev), elt)]
+    for m in layer.masks:
+        runtime.append((m.name, list(m.shape), "i1" if m.is_bool else elt))
+    weights = layer.weights()
+    em = _Emitter()
+    args = {n: f"%{n}" for n, _, _ in runtime}
+    # Inputs in [B, S, E].
+    batch_first = {}
+    for n, shape, _ in runtime[:1 if layer.self_attention else 3]:
+        value, t = args[n], tensor_type(shape, elt)
+        if layer.seq_first:
+            dyn = em.dims(value, shape, t)
+            it = iter(dyn)
+            dyn_src = [next(it) if d is None else None for d in shape]
+            value, shape = em.transpose(value, shape, elt, [1, 0, 2], dyn_src)
+        batch_first[n] = (value, shape)
+    q, qshape = batch_first["query"]
+    k, kshape = batch_first.get("key", batch_first["query"])
+    v, vshape = batch_first.get("value", batch_first["query"])
+    # Sizes for masks.
+    def size_of(value, shape, i):
+        if shape[i] is not None:
+            return shape[i]
+        c = em.value(f"arith.constant {i} : index")
+        return em.value(f"tensor.dim {value}, {c} : {tensor_type(shape, elt)}")
+    mask, mask_type = None, None
+    if layer.masks:
+        sizes = (size_of(q, qshape, 0), layer.num_heads, size_of(q, qshape, 1),
+                 size_of(k, kshape, 1))
+        mask, mask_type = _mask_to_mha(em, layer, elt, args, sizes)
+    operands = [q, k, v] + [f"%{n}" for n, _ in weights[:4]]
+    types = [tensor_type(qshape, elt), tensor_type(kshape, elt),
+             tensor_type(vshape, elt)] + \
+        [tensor_type(list(w.shape), elt) for _, w in weights[:4]]
+    text = f"mha.multi_head_attention {', '.join(operands)}"
+    if len(weights) > 4:
+        text += f" bias({', '.join(f'%{n}' for n, _ in weights[4:])})"
+        types += [tensor_type(list(w.shape), elt) for _, w in weights[4:]]
+    if mask is not None:
+        text += f" mask({mask})"
+        types.append(mask_type)
+    attrs = [f"num_heads = {layer.num_heads} : i64"]
+    if layer.num_kv_heads != layer.num_heads:
+        attrs.append(f"num_kv_heads = {layer.num_kv_heads} : i64")
+    if layer.scale is not None:
+        attrs.append(f"scale = {float(layer.scale):.9e} : f32")
+    if layer.causal:
+        attrs.append("causal")
+    result_shape = [qshape[0], qshape[1], eo]
+    text += (f" {{{', '.join(attrs)}}} : ({', '.join(types)}) -> "
+             f"{tensor_type(result_shape, elt)}")
+    y = em.value(text)
+    result_type = tensor_type(outer(Sq, eo), elt)
+    if layer.seq_first:
+        dyn = em.dims(y, result_shape, tensor_type(result_shape, elt))
+        it = iter(dyn)
+        dyn_src = [next(it) if d is None else None for d in result_shape]
+        y, _ = em.transpose(y, result_shape, elt, [1, 0, 2], dyn_src)
+    params = [f"%{n}: {tensor_type(s, e)}" for n, s, e in runtime] + \
+        [f"%{n}: {tensor_type(list(w.shape), elt)}" for n, w in weights]
+    mlir = (f"// Imported by mha_importers; weights in {name}.weights/, "
+            f"arguments in order in {name}.rsp.\n"
+            f"func.func @{name}({', '.join(params)}) -> {result_type} {{\n" +
+            "\n".join(em.lines) + f"\n    return {y} : {result_type}\n}}\n")
+    path = os.path.join(out_dir, f"{name}.mlir")
+    with open(path, "w") as f:
+        f.write(mlir)
+    wdir = os.path.join(out_dir, f"{name}.weights")
+    os.makedirs(wdir, exist_ok=True)
+    # The runtime arguments come first: in the response file when given,
+    # else the caller passes them before it.
+    rsp = [f"--entry={name}"]
+    for n, _, _ in runtime:
+        if inputs is not None and n in inputs:
+            p = os.path.join(wdir, f"{n}.npy")
+            np.save(p, inputs[n])
+            rsp.append(f"--input=@{os.path.abspath(p)}")
+    for n, w in weights:
+        p = os.path.join(wdir, f"{n}.npy")
+        np.save(p, np.ascontiguousarray(w))
+        rsp.append(f"--input=@{os.path.abspath(p)}")
+    with open(os.path.join(out_dir, f"{name}.rsp"), "w") as f:
+        f.write("\n".join(rsp) + "\n")
+    return path
