@@ -22,13 +22,24 @@ class MaskInput:
     [B, Sk], "QK" for [Sq, Sk]); a dim 'N' is B*H (split on import);
     `is_bool`: boolean (else additive float); `true_attends`: for a boolean,
     whether true means the query may attend (mha's convention) or may not
-    (PyTorch's).
+    (PyTorch's). `padding_fill`: the mask is int32, nonzero where the key
+    is attended, and `padding_fill` is added to the scores where it is 0
+    (ONNX Runtime's key padding mask). `constant`: the mask's values when
+    the model holds them (an argument after the runtime ones, saved with the
+    weights).
     """
     name: str
     shape: tuple
     dims: str
     is_bool: bool
-    true_attends: bool
+    true_attends: bool = True
+    padding_fill: Optional[float] = None
+    constant: Optional[np.ndarray] = None
+
+    def element_type(self, elt):
+        if self.padding_fill is not None:
+            return "i32"
+        return "i1" if self.is_bool else elt
 
 
 @dataclass
@@ -54,6 +65,8 @@ class Layer:
     seq_first: bool = False
     # key and value are the query (one argument).
     self_attention: bool = False
+    # value is the key (one argument).
+    kv_shared: bool = False
     masks: List[MaskInput] = field(default_factory=list)
 
     def weights(self):
@@ -118,7 +131,8 @@ def _mask_to_mha(em, layer, elt, args, sizes):
     b, h, sq, sk = sizes  # SSA index values or ints
     full = {"B": layer.batch, "H": layer.num_heads, "Q": layer.q_len,
             "K": layer.kv_len}
-    any_float = any(not m.is_bool for m in layer.masks)
+    any_float = any(not m.is_bool or m.padding_fill is not None
+                    for m in layer.masks)
     out_elt = elt if any_float else "i1"
     # The combined mask's dims: B and H where some mask has them.
     has = lambda c: any(c in m.dims or (c in "BH" and "N" in m.dims)
@@ -131,7 +145,7 @@ def _mask_to_mha(em, layer, elt, args, sizes):
     inputs, maps = [], []
     for m in layer.masks:
         value, shape, dims = args[m.name], list(m.shape), m.dims
-        mtype = tensor_type(shape, "i1" if m.is_bool else elt)
+        mtype = tensor_type(shape, m.element_type(elt))
         if "N" in dims:  # [B*H, ...] split into [B, H, ...]
             i = dims.index("N")
             new_shape = shape[:i] + [full["B"], full["H"]] + shape[i + 1:]
@@ -144,7 +158,7 @@ def _mask_to_mha(em, layer, elt, args, sizes):
                 else:
                     out_sizes.append({"B": b, "Q": sq, "K": sk}[
                         (dims[:i] + "BH" + dims[i + 1:])[j]])
-            new_type = tensor_type(new_shape, "i1" if m.is_bool else elt)
+            new_type = tensor_type(new_shape, m.element_type(elt))
             value = em.value(
                 f"tensor.expand_shape {value} {groups} output_shape "
                 f"[{', '.join(out_sizes)}] : {mtype} into {new_type}")
@@ -165,7 +179,7 @@ def _mask_to_mha(em, layer, elt, args, sizes):
     body = []
     arg_names = [f"%a{i}" for i in range(len(inputs))]
     block_args = ", ".join(
-        f"{a}: {'i1' if m.is_bool else elt}" for a, (_, _, m) in
+        f"{a}: {m.element_type(elt)}" for a, (_, _, m) in
         zip(arg_names, inputs)) + f", %out: {out_elt}"
     # Combine: booleans to "attends", floats added.
     acc = None
@@ -177,7 +191,22 @@ def _mask_to_mha(em, layer, elt, args, sizes):
         return f"%t{n}"
     attend = None
     for a, (_, _, m) in zip(arg_names, inputs):
-        if m.is_bool:
+        if m.padding_fill is not None:
+            # fill where the int mask is 0.
+            z, f, c, sel = tmp(), tmp(), tmp(), tmp()
+            body.append(f"{z} = arith.constant 0 : i32")
+            body.append(f"{c} = arith.cmpi eq, {a}, {z} : i32")
+            body.append(f"{f} = arith.constant {m.padding_fill!r} : {elt}")
+            zf = tmp()
+            body.append(f"{zf} = arith.constant 0.0 : {elt}")
+            body.append(f"{sel} = arith.select {c}, {f}, {zf} : {elt}")
+            if acc is None:
+                acc = sel
+            else:
+                t = tmp()
+                body.append(f"{t} = arith.addf {acc}, {sel} : {elt}")
+                acc = t
+        elif m.is_bool:
             v = a
             if not m.true_attends:
                 t = tmp()
@@ -254,15 +283,21 @@ def write(layer: Layer, out_dir: str, name: str = "main",
         return [seq, B, e] if layer.seq_first else [B, seq, e]
     runtime = [("query", outer(Sq, eq), elt)]
     if not layer.self_attention:
-        runtime += [("key", outer(Sk, ek), elt), ("value", outer(Sk, ev), elt)]
+        runtime += [("key", outer(Sk, ek), elt)]
+        if not layer.kv_shared:
+            runtime += [("value", outer(Sk, ev), elt)]
     for m in layer.masks:
-        runtime.append((m.name, list(m.shape), "i1" if m.is_bool else elt))
+        if m.constant is None:
+            runtime.append((m.name, list(m.shape), m.element_type(elt)))
+    constants = [(m.name, list(m.shape), m.element_type(elt), m.constant)
+                 for m in layer.masks if m.constant is not None]
     weights = layer.weights()
     em = _Emitter()
-    args = {n: f"%{n}" for n, _, _ in runtime}
+    args = {n: f"%{n}" for n, *_ in runtime + constants}
     # Inputs in [B, S, E].
     batch_first = {}
-    for n, shape, _ in runtime[:1 if layer.self_attention else 3]:
+    num_data = 1 if layer.self_attention else 2 if layer.kv_shared else 3
+    for n, shape, _ in runtime[:num_data]:
         value, t = args[n], tensor_type(shape, elt)
         if layer.seq_first:
             dyn = em.dims(value, shape, t)
@@ -272,7 +307,7 @@ def write(layer: Layer, out_dir: str, name: str = "main",
         batch_first[n] = (value, shape)
     q, qshape = batch_first["query"]
     k, kshape = batch_first.get("key", batch_first["query"])
-    v, vshape = batch_first.get("value", batch_first["query"])
+    v, vshape = batch_first.get("value", (k, kshape))
     # Sizes for masks.
     def size_of(value, shape, i):
         if shape[i] is not None:
@@ -313,6 +348,7 @@ def write(layer: Layer, out_dir: str, name: str = "main",
         dyn_src = [next(it) if d is None else None for d in result_shape]
         y, _ = em.transpose(y, result_shape, elt, [1, 0, 2], dyn_src)
     params = [f"%{n}: {tensor_type(s, e)}" for n, s, e in runtime] + \
+        [f"%{n}: {tensor_type(s, e)}" for n, s, e, _ in constants] + \
         [f"%{n}: {tensor_type(list(w.shape), elt)}" for n, w in weights]
     mlir = (f"// Imported by mha_importers; weights in {name}.weights/, "
             f"arguments in order in {name}.rsp.\n"
@@ -331,7 +367,7 @@ def write(layer: Layer, out_dir: str, name: str = "main",
             p = os.path.join(wdir, f"{n}.npy")
             np.save(p, inputs[n])
             rsp.append(f"--input=@{os.path.abspath(p)}")
-    for n, w in weights:
+    for n, w in [(n, c) for n, _, _, c in constants] + weights:
         p = os.path.join(wdir, f"{n}.npy")
         np.save(p, np.ascontiguousarray(w))
         rsp.append(f"--input=@{os.path.abspath(p)}")

@@ -21,7 +21,7 @@ int64_t NpyArray::numElements() const {
 }
 
 size_t NpyArray::elementSize(StringRef dtype) {
-  if (dtype == "f4")
+  if (dtype == "f4" || dtype == "i4")
     return 4;
   if (dtype == "f2" || dtype == "u2")
     return 2;
@@ -46,6 +46,11 @@ double NpyArray::get(int64_t i) const {
     std::memcpy(&v, data.data() + 2 * i, 2);
     return bf16ToFloat(v);
   }
+  if (dtype == "i4") {
+    int32_t v;
+    std::memcpy(&v, data.data() + 4 * i, 4);
+    return v;
+  }
   return data[i] != 0 ? 1.0 : 0.0;
 }
 
@@ -59,6 +64,9 @@ void NpyArray::set(int64_t i, double value) {
   } else if (dtype == "u2") {
     uint16_t v = floatToBf16(static_cast<float>(value));
     std::memcpy(data.data() + 2 * i, &v, 2);
+  } else if (dtype == "i4") {
+    auto v = static_cast<int32_t>(value);
+    std::memcpy(data.data() + 4 * i, &v, 4);
   } else {
     data[i] = value != 0.0;
   }
@@ -186,8 +194,8 @@ Expected<NpyArray> mha_run::readNpy(StringRef path) {
   if ((order != '<' && order != '|' && order != '=') ||
       NpyArray::elementSize(type) == 0)
     return fail("unsupported dtype '" + descr->trim("'\"") +
-                "' (supported: float32 '<f4', float16 '<f2', bool '|b1', and uint16 "
-                "'<u2' for the bits of bfloat16)");
+                "' (supported: float32 '<f4', float16 '<f2', bool '|b1', int32 "
+                "'<i4', and uint16 '<u2' for the bits of bfloat16)");
   array.dtype = type.str();
 
   StringRef dims = shapeText->trim("()");

@@ -139,6 +139,8 @@ StringRef dtypeFor(Type type) {
     return "u2"; // The bits: NumPy has no bfloat16.
   if (type.isInteger(1))
     return "b1";
+  if (type.isInteger(32))
+    return "i4"; // Integer masks (ONNX Runtime's key padding mask).
   return "";
 }
 
@@ -221,13 +223,14 @@ double countFlops(func::FuncOp func, ArrayRef<NpyArray> args) {
   return unknown ? 0 : flops;
 }
 
-/// Fills `array` deterministically: floats uniform in [-1, 1), bools true
-/// with probability 0.8 (so that rows rarely lose every key).
+/// Fills `array` deterministically: floats uniform in [-1, 1), bools and
+/// ints 1 with probability 0.8 (so that rows rarely lose every key).
 void fillRandom(NpyArray &array, std::mt19937_64 &rng) {
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   std::bernoulli_distribution coin(0.8);
   for (int64_t i = 0, e = array.numElements(); i < e; ++i)
-    array.set(i, array.dtype == "b1" ? coin(rng) : uniform(rng));
+    array.set(i, array.dtype == "b1" || array.dtype == "i4" ? coin(rng)
+                                                             : uniform(rng));
 }
 
 void printSummary(unsigned index, const NpyArray &array) {
@@ -320,7 +323,7 @@ int run(MLIRContext &context) {
     if (!tensor || dtypeFor(tensor.getElementType()).empty())
       return badInput(llvm::formatv("argument {0} of '@{1}' has type {2}; "
                                     "mha-run passes ranked tensors of f32, "
-                                    "f16 or i1",
+                                    "f16, bf16, i1 or i32",
                                     i, entryName, type)
                           .str());
   }
@@ -340,7 +343,7 @@ int run(MLIRContext &context) {
     if (!tensor || dtypeFor(tensor.getElementType()).empty())
       return badInput(llvm::formatv("result {0} of '@{1}' has type {2}; "
                                     "mha-run returns ranked tensors of f32, "
-                                    "f16 or i1",
+                                    "f16, bf16, i1 or i32",
                                     i, entryName, type)
                           .str());
   }

@@ -1,0 +1,197 @@
+"""Builds ONNX attention layers with the onnx helper API (opset 23, IR
+version 10), evaluates each graph's semantics with numpy (as the ONNX and
+ONNX Runtime operator specs define them, independently of the importer),
+and imports it with mha_importers.onnx_mha into DIR/NAME/.
+
+Usage: onnx_import.py DIR
+"""
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+
+from mha_importers.onnx_mha import import_model
+
+out = sys.argv[1]
+rng = np.random.default_rng(5)
+F32 = TensorProto.FLOAT
+
+
+def randn(*shape, scale=1.0):
+    return (rng.standard_normal(shape) * scale).astype(np.float32)
+
+
+def softmax_rows(s):
+    s = s - s.max(-1, keepdims=True)
+    p = np.exp(s)
+    return p / p.sum(-1, keepdims=True)
+
+
+def heads(x, h):
+    b, s, e = x.shape
+    return x.reshape(b, s, h, e // h).transpose(0, 2, 1, 3)
+
+
+def onnx_attention(q, k, v, mask, qh, kvh, causal, scale):
+    """ONNX Attention (opset 23) on 3-d inputs."""
+    q, k, v = heads(q, qh), heads(k, kvh), heads(v, kvh)
+    k, v = np.repeat(k, qh // kvh, axis=1), np.repeat(v, qh // kvh, axis=1)
+    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    sq, sk = s.shape[-2:]
+    if causal:  # upper-left aligned
+        s = s + np.where(np.tril(np.ones((sq, sk), bool)), 0, -np.inf)
+    if mask is not None:
+        s = s + (np.where(mask, 0, -np.inf) if mask.dtype == bool else mask)
+    y = softmax_rows(s) @ v
+    b = y.shape[0]
+    return y.transpose(0, 2, 1, 3).reshape(b, sq, -1)
+
+
+def ort_mha(q, k, v, bias, kpm, attn_bias, h, causal, scale, fill):
+    """com.microsoft.MultiHeadAttention on 3-d inputs."""
+    if bias is not None:
+        bq, bk, bv = np.split(bias, 3)
+        q, k, v = q + bq, k + bk, v + bv
+    q, k, v = heads(q, h), heads(k, h), heads(v, h)
+    scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
+    s = q @ np.swapaxes(k, -1, -2) * scale
+    sq, sk = s.shape[-2:]
+    if kpm is not None:
+        s = s + np.where(kpm == 0, fill, 0.0)[:, None, None, :]
+    if attn_bias is not None:
+        s = s + attn_bias
+    if causal:
+        s = s + np.where(np.tril(np.ones((sq, sk), bool)), 0, -np.inf)
+    y = softmax_rows(s) @ v
+    return y.transpose(0, 2, 1, 3).reshape(q.shape[0], sq, -1)
+
+
+def model(nodes, inputs, inits, out_shape, ms=False):
+    graph = helper.make_graph(
+        nodes, "attention", inputs,
+        [helper.make_tensor_value_info("y", F32, out_shape)],
+        [numpy_helper.from_array(a, n) for n, a in inits.items()])
+    opsets = [helper.make_opsetid("", 23)]
+    if ms:
+        opsets.append(helper.make_opsetid("com.microsoft", 1))
+    m = helper.make_model(graph, opset_imports=opsets)
+    m.ir_version = 10
+    return m
+
+
+def projections(names, x_names, ws, bs):
+    nodes = []
+    for n, x, w, b in zip(names, x_names, ws, bs):
+        if b is None:
+            nodes.append(helper.make_node("MatMul", [x, f"w{n}"], [n]))
+        else:
+            nodes.append(helper.make_node("MatMul", [x, f"w{n}"], [f"{n}0"]))
+            nodes.append(helper.make_node("Add", [f"{n}0", f"b{n}"], [n]))
+    return nodes
+
+
+def save(name, m, inputs, expected):
+    onnx.save(m, f"{out}/{name}.onnx")
+    import_model(m, f"{out}/{name}", inputs=inputs)
+    np.save(f"{out}/{name}/expected.npy", expected.astype(np.float32))
+
+
+# 1. Self-attention, GQA (4 query heads, 2 key/value heads), causal,
+#    biases on every projection.
+x = randn(2, 16, 32)
+w = dict(wq=randn(32, 32, scale=0.2), wk=randn(32, 16, scale=0.2),
+         wv=randn(32, 16, scale=0.2), wo=randn(32, 24, scale=0.2),
+         bq=randn(32), bk=randn(16), bv=randn(16), bo=randn(24))
+nodes = projections("qkv", "xxx", [w["wq"], w["wk"], w["wv"]], [1, 1, 1])
+nodes.append(helper.make_node("Attention", ["q", "k", "v"], ["a"],
+                              q_num_heads=4, kv_num_heads=2, is_causal=1))
+nodes += [helper.make_node("MatMul", ["a", "wo"], ["y0"]),
+          helper.make_node("Add", ["y0", "bo"], ["y"])]
+m = model(nodes, [helper.make_tensor_value_info("x", F32, [2, 16, 32])], w,
+          [2, 16, 24])
+ref = lambda t, n: t @ w[f"w{n}"] + w[f"b{n}"]
+a = onnx_attention(ref(x, "q"), ref(x, "k"), ref(x, "v"), None, 4, 2, True,
+                   None)
+save("gqa_causal", m, {"query": x}, a @ w["wo"] + w["bo"])
+
+# 2. Cross-attention with one input for keys and values, a float mask
+#    [H, Sq, Sk] (right-aligned broadcasting), an explicit scale, no biases.
+xq, xkv = randn(2, 8, 32), randn(2, 12, 32)
+mask = randn(4, 8, 12)
+mask[:, :, 3] = -np.inf
+w = dict(wq=randn(32, 32, scale=0.2), wk=randn(32, 32, scale=0.2),
+         wv=randn(32, 32, scale=0.2), wo=randn(32, 32, scale=0.2))
+nodes = projections("qkv", ["xq", "xkv", "xkv"],
+                    [w["wq"], w["wk"], w["wv"]], [None] * 3)
+nodes.append(helper.make_node("Attention", ["q", "k", "v", "mask"], ["a"],
+                              q_num_heads=4, kv_num_heads=4, scale=0.2))
+nodes.append(helper.make_node("MatMul", ["a", "wo"], ["y"]))
+m = model(nodes, [helper.make_tensor_value_info("xq", F32, [2, 8, 32]),
+                  helper.make_tensor_value_info("xkv", F32, [2, 12, 32]),
+                  helper.make_tensor_value_info("mask", F32, [4, 8, 12])],
+          w, [2, 8, 32])
+a = onnx_attention(xq @ w["wq"], xkv @ w["wk"], xkv @ w["wv"], mask, 4, 4,
+                   False, 0.2)
+save("cross_float_mask", m, {"query": xq, "key": xkv, "mask": mask},
+     a @ w["wo"])
+
+# 3. A boolean mask [Sq, Sk] (true: attended, ONNX's convention), dynamic
+#    batch and lengths.
+x = randn(3, 10, 16)
+bmask = rng.random((10, 10)) < 0.7
+bmask[:, 0] = True
+w = dict(wq=randn(16, 16, scale=0.3), wk=randn(16, 16, scale=0.3),
+         wv=randn(16, 16, scale=0.3), wo=randn(16, 16, scale=0.3),
+         bq=randn(16), bk=randn(16), bv=randn(16), bo=randn(16))
+nodes = projections("qkv", "xxx", [0, 0, 0], [1, 1, 1])
+nodes.append(helper.make_node("Attention", ["q", "k", "v", "m"], ["a"],
+                              q_num_heads=2, kv_num_heads=2))
+nodes += [helper.make_node("MatMul", ["a", "wo"], ["y0"]),
+          helper.make_node("Add", ["bo", "y0"], ["y"])]
+m = model(nodes, [helper.make_tensor_value_info("x", F32, ["b", "s", 16]),
+                  helper.make_tensor_value_info("m", TensorProto.BOOL,
+                                                ["s", "s"])],
+          w, ["b", "s", 16])
+a = onnx_attention(ref(x, "q"), ref(x, "k"), ref(x, "v"), bmask, 2, 2, False,
+                   None)
+save("bool_mask_dynamic", m, {"query": x, "m": bmask},
+     a @ w["wo"] + w["bo"])
+
+# 4. ONNX Runtime's com.microsoft.MultiHeadAttention: projections without
+#    Add, the packed q/k/v bias, an int32 key padding mask [B, Sk] (0:
+#    padding, mask_filter_value added), a constant attention_bias
+#    [1, H, Sq, Sk] initializer.
+xq, xkv = randn(2, 6, 32), randn(2, 9, 32)
+kpm = np.ones((2, 9), np.int32)
+kpm[1, 6:] = 0
+w = dict(wq=randn(32, 32, scale=0.2), wk=randn(32, 32, scale=0.2),
+         wv=randn(32, 32, scale=0.2), wo=randn(32, 32, scale=0.2),
+         bo=randn(32), qkv_bias=randn(96), attn_bias=randn(1, 4, 6, 9))
+nodes = projections("qkv", ["xq", "xkv", "xkv"],
+                    [w["wq"], w["wk"], w["wv"]], [None] * 3)
+nodes.append(helper.make_node("MultiHeadAttention",
+                              ["q", "k", "v", "qkv_bias", "kpm", "attn_bias"],
+                              ["a"], domain="com.microsoft", num_heads=4))
+nodes += [helper.make_node("MatMul", ["a", "wo"], ["y0"]),
+          helper.make_node("Add", ["y0", "bo"], ["y"])]
+m = model(nodes, [helper.make_tensor_value_info("xq", F32, [2, 6, 32]),
+                  helper.make_tensor_value_info("xkv", F32, [2, 9, 32]),
+                  helper.make_tensor_value_info("kpm", TensorProto.INT32,
+                                                [2, 9])],
+          w, [2, 6, 32], ms=True)
+a = ort_mha(xq @ w["wq"], xkv @ w["wk"], xkv @ w["wv"], w["qkv_bias"], kpm,
+            w["attn_bias"], 4, False, None, -10000.0)
+save("ms_mha", m, {"query": xq, "key": xkv, "kpm": kpm},
+     a @ w["wo"] + w["bo"])
+
+# 5. Something the importer refuses: softcap.
+x = randn(1, 4, 8)
+w = dict(wq=randn(8, 8), wk=randn(8, 8), wv=randn(8, 8), wo=randn(8, 8))
+nodes = projections("qkv", "xxx", [0, 0, 0], [None] * 3)
+nodes.append(helper.make_node("Attention", ["q", "k", "v"], ["a"],
+                              q_num_heads=2, kv_num_heads=2, softcap=30.0))
+nodes.append(helper.make_node("MatMul", ["a", "wo"], ["y"]))
+onnx.save(model(nodes, [helper.make_tensor_value_info("x", F32, [1, 4, 8])],
+                w, [1, 4, 8]), f"{out}/softcap.onnx")
