@@ -181,73 +181,44 @@ def _mask_to_mha(em, layer, elt, args, sizes):
     block_args = ", ".join(
         f"{a}: {m.element_type(elt)}" for a, (_, _, m) in
         zip(arg_names, inputs)) + f", %out: {out_elt}"
-    # Combine: booleans to "attends", floats added.
-    acc = None
+    # Combine: booleans into one "attends" (and), floats added.
     n = 0
 
-    def tmp():
+    def emit(rhs):
         nonlocal n
         n += 1
+        body.append(f"%t{n} = {rhs}")
         return f"%t{n}"
-    attend = None
+
+    def combine(acc, v, op, type_):
+        return v if acc is None else emit(f"{op} {acc}, {v} : {type_}")
+
+    def fill_where(cond, value):  # value where cond, else 0
+        zero = emit(f"arith.constant 0.0 : {elt}")
+        return emit(f"arith.select {cond}, {value}, {zero} : {elt}")
+    acc = attend = None
     for a, (_, _, m) in zip(arg_names, inputs):
-        if m.padding_fill is not None:
-            # fill where the int mask is 0.
-            z, f, c, sel = tmp(), tmp(), tmp(), tmp()
-            body.append(f"{z} = arith.constant 0 : i32")
-            body.append(f"{c} = arith.cmpi eq, {a}, {z} : i32")
-            body.append(f"{f} = arith.constant {m.padding_fill!r} : {elt}")
-            zf = tmp()
-            body.append(f"{zf} = arith.constant 0.0 : {elt}")
-            body.append(f"{sel} = arith.select {c}, {f}, {zf} : {elt}")
-            if acc is None:
-                acc = sel
-            else:
-                t = tmp()
-                body.append(f"{t} = arith.addf {acc}, {sel} : {elt}")
-                acc = t
+        if m.padding_fill is not None:  # padding_fill where the int is 0
+            zero = emit("arith.constant 0 : i32")
+            pad = emit(f"arith.cmpi eq, {a}, {zero} : i32")
+            fill = emit(f"arith.constant {m.padding_fill!r} : {elt}")
+            acc = combine(acc, fill_where(pad, fill), "arith.addf", elt)
         elif m.is_bool:
-            v = a
-            if not m.true_attends:
-                t = tmp()
-                body.append(f"{t} = arith.constant true")
-                u = tmp()
-                body.append(f"{u} = arith.xori {a}, {t} : i1")
-                v = u
-            if attend is None:
-                attend = v
-            else:
-                t = tmp()
-                body.append(f"{t} = arith.andi {attend}, {v} : i1")
-                attend = t
+            v = a if m.true_attends else emit(
+                f"arith.xori {a}, {emit('arith.constant true')} : i1")
+            attend = combine(attend, v, "arith.andi", "i1")
         else:
-            if acc is None:
-                acc = a
-            else:
-                t = tmp()
-                body.append(f"{t} = arith.addf {acc}, {a} : {elt}")
-                acc = t
+            acc = combine(acc, a, "arith.addf", elt)
+    result = attend
     if any_float:
-        if attend is not None:
-            z = tmp()
-            body.append(f"{z} = arith.constant 0.0 : {elt}")
-            ninf = tmp()
-            body.append(f"{ninf} = arith.constant 0xFF800000 : f32")
+        if attend is not None:  # -inf where not attended
+            hidden = emit(f"arith.xori {attend}, "
+                          f"{emit('arith.constant true')} : i1")
+            ninf = emit("arith.constant 0xFF800000 : f32")
             if elt != "f32":
-                t = tmp()
-                body.append(f"{t} = arith.truncf {ninf} : f32 to {elt}")
-                ninf = t
-            sel = tmp()
-            body.append(f"{sel} = arith.select {attend}, {z}, {ninf} : {elt}")
-            if acc is None:
-                acc = sel
-            else:
-                t = tmp()
-                body.append(f"{t} = arith.addf {acc}, {sel} : {elt}")
-                acc = t
+                ninf = emit(f"arith.truncf {ninf} : f32 to {elt}")
+            acc = combine(acc, fill_where(hidden, ninf), "arith.addf", elt)
         result = acc
-    else:
-        result = attend
     body.append(f"linalg.yield {result} : {out_elt}")
     maps.append("affine_map<(b, h, i, j) -> (b, h, i, j)>")
     ins = ", ".join(v for v, _, _ in inputs)
