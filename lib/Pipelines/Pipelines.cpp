@@ -235,6 +235,8 @@ void mha::buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
                                int64_t kvTileSize, bool raiseAttention) {
   buildEntryStage(pm, raiseAttention);
   pm.addPass(createMHADecomposePass());
+  // The attention weights layers return, as linalg: kernels like the rest.
+  pm.addPass(createMHADecomposeAggregatesPass());
   pm.addPass(createMHAAdditiveMaskPass());
   MHATileForWorkgroupsPassOptions workgroups;
   workgroups.rows = qTileSize;

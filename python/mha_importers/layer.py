@@ -67,6 +67,9 @@ class Layer:
     self_attention: bool = False
     # value is the key (one argument).
     kv_shared: bool = False
+    # Also return the attention probabilities: None, "per_head" [B, H, Sq,
+    # Sk] or "average" [B, Sq, Sk] (return_weights).
+    return_weights: Optional[str] = None
     masks: List[MaskInput] = field(default_factory=list)
 
     def weights(self):
@@ -309,9 +312,20 @@ def write(layer: Layer, out_dir: str, name: str = "main",
     if layer.causal:
         attrs.append("causal")
     result_shape = [qshape[0], qshape[1], eo]
+    result_types = [tensor_type(result_shape, elt)]
+    if layer.return_weights:
+        attrs.append(f'return_weights = "{layer.return_weights}"')
+        heads = [] if layer.return_weights == "average" else [layer.num_heads]
+        result_types.append(
+            tensor_type([qshape[0]] + heads + [qshape[1], kshape[1]], elt))
     text += (f" {{{', '.join(attrs)}}} : ({', '.join(types)}) -> "
-             f"{tensor_type(result_shape, elt)}")
+             f"({', '.join(result_types)})")
     y = em.value(text)
+    returned = []
+    if layer.return_weights:
+        em.lines[-1] = em.lines[-1].replace(f"{y} =", f"{y}:2 =", 1)
+        returned.append((f"{y}#1", result_types[1]))
+        y = f"{y}#0"
     result_type = tensor_type(outer(Sq, eo), elt)
     if layer.seq_first:
         dyn = em.dims(y, result_shape, tensor_type(result_shape, elt))
@@ -321,10 +335,14 @@ def write(layer: Layer, out_dir: str, name: str = "main",
     params = [f"%{n}: {tensor_type(s, e)}" for n, s, e in runtime] + \
         [f"%{n}: {tensor_type(s, e)}" for n, s, e, _ in constants] + \
         [f"%{n}: {tensor_type(list(w.shape), elt)}" for n, w in weights]
+    returned.insert(0, (y, result_type))
+    values = ", ".join(v for v, _ in returned)
+    types_ = ", ".join(t for _, t in returned)
     mlir = (f"// Imported by mha_importers; weights in {name}.weights/, "
             f"arguments in order in {name}.rsp.\n"
-            f"func.func @{name}({', '.join(params)}) -> {result_type} {{\n" +
-            "\n".join(em.lines) + f"\n    return {y} : {result_type}\n}}\n")
+            f"func.func @{name}({', '.join(params)}) -> "
+            f"{types_ if len(returned) == 1 else f'({types_})'} {{\n" +
+            "\n".join(em.lines) + f"\n    return {values} : {types_}\n}}\n")
     path = os.path.join(out_dir, f"{name}.mlir")
     with open(path, "w") as f:
         f.write(mlir)

@@ -139,10 +139,12 @@ def import_model(model, out_dir, name="main", inputs=None):
             _fail("past_key/past_value are not supported")
         if a.get("softcap", 0.0) != 0.0:
             _fail("softcap is not supported")
-        if a.get("qk_matmul_output_mode", 0) != 0:
-            _fail("qk_matmul_output_mode is not supported")
-        if len(att.output) > 1 and any(att.output[1:]):
-            _fail("only the first output (Y) of Attention is supported")
+        outs = list(att.output) + [""] * 4
+        if outs[1] or outs[2]:
+            _fail("present_key/present_value outputs are not supported")
+        if outs[3] and a.get("qk_matmul_output_mode", 0) != 3:
+            _fail("qk_matmul_output is supported after the softmax only "
+                  "(qk_matmul_output_mode = 3)")
         causal = bool(a.get("is_causal", 0))
         kpm_name, bias_name = "", ins[3]
     scale = a.get("scale")
@@ -161,8 +163,11 @@ def import_model(model, out_dir, name="main", inputs=None):
             _fail("the output projection adds something other than a bias "
                   "initializer")
         bo, out = g.inits[other], add.output[0]
-    if [o.name for o in g.outputs] != [out]:
-        _fail("the graph's output is not the output projection")
+    weights_out = "" if ms else (list(att.output) + [""] * 4)[3]
+    if [o.name for o in g.outputs] != [out] + ([weights_out] if weights_out
+                                               else []):
+        _fail("the graph's outputs are not the output projection (and the "
+              "attention probabilities)")
 
     for x in (xq, xk, xv):
         if x not in g.inputs:
@@ -174,6 +179,8 @@ def import_model(model, out_dir, name="main", inputs=None):
     layer = Layer(num_heads=h, num_kv_heads=hkv, w_q=wq, w_k=wk, w_v=wv,
                   w_o=wo, b_q=bq, b_k=bk, b_v=bv, b_o=bo, scale=scale,
                   batch=sq_shape[0], q_len=sq_shape[1], kv_len=sk_shape[1])
+    if weights_out:  # [B, H, Sq, Sk] probabilities
+        layer.return_weights = "per_head"
     layer.self_attention = xq == xk == xv
     layer.kv_shared = xk == xv != xq
     if not layer.self_attention and (xq == xk or xq == xv):

@@ -12,6 +12,7 @@ what (docs/Integration.md):
 - key_padding_mask [B, Sk] and attn_mask [Sq, Sk] or [B*H, Sq, Sk], boolean
   (true: not attended, PyTorch's convention, negated on import) or float
   (added), are function arguments combined into mha's mask inside it.
+- need_weights: the function returns the weights too (return_weights).
 - Not supported (an error says so): add_bias_kv, add_zero_attn.
 """
 import numpy as np
@@ -55,14 +56,18 @@ def layer_from_state(state, embed_dim, num_heads, kdim=None, vdim=None,
 
 def import_module(mha, out_dir, name="main", batch=None, q_len=None,
                   kv_len=None, self_attention=False, key_padding_mask=None,
-                  attn_mask=None, inputs=None):
+                  attn_mask=None, need_weights=False,
+                  average_attn_weights=True, inputs=None):
     """Imports `mha` (nn.MultiheadAttention).
 
     `batch`, `q_len`, `kv_len`: static sizes (None: dynamic).
     `key_padding_mask`, `attn_mask`: None, or (dtype, shape) of the mask the
     caller will pass ('bool' or 'float'; shape with None for dynamic dims),
-    as PyTorch takes them. `inputs`: arrays to save for the runtime
-    arguments (by name: query, key, value, key_padding_mask, attn_mask).
+    as PyTorch takes them. `need_weights`, `average_attn_weights`: as
+    forward's; with need_weights the function also returns the attention
+    weights ([B, Sq, Sk] averaged, else [B, H, Sq, Sk]). `inputs`: arrays to
+    save for the runtime arguments (by name: query, key, value,
+    key_padding_mask, attn_mask).
     """
     if getattr(mha, "add_zero_attn", False):
         raise ValueError("add_zero_attn is not supported")
@@ -71,6 +76,9 @@ def import_module(mha, out_dir, name="main", batch=None, q_len=None,
     layer.batch, layer.q_len, layer.kv_len = batch, q_len, kv_len
     layer.seq_first = not getattr(mha, "batch_first", False)
     layer.self_attention = self_attention
+    if need_weights:
+        layer.return_weights = "average" if average_attn_weights else \
+            "per_head"
     if key_padding_mask is not None:
         dtype, shape = key_padding_mask
         layer.masks.append(MaskInput("key_padding_mask", tuple(shape), "BK",

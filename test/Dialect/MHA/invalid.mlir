@@ -714,3 +714,80 @@ func.func @online_mask_keys(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x6x8xf32>, %m
            -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>
   return %r#1 : tensor<1x2x4xf32>
 }
+
+// -----
+
+func.func @return_weights_unknown(%x: tensor<2x8x16xf32>, %w: tensor<16x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x8xf32>) {
+  // expected-error @+1 {{'return_weights' must be "per_head" or "average", found "mean"}}
+  %y, %p = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w {num_heads = 2 : i64, return_weights = "mean"}
+       : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x8xf32>)
+  return %y, %p : tensor<2x8x16xf32>, tensor<2x8x8xf32>
+}
+
+// -----
+
+func.func @return_weights_without_result(%x: tensor<2x8x16xf32>, %w: tensor<16x16xf32>) -> tensor<2x8x16xf32> {
+  // expected-error @+1 {{the 'weights' result is present exactly when 'return_weights' is: found the attribute without the result}}
+  %y = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w {num_heads = 2 : i64, return_weights = "average"}
+       : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<2x8x16xf32>
+  return %y : tensor<2x8x16xf32>
+}
+
+// -----
+
+func.func @weights_result_without_attribute(%x: tensor<2x8x16xf32>, %w: tensor<16x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x8xf32>) {
+  // expected-error @+1 {{the 'weights' result is present exactly when 'return_weights' is: found the result without the attribute}}
+  %y, %p = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w {num_heads = 2 : i64}
+       : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x8xf32>)
+  return %y, %p : tensor<2x8x16xf32>, tensor<2x8x8xf32>
+}
+
+// -----
+
+func.func @weights_per_head_rank(%x: tensor<2x8x16xf32>, %w: tensor<16x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x8xf32>) {
+  // expected-error @+1 {{'weights' must have rank 4 ([B, H, Sq, Sk]), found rank 3}}
+  %y, %p = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w {num_heads = 2 : i64, return_weights = "per_head"}
+       : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x8xf32>)
+  return %y, %p : tensor<2x8x16xf32>, tensor<2x8x8xf32>
+}
+
+// -----
+
+func.func @weights_key_length(%x: tensor<2x8x16xf32>, %w: tensor<16x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x9xf32>) {
+  // expected-error @+1 {{'weights' dimension 2 (Sk) must match the scores: expected 8, found 9}}
+  %y, %p = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w {num_heads = 2 : i64, return_weights = "average"}
+       : (tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<2x8x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> (tensor<2x8x16xf32>, tensor<2x8x9xf32>)
+  return %y, %p : tensor<2x8x16xf32>, tensor<2x8x9xf32>
+}
+
+// -----
+
+func.func @attention_weights_heads(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x6x16xf32>, %init: tensor<1x2x8x6xf32>) -> tensor<1x2x8x6xf32> {
+  // expected-error @+1 {{'init' dimension 1 (H) must match the scores: expected 4, found 2}}
+  %p = mha.attention_weights ins(%q, %k : tensor<1x4x8x16xf32>, tensor<1x2x6x16xf32>) outs(%init : tensor<1x2x8x6xf32>) -> tensor<1x2x8x6xf32>
+  return %p : tensor<1x2x8x6xf32>
+}
+
+// -----
+
+func.func @attention_weights_average_rank(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x6x16xf32>, %init: tensor<1x4x8x6xf32>) -> tensor<1x4x8x6xf32> {
+  // expected-error @+1 {{'init' must have rank 3 ([B, Sq, Sk]), found rank 4}}
+  %p = mha.attention_weights ins(%q, %k : tensor<1x4x8x16xf32>, tensor<1x2x6x16xf32>) outs(%init : tensor<1x4x8x6xf32>) {average_heads} -> tensor<1x4x8x6xf32>
+  return %p : tensor<1x4x8x6xf32>
+}
+
+// -----
+
+func.func @attention_weights_result(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x6x16xf32>, %init: tensor<1x8x6xf32>) -> tensor<1x8x?xf32> {
+  // expected-error @+1 {{result type must match 'init' type: expected 'tensor<1x8x6xf32>', found 'tensor<1x8x?xf32>'}}
+  %p = mha.attention_weights ins(%q, %k : tensor<1x4x8x16xf32>, tensor<1x2x6x16xf32>) outs(%init : tensor<1x8x6xf32>) {average_heads} -> tensor<1x8x?xf32>
+  return %p : tensor<1x8x?xf32>
+}
+
+// -----
+
+func.func @attention_weights_key(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x6x8xf32>, %init: tensor<1x8x6xf32>) -> tensor<1x8x6xf32> {
+  // expected-error @+1 {{'key' dimension 3 (dk) must match 'query' dimension 3: expected 16, found 8}}
+  %p = mha.attention_weights ins(%q, %k : tensor<1x4x8x16xf32>, tensor<1x2x6x8xf32>) outs(%init : tensor<1x8x6xf32>) {average_heads} -> tensor<1x8x6xf32>
+  return %p : tensor<1x8x6xf32>
+}

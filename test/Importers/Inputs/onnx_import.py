@@ -186,7 +186,27 @@ a = ort_mha(xq @ w["wq"], xkv @ w["wk"], xkv @ w["wv"], w["qkv_bias"], kpm,
 save("ms_mha", m, {"query": xq, "key": xkv, "kpm": kpm},
      a @ w["wo"] + w["bo"])
 
-# 5. Something the importer refuses: softcap.
+# 5. Attention's qk_matmul_output after the softmax (mode 3): the
+#    probabilities per head as a second graph output.
+x = randn(1, 6, 16)
+w = dict(wq=randn(16, 16, scale=0.3), wk=randn(16, 16, scale=0.3),
+         wv=randn(16, 16, scale=0.3), wo=randn(16, 16, scale=0.3))
+nodes = projections("qkv", "xxx", [0, 0, 0], [None] * 3)
+nodes.append(helper.make_node("Attention", ["q", "k", "v"],
+                              ["a", "", "", "qk"], q_num_heads=2,
+                              kv_num_heads=2, qk_matmul_output_mode=3))
+nodes.append(helper.make_node("MatMul", ["a", "wo"], ["y"]))
+m = model(nodes, [helper.make_tensor_value_info("x", F32, [1, 6, 16])], w,
+          [1, 6, 16])
+m.graph.output.append(helper.make_tensor_value_info("qk", F32, [1, 2, 6, 6]))
+qh, kh = heads(x @ w["wq"], 2), heads(x @ w["wk"], 2)
+probs = softmax_rows(qh @ np.swapaxes(kh, -1, -2) / np.sqrt(8))
+a = onnx_attention(x @ w["wq"], x @ w["wk"], x @ w["wv"], None, 2, 2, False,
+                   None)
+save("qk_output", m, {"query": x}, a @ w["wo"])
+np.save(f"{out}/qk_output/expected_qk.npy", probs.astype(np.float32))
+
+# 6. Something the importer refuses: softcap.
 x = randn(1, 4, 8)
 w = dict(wq=randn(8, 8), wk=randn(8, 8), wv=randn(8, 8), wo=randn(8, 8))
 nodes = projections("qkv", "xxx", [0, 0, 0], [None] * 3)

@@ -16,11 +16,12 @@ torch.manual_seed(3)
 
 
 def case(name, mha, q, k, v, self_attention=False, kpm=None, am=None,
-         static=True):
+         static=True, need_weights=False, average=True):
     mha.eval()
     with torch.no_grad():
-        expected, _ = mha(q, k, v, key_padding_mask=kpm, attn_mask=am,
-                          need_weights=False)
+        expected, weights = mha(q, k, v, key_padding_mask=kpm, attn_mask=am,
+                                need_weights=need_weights,
+                                average_attn_weights=average)
     bf = mha.batch_first
     b = q.shape[0 if bf else 1]
     sq, sk = q.shape[1 if bf else 0], k.shape[1 if bf else 0]
@@ -38,8 +39,11 @@ def case(name, mha, q, k, v, self_attention=False, kpm=None, am=None,
                   q_len=sq if static else None,
                   kv_len=sk if static else None,
                   self_attention=self_attention, key_padding_mask=spec(kpm),
-                  attn_mask=spec(am), inputs=inputs)
+                  attn_mask=spec(am), need_weights=need_weights,
+                  average_attn_weights=average, inputs=inputs)
     np.save(f"{out}/{name}/expected.npy", expected.numpy())
+    if need_weights:
+        np.save(f"{out}/{name}/expected_weights.npy", weights.numpy())
 
 
 # Self-attention, batch first, biases.
@@ -76,6 +80,18 @@ case("head_mask", m, q, q, q, self_attention=True, am=am)
 m = torch.nn.MultiheadAttention(32, 4, batch_first=True)
 q, k = torch.randn(3, 7, 32), torch.randn(3, 9, 32)
 case("dynamic", m, q, k, k, static=False)
+
+# need_weights: averaged over the heads (PyTorch's default) in [S, B, E]
+# with a padding mask, and per head.
+m = torch.nn.MultiheadAttention(32, 4)
+q, k = torch.randn(6, 2, 32), torch.randn(9, 2, 32)
+kpm = torch.zeros(2, 9, dtype=torch.bool)
+kpm[0, 7:] = True
+case("weights_average", m, q, k, k, kpm=kpm, need_weights=True)
+m = torch.nn.MultiheadAttention(16, 2, batch_first=True)
+x = torch.randn(2, 5, 16)
+case("weights_per_head", m, x, x, x, self_attention=True, need_weights=True,
+     average=False)
 
 # A state dict: the self-attention of a TransformerEncoderLayer, saved with
 # torch.save and imported by the command line (torch.test runs it).

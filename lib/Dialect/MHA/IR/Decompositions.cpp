@@ -92,6 +92,91 @@ AffineMap getMaskMap(MLIRContext *ctx, ShapedType maskType) {
   return AffineMap::get(4, 0, exprs, ctx);
 }
 
+/// The scores of the scaled queries against the keys, in f32:
+/// `s[b, h, i, j] = (q[b, h, i, :] · scale) · k[b, h / group, j, :]` over
+/// `scoreShape` [B, H, Sq, Sk], computed over loops (b, h, i, c, j) with kᵀ
+/// materialized ([B, Hkv, dk, Sk]; one copy of the keys): the innermost loop
+/// then walks rows of kᵀ and of s contiguously, so each reduction step is an
+/// outer product of a query column and a kᵀ row (FMAs on whole vectors)
+/// instead of a dot product along the channels per score. The scale goes on
+/// q (in f32), not on the scores: q is the same for every key block of a
+/// query tile, so loop-invariant code motion takes it out of the key loop.
+Value buildScaledScores(OpBuilder &b, Location loc, Value query, Value keys,
+                        double scale, ArrayRef<OpFoldResult> scoreShape) {
+  MLIRContext *ctx = b.getContext();
+  int64_t numHeads = cast<ShapedType>(query.getType()).getDimSize(1);
+  auto keyType = cast<ShapedType>(keys.getType());
+  int64_t group = numHeads / keyType.getDimSize(1);
+  AffineExpr bb, h, i, j, c;
+  bindDims(ctx, bb, h, i, j, c);
+  auto map5 = [&](ArrayRef<AffineExpr> e) {
+    return AffineMap::get(5, 0, e, ctx);
+  };
+  SmallVector<OpFoldResult> keyTShape = {
+      tensor::getMixedSize(b, loc, keys, 0),
+      tensor::getMixedSize(b, loc, keys, 1),
+      tensor::getMixedSize(b, loc, keys, 3), scoreShape[3]};
+  Value keyT =
+      linalg::TransposeOp::create(
+          b, loc, keys,
+          tensor::EmptyOp::create(b, loc, keyTShape, keyType.getElementType()),
+          ArrayRef<int64_t>{0, 1, 3, 2})
+          ->getResult(0);
+  SmallVector<AffineMap> queryMaps(2, b.getMultiDimIdentityMap(4));
+  Value scaledQuery = buildGeneric(
+      b, loc, query,
+      tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, query),
+                              b.getF32Type()),
+      queryMaps, SmallVector<IteratorType>(4, IteratorType::parallel),
+      [scale](OpBuilder &gb, Location gloc, ValueRange args) {
+        Value x = convertScalarToDtype(gb, gloc, args[0], gb.getF32Type(),
+                                       /*isUnsignedCast=*/false);
+        Value scaled =
+            arith::MulFOp::create(gb, gloc, x, f32Constant(gb, gloc, scale));
+        linalg::YieldOp::create(gb, gloc, scaled);
+      });
+  return buildContraction(
+      b, loc, scaledQuery, keyT,
+      buildIdentityFill(b, loc, scoreShape, Combine::Add),
+      // Loop 3 is the channel, loop 4 the key here.
+      {map5({bb, h, i, j}), map5({bb, h.floorDiv(group), j, c}),
+       map5({bb, h, i, c})});
+}
+
+/// The logits: `scores` with the mask applied (added, or -inf where an i1
+/// mask is false) and, with a `causalOffset`, -inf where key j is beyond
+/// query i (`j > i + causalOffset`); in place. Without either, `scores`.
+Value buildLogits(OpBuilder &b, Location loc, Value scores, Value mask,
+                  Value causalOffset) {
+  if (!mask && !causalOffset)
+    return scores;
+  MLIRContext *ctx = b.getContext();
+  SmallVector<Value> maskInputs;
+  SmallVector<AffineMap> maps;
+  if (mask) {
+    maskInputs.push_back(mask);
+    maps.push_back(getMaskMap(ctx, cast<ShapedType>(mask.getType())));
+  }
+  maps.push_back(b.getMultiDimIdentityMap(4));
+  return buildGeneric(
+      b, loc, maskInputs, scores, maps,
+      SmallVector<IteratorType>(4, IteratorType::parallel),
+      [&](OpBuilder &gb, Location gloc, ValueRange args) {
+        Value visible;
+        if (causalOffset) {
+          Value row = linalg::IndexOp::create(gb, gloc, 2);
+          Value col = linalg::IndexOp::create(gb, gloc, 3);
+          visible = arith::CmpIOp::create(
+              gb, gloc, arith::CmpIPredicate::sle, col,
+              arith::AddIOp::create(gb, gloc, row, causalOffset));
+        }
+        linalg::YieldOp::create(
+            gb, gloc,
+            buildLogit(gb, gloc, args.back(), mask ? args[0] : Value(),
+                       visible));
+      });
+}
+
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -175,82 +260,16 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
       IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
       IteratorType::reduction};
 
-  // s = q · kᵀ, in f32, over loops (b, h, i, c, j) with kᵀ materialized
-  // ([B, Hkv, dk, Sk]; one copy of the key block): the innermost loop then
-  // walks rows of kᵀ and of s contiguously, so each reduction step is an
-  // outer product of a query column and a kᵀ row (FMAs on whole vectors)
-  // instead of a dot product along the channels per score.
-  Value keys = getKey();
-  auto keyType = cast<ShapedType>(keys.getType());
-  SmallVector<OpFoldResult> keyTShape = {
-      tensor::getMixedSize(b, loc, keys, 0),
-      tensor::getMixedSize(b, loc, keys, 1),
-      tensor::getMixedSize(b, loc, keys, 3), sk};
-  Value keyT =
-      linalg::TransposeOp::create(
-          b, loc, keys,
-          tensor::EmptyOp::create(b, loc, keyTShape, keyType.getElementType()),
-          ArrayRef<int64_t>{0, 1, 3, 2})
-          ->getResult(0);
-  // The scale goes on q (in f32), not on the scores: q is the same for
-  // every key block of a query tile, so loop-invariant code motion takes
-  // this out of the key loop, and blocks without mask or causal predicate
-  // need no pass over their scores before the softmax.
-  Value query = getQuery();
-  double scale = getScaleOrDefault();
-  SmallVector<AffineMap> queryMaps(2, b.getMultiDimIdentityMap(4));
-  Value scaledQuery = buildGeneric(
-      b, loc, query,
-      tensor::EmptyOp::create(b, loc, tensor::getMixedSizes(b, loc, query),
-                              b.getF32Type()),
-      queryMaps, parallel4, [scale](OpBuilder &gb, Location gloc, ValueRange args) {
-        Value x = convertScalarToDtype(gb, gloc, args[0], gb.getF32Type(),
-                                       /*isUnsignedCast=*/false);
-        Value scaled =
-            arith::MulFOp::create(gb, gloc, x, f32Constant(gb, gloc, scale));
-        linalg::YieldOp::create(gb, gloc, scaled);
-      });
-  Value scores = buildContraction(
-      b, loc, scaledQuery, keyT,
-      buildIdentityFill(b, loc, scoreShape, Combine::Add),
-      // Loop 3 is the channel, loop 4 the key here.
-      {map5({bb, h, i, j}), map5({bb, kvHead, j, c}), map5({bb, h, i, c})});
+  Value scores = buildScaledScores(b, loc, getQuery(), getKey(),
+                                   getScaleOrDefault(), scoreShape);
 
   // Logits, in place: the mask; the causal predicate only where it can
   // fail. Without either, the scores are the logits.
-  SmallVector<Value> maskInputs;
-  SmallVector<AffineMap> logitMaps;
-  if (Value mask = getMask()) {
-    maskInputs.push_back(mask);
-    logitMaps.push_back(getMaskMap(ctx, cast<ShapedType>(mask.getType())));
-  }
-  logitMaps.push_back(scoresMap);
+  Value mask = getMask();
   Value causalOffset = getCausal() ? getCausalOffsetOrDefault(b) : Value();
-  auto buildLogits = [&](OpBuilder &nb, Location nloc,
-                         bool withCausal) -> Value {
-    return buildGeneric(
-        nb, nloc, maskInputs, scores, logitMaps, parallel4,
-        [&](OpBuilder &gb, Location gloc, ValueRange args) {
-          Value visible;
-          if (withCausal) {
-            Value row = linalg::IndexOp::create(gb, gloc, 2);
-            Value col = linalg::IndexOp::create(gb, gloc, 3);
-            visible = arith::CmpIOp::create(
-                gb, gloc, arith::CmpIPredicate::sle, col,
-                arith::AddIOp::create(gb, gloc, row, causalOffset));
-          }
-          linalg::YieldOp::create(
-              gb, gloc,
-              buildLogit(gb, gloc, args.back(),
-                         maskInputs.empty() ? Value() : args[0], visible));
-        });
-  };
-  auto buildUnmaskedLogits = [&](OpBuilder &nb, Location nloc) -> Value {
-    return maskInputs.empty() ? scores : buildLogits(nb, nloc, false);
-  };
   Value logits;
   if (!causalOffset) {
-    logits = buildUnmaskedLogits(b, loc);
+    logits = buildLogits(b, loc, scores, mask, Value());
   } else {
     // The block straddles the diagonal iff its last key is beyond what its
     // first row sees: Sk - 1 > causal_offset.
@@ -262,10 +281,12 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
     auto ifOp = scf::IfOp::create(
         b, loc, straddles,
         [&](OpBuilder &tb, Location tloc) {
-          scf::YieldOp::create(tb, tloc, buildLogits(tb, tloc, true));
+          scf::YieldOp::create(
+              tb, tloc, buildLogits(tb, tloc, scores, mask, causalOffset));
         },
         [&](OpBuilder &eb, Location eloc) {
-          scf::YieldOp::create(eb, eloc, buildUnmaskedLogits(eb, eloc));
+          scf::YieldOp::create(eb, eloc,
+                               buildLogits(eb, eloc, scores, mask, Value()));
         });
     logits = ifOp.getResult(0);
   }
@@ -313,4 +334,107 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
       {map5({bb, h, i, key}), map5({bb, kvHead, key, ch}),
        map5({bb, h, i, ch})});
   return SmallVector<Value>{newAcc, newMax, newSum};
+}
+
+//===----------------------------------------------------------------------===//
+// AttentionWeightsOp -> linalg
+//===----------------------------------------------------------------------===//
+
+// p = exp(s - rowmax(s)) / rowsum(...) over the whole score matrix (0 on rows
+// that see no key), written into `init`; averaged over the heads in f32
+// first with `average_heads`.
+FailureOr<SmallVector<Value>>
+AttentionWeightsOp::decomposeOperation(OpBuilder &b) {
+  Location loc = getLoc();
+  MLIRContext *ctx = b.getContext();
+  int64_t numHeads = cast<ShapedType>(getQuery().getType()).getDimSize(1);
+  SmallVector<OpFoldResult> scoreShape = {
+      tensor::getMixedSize(b, loc, getQuery(), 0), b.getIndexAttr(numHeads),
+      tensor::getMixedSize(b, loc, getQuery(), 2),
+      tensor::getMixedSize(b, loc, getKey(), 2)};
+  ArrayRef<OpFoldResult> rowShape = ArrayRef(scoreShape).take_front(3);
+  AffineExpr bb, h, i, j;
+  bindDims(ctx, bb, h, i, j);
+  auto map4 = [&](ArrayRef<AffineExpr> e) {
+    return AffineMap::get(4, 0, e, ctx);
+  };
+  AffineMap scoresMap = map4({bb, h, i, j}), rowsOfScores = map4({bb, h, i});
+  SmallVector<IteratorType> parallel4(4, IteratorType::parallel);
+  SmallVector<IteratorType> rowReduction = {
+      IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
+      IteratorType::reduction};
+
+  Value scores = buildScaledScores(b, loc, getQuery(), getKey(),
+                                   getScaleOrDefault(), scoreShape);
+  Value logits =
+      buildLogits(b, loc, scores, getMask(),
+                  getCausal() ? getCausalOffsetOrDefault(b) : Value());
+  Value rowMax =
+      buildCombine(b, loc, logits,
+                   buildIdentityFill(b, loc, rowShape, Combine::Max),
+                   {scoresMap, rowsOfScores}, rowReduction, Combine::Max);
+  Value exps = buildGeneric(
+      b, loc, rowMax, logits, {rowsOfScores, scoresMap}, parallel4,
+      [](OpBuilder &gb, Location gloc, ValueRange args) {
+        linalg::YieldOp::create(gb, gloc,
+                                buildSafeExp(gb, gloc, args[1], args[0]));
+      });
+  Value rowSum =
+      buildCombine(b, loc, exps,
+                   buildIdentityFill(b, loc, rowShape, Combine::Add),
+                   {scoresMap, rowsOfScores}, rowReduction, Combine::Add);
+  // e / sum, 0 where the row saw no key (sum = 0), times `factor`.
+  auto normalize = [](double factor) {
+    return [factor](OpBuilder &gb, Location gloc, Value e, Value sum) {
+      Value zero = f32Constant(gb, gloc, 0.0);
+      Value none = arith::CmpFOp::create(gb, gloc, arith::CmpFPredicate::OEQ,
+                                         sum, zero);
+      Value p = arith::DivFOp::create(gb, gloc, e, sum);
+      if (factor != 1.0)
+        p = arith::MulFOp::create(gb, gloc, p, f32Constant(gb, gloc, factor));
+      return arith::SelectOp::create(gb, gloc, none, zero, p).getResult();
+    };
+  };
+  Value init = getInit();
+  Type elementType = getElementTypeOrSelf(init.getType());
+  if (!getAverageHeads()) {
+    Value p = buildGeneric(
+        b, loc, ValueRange{exps, rowSum}, init,
+        {scoresMap, rowsOfScores, scoresMap}, parallel4,
+        [&](OpBuilder &gb, Location gloc, ValueRange args) {
+          Value v = normalize(1.0)(gb, gloc, args[0], args[1]);
+          linalg::YieldOp::create(
+              gb, gloc,
+              convertScalarToDtype(gb, gloc, v, elementType,
+                                   /*isUnsignedCast=*/false));
+        });
+    return SmallVector<Value>{p};
+  }
+  // The mean over the heads: sum of p / H in f32, then into `init`.
+  SmallVector<OpFoldResult> meanShape = {scoreShape[0], scoreShape[2],
+                                         scoreShape[3]};
+  AffineMap meanMap = map4({bb, i, j});
+  SmallVector<IteratorType> headReduction = {
+      IteratorType::parallel, IteratorType::reduction, IteratorType::parallel,
+      IteratorType::parallel};
+  Value mean = buildGeneric(
+      b, loc, ValueRange{exps, rowSum},
+      buildIdentityFill(b, loc, meanShape, Combine::Add),
+      {scoresMap, rowsOfScores, meanMap}, headReduction,
+      [&](OpBuilder &gb, Location gloc, ValueRange args) {
+        Value v = normalize(1.0 / numHeads)(gb, gloc, args[0], args[1]);
+        Value sum = arith::AddFOp::create(gb, gloc, args[2], v);
+        linalg::YieldOp::create(gb, gloc, sum);
+      });
+  SmallVector<AffineMap> identity(2, b.getMultiDimIdentityMap(3));
+  Value p = buildGeneric(
+      b, loc, mean, init, identity,
+      SmallVector<IteratorType>(3, IteratorType::parallel),
+      [&](OpBuilder &gb, Location gloc, ValueRange args) {
+        linalg::YieldOp::create(
+            gb, gloc,
+            convertScalarToDtype(gb, gloc, args[0], elementType,
+                                 /*isUnsignedCast=*/false));
+      });
+  return SmallVector<Value>{p};
 }

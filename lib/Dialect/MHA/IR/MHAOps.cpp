@@ -169,6 +169,28 @@ int64_t MultiHeadAttentionOp::getHeadDimV() {
   return getWV().getType().getDimSize(1) / getNumKvHeadsOrDefault();
 }
 
+/// Verifies attention probabilities `type` named `name`: [B, H, Sq, Sk], or
+/// [B, Sq, Sk] averaged over the heads, of `floatType`.
+static LogicalResult verifyWeightsType(Operation *op, StringRef name,
+                                       ShapedType type, bool average,
+                                       Type floatType, int64_t b, int64_t h,
+                                       int64_t sq, int64_t sk) {
+  ShapeVerifier v(op);
+  if (failed(v.checkRank(name, type, average ? 3 : 4,
+                         average ? "[B, Sq, Sk]" : "[B, H, Sq, Sk]")) ||
+      failed(v.checkElementType(name, type, floatType, "'query'")))
+    return failure();
+  SmallVector<std::pair<int64_t, StringRef>> dims = {{b, "B"}};
+  if (!average)
+    dims.push_back({h, "H"});
+  dims.append({{sq, "Sq"}, {sk, "Sk"}});
+  for (auto [i, dim] : llvm::enumerate(dims))
+    if (failed(v.checkDim({name, type, static_cast<unsigned>(i)}, dim.second,
+                          dim.first, "the scores")))
+      return failure();
+  return success();
+}
+
 double MultiHeadAttentionOp::getScaleOrDefault() {
   if (std::optional<APFloat> scale = getScale())
     return scale->convertToDouble();
@@ -312,6 +334,25 @@ LogicalResult MultiHeadAttentionOp::verify() {
     }
   }
 
+  // Attention probabilities: the attribute and the result go together.
+  std::optional<StringRef> weights = getReturnWeights();
+  if (weights && *weights != "per_head" && *weights != "average")
+    return emitOpError() << "'return_weights' must be \"per_head\" or "
+                            "\"average\", found \""
+                         << *weights << "\"";
+  if (weights.has_value() != (getWeights() != nullptr))
+    return emitOpError() << "the 'weights' result is present exactly when "
+                            "'return_weights' is: found "
+                         << (weights ? "the attribute" : "the result")
+                         << " without "
+                         << (weights ? "the result" : "the attribute");
+  if (weights &&
+      failed(verifyWeightsType(getOperation(), "weights",
+                               cast<ShapedType>(getWeights().getType()),
+                               *weights == "average", floatType, *b, numHeads,
+                               *sq, *sk)))
+    return failure();
+
   if (Value mask = getMask())
     return v.checkMask(cast<ShapedType>(mask.getType()), floatType, *b,
                        numHeads, *sq, *sk);
@@ -323,10 +364,19 @@ LogicalResult MultiHeadAttentionOp::reifyResultShapes(
   // [B, Sq, Eo]: batch and query length follow the query; Eo is static.
   Location loc = getLoc();
   auto resultType = cast<ShapedType>(getResult().getType());
+  OpFoldResult b = tensor::getMixedSize(builder, loc, getQuery(), 0);
+  OpFoldResult sq = tensor::getMixedSize(builder, loc, getQuery(), 1);
   reifiedReturnShapes.push_back(
-      {tensor::getMixedSize(builder, loc, getQuery(), 0),
-       tensor::getMixedSize(builder, loc, getQuery(), 1),
-       builder.getIndexAttr(resultType.getDimSize(2))});
+      {b, sq, builder.getIndexAttr(resultType.getDimSize(2))});
+  // Probabilities: [B, H, Sq, Sk] or [B, Sq, Sk].
+  if (getWeights()) {
+    OpFoldResult sk = tensor::getMixedSize(builder, loc, getKey(), 1);
+    if (getReturnWeights() == "average")
+      reifiedReturnShapes.push_back({b, sq, sk});
+    else
+      reifiedReturnShapes.push_back(
+          {b, builder.getIndexAttr(getNumHeads()), sq, sk});
+  }
   return success();
 }
 
@@ -659,6 +709,15 @@ FailureOr<TilingResult> generateResultTile(OpTy op, OpBuilder &b,
 // AttentionOp
 //===----------------------------------------------------------------------===//
 
+/// Destination-passing style: the result has the type of `init`.
+static LogicalResult verifyResultIsInit(Operation *op, Value result,
+                                        Value init) {
+  if (result.getType() == init.getType())
+    return success();
+  return op->emitOpError() << "result type must match 'init' type: expected "
+                           << init.getType() << ", found " << result.getType();
+}
+
 double AttentionOp::getScaleOrDefault() {
   return scaleOrDefault(getScale(), getQuery());
 }
@@ -675,10 +734,41 @@ LogicalResult AttentionOp::verify() {
           {AttentionOut{"init", getInit()}}, {4},
           /*outsHaveQueryType=*/true)))
     return failure();
-  if (getResult().getType() != getInit().getType())
-    return emitOpError() << "result type must match 'init' type: expected "
-                         << getInit().getType() << ", found "
-                         << getResult().getType();
+  return verifyResultIsInit(getOperation(), getResult(), getInit());
+}
+
+double AttentionWeightsOp::getScaleOrDefault() {
+  return scaleOrDefault(getScale(), getQuery());
+}
+
+Value AttentionWeightsOp::getCausalOffsetOrDefault(OpBuilder &builder) {
+  return causalOffsetOrDefault(builder, getLoc(), getCausalOffset(),
+                               getQuery(), getKey());
+}
+
+LogicalResult AttentionWeightsOp::verify() {
+  // The attention's rules, the key standing in for the values it does not
+  // read.
+  if (failed(verifyAttentionOperands(getOperation(), getQuery(), getKey(),
+                                     getKey(), getMask(), getScale(),
+                                     getCausal(), getCausalOffset(), {}, {},
+                                     /*outsHaveQueryType=*/true)))
+    return failure();
+  auto query = cast<ShapedType>(getQuery().getType());
+  auto key = cast<ShapedType>(getKey().getType());
+  if (failed(verifyWeightsType(getOperation(), "init",
+                               cast<ShapedType>(getInit().getType()),
+                               getAverageHeads(), query.getElementType(),
+                               query.getDimSize(0), query.getDimSize(1),
+                               query.getDimSize(2), key.getDimSize(2))))
+    return failure();
+  return verifyResultIsInit(getOperation(), getResult(), getInit());
+}
+
+LogicalResult AttentionWeightsOp::reifyResultShapes(
+    OpBuilder &builder, ReifiedRankedShapedTypeDims &reifiedReturnShapes) {
+  reifiedReturnShapes.push_back(
+      tensor::getMixedSizes(builder, getLoc(), getInit()));
   return success();
 }
 

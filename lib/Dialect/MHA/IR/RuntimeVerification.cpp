@@ -157,7 +157,7 @@ void MultiHeadAttentionOp::generateRuntimeVerification(
   check.equal({getValue(), "value", 0}, batch, "B");
   check.equal({getValue(), "value", 1}, sk, "Sk");
   // A result type more static than the query pins the query's sizes.
-  auto resultType = cast<ShapedType>(getType());
+  auto resultType = cast<ShapedType>(getResult().getType());
   for (int64_t d = 0; d < 2; ++d)
     if (!resultType.isDynamicDim(d))
       check.equalTo({getQuery(), "query", d}, resultType.getDimSize(d),

@@ -33,14 +33,16 @@ namespace {
 
 /// Decomposes the attention ops (AggregatedOpInterface) until only linalg is
 /// left: mha.attention becomes its online form, whose mha.online_attention the
-/// driver then decomposes into linalg.
+/// driver then decomposes into linalg; mha.attention_weights becomes linalg
+/// directly.
 struct DecomposeAttentionOps final
     : OpInterfaceRewritePattern<linalg::AggregatedOpInterface> {
   using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
 
   LogicalResult matchAndRewrite(linalg::AggregatedOpInterface op,
                                 PatternRewriter &rewriter) const override {
-    if (!isa<AttentionOp, OnlineAttentionOp>(op.getOperation()))
+    if (!isa<AttentionOp, OnlineAttentionOp, AttentionWeightsOp>(
+            op.getOperation()))
       return rewriter.notifyMatchFailure(op, "not an mha attention op");
     FailureOr<SmallVector<Value>> values = op.decomposeOperation(rewriter);
     if (failed(values))

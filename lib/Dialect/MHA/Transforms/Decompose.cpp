@@ -245,9 +245,33 @@ mha::decomposeMultiHeadAttention(RewriterBase &rewriter,
   layer.outputProjection = out.contraction;
   Value result = out.result;
   // The result type may know more static sizes than the query did.
-  if (result.getType() != op.getType())
-    result = tensor::CastOp::create(rewriter, loc, op.getType(), result);
-  rewriter.replaceOp(op, result);
+  if (result.getType() != op.getResult().getType())
+    result = tensor::CastOp::create(rewriter, loc, op.getResult().getType(),
+                                    result);
+  // The probabilities, when asked for: beside the attention, from the same
+  // head-split projections.
+  SmallVector<Value> results = {result};
+  if (std::optional<StringRef> mode = op.getReturnWeights()) {
+    SmallVector<OpFoldResult> shape = {headsShape[0]};
+    if (*mode != "average")
+      shape.push_back(headsShape[1]);
+    shape.push_back(headsShape[2]);
+    shape.push_back(tensor::getMixedSize(rewriter, loc, k.result, 2));
+    Value init = tensor::EmptyOp::create(rewriter, loc, shape, elementType);
+    Value weights =
+        AttentionWeightsOp::create(
+            rewriter, loc, init.getType(), q.result, k.result, mask,
+            /*causal_offset=*/Value(), init, op.getScaleAttr(),
+            op.getCausalAttr(),
+            *mode == "average" ? rewriter.getUnitAttr() : UnitAttr())
+            .getResult();
+    if (weights.getType() != op.getWeights().getType())
+      weights = tensor::CastOp::create(rewriter, loc,
+                                       op.getWeights().getType(), weights);
+    layer.weights = weights;
+    results.push_back(weights);
+  }
+  rewriter.replaceOp(op, results);
   layer.result = result;
   return layer;
 }

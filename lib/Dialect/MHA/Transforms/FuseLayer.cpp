@@ -95,9 +95,18 @@ struct MHAFuseLayerPass final
     getOperation()->walk([&](MultiHeadAttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
     TileOptions options{qTileSize, kvTileSize, decompose};
-    for (MultiHeadAttentionOp op : ops)
+    for (MultiHeadAttentionOp op : ops) {
+      // With its probabilities, the layer is decomposed instead: its
+      // attention is tiled on its own (mha-tile-attention) beside the
+      // O(Sq·Sk) weights, from whole projections.
+      if (op.getReturnWeights()) {
+        if (failed(decomposeMultiHeadAttention(rewriter, op)))
+          return signalPassFailure();
+        continue;
+      }
       if (failed(fuseMultiHeadAttention(rewriter, op, options)))
         return signalPassFailure();
+    }
   }
 };
 
@@ -140,6 +149,11 @@ FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
                                                   const TileOptions &requested) {
   if (failed(checkTileOptions(op, requested)))
     return failure();
+  if (op.getReturnWeights())
+    return op.emitOpError()
+           << "returns its attention weights, which need the whole score "
+              "matrix: decompose it (mha-decompose) and tile its attention "
+              "instead of fusing the layer";
   TileOptions options = requested;
   options.qTileSize = chooseQueryTileSize(op, requested);
   OpBuilder::InsertionGuard guard(rewriter);

@@ -33,8 +33,11 @@ using namespace mlir;
 LogicalResult mha::decomposeAggregateOps(RewriterBase &rewriter,
                                          Operation *root) {
   SmallVector<linalg::AggregatedOpInterface> aggregates;
+  // mha.attention_weights has no lowering but its decomposition either; the
+  // other mha ops have their own passes.
   root->walk([&](linalg::AggregatedOpInterface op) {
-    if (!isa_and_present<MHADialect>(op->getDialect()))
+    if (!isa_and_present<MHADialect>(op->getDialect()) ||
+        isa<AttentionWeightsOp>(op.getOperation()))
       aggregates.push_back(op);
   });
   for (linalg::AggregatedOpInterface op : aggregates) {

@@ -1958,13 +1958,13 @@ mha::raiseMultiHeadAttention(RewriterBase &rewriter, AttentionOp att,
        cast<RankedTensorType>(wo.getType()).getDimSize(1)},
       elt);
   auto layer = MultiHeadAttentionOp::create(
-      rewriter, loc, layerType, query, k->input, v->input, inOut(*q),
+      rewriter, loc, TypeRange{layerType}, query, k->input, v->input, inOut(*q),
       inOut(*k), inOut(*v), wo, biasOrZero(*q), biasOrZero(*k),
       biasOrZero(*v), biasOrZero(*o), att.getMask(),
       rewriter.getI64IntegerAttr(numHeads),
       numKvHeads == numHeads ? IntegerAttr()
                              : rewriter.getI64IntegerAttr(numKvHeads),
-      att.getScaleAttr(), att.getCausalAttr());
+      att.getScaleAttr(), att.getCausalAttr(), /*return_weights=*/nullptr);
   Value result = layer.getResult();
   if (resultType.getRank() == 2) {
     // The 2-d result is usually expanded back to [B, S, E]: that is ours.

@@ -50,6 +50,14 @@ def MHA_MultiHeadAttentionOp : MHA_Op<"multi_head_attention", [
     query `i` see key `j` iff `j <= i + (Sk - Sq)` (bottom-right aligned). A
     query that can see no key produces a zero head output.
 
+    `return_weights = "per_head"` adds a second result, the attention
+    probabilities `softmax(mask(Q_i K_iᵀ · scale))` of every head
+    `[B, H, Sq, Sk]`, and `"average"` their mean over the heads `[B, Sq, Sk]`
+    (PyTorch's `need_weights` and `average_attn_weights`); a query that sees
+    no key has zero probabilities. They are O(Sq·Sk) memory by nature: the
+    lowerings compute them with `mha.attention_weights` beside the fused
+    attention, which stays O(S·d).
+
     Example (self-attention, 8 query heads sharing 2 key/value heads, with
     biases and a boolean mask):
 
@@ -81,9 +89,11 @@ def MHA_MultiHeadAttentionOp : MHA_Op<"multi_head_attention", [
     I64Attr:$num_heads,
     OptionalAttr<I64Attr>:$num_kv_heads,
     OptionalAttr<F32Attr>:$scale,
-    UnitAttr:$causal
+    UnitAttr:$causal,
+    OptionalAttr<StrAttr>:$return_weights
   );
-  let results = (outs MHA_FloatTensor:$result);
+  let results = (outs MHA_FloatTensor:$result,
+                      Optional<MHA_FloatTensor>:$weights);
 
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $w_q `,` $w_k `,` $w_v `,` $w_o
@@ -210,6 +220,65 @@ def MHA_AttentionOp : MHA_Op<"attention", [
   let hasVerifier = 1;
 }
 
+
+//===----------------------------------------------------------------------===//
+// AttentionWeightsOp
+//===----------------------------------------------------------------------===//
+
+def MHA_AttentionWeightsOp : MHA_Op<"attention_weights", [
+    Pure, AttrSizedOperandSegments, DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
+                              ["reifyResultShapes"]>,
+    DeclareOpInterfaceMethods<AggregatedOpInterface, ["decomposeOperation"]>]> {
+  let summary = "The attention probabilities of head-split queries and keys";
+  let description = [{
+    `p[b, h, i, j] = softmax_j(mask(q[b, h, i, :] · k[b, g, j, :] · scale))`,
+    the probabilities `mha.attention` weights the values with (same
+    operands, mask, `scale`, `causal` and `causal_offset` rules; `g = h / (H
+    / Hkv)`); a query that sees no key has zero probabilities. `init` is
+    `[B, H, Sq, Sk]`, or `[B, Sq, Sk]` with `average_heads` (the mean over
+    the heads, as PyTorch's `average_attn_weights`). The result is O(Sq·Sk)
+    memory: it exists for the callers that need the probabilities
+    (`need_weights`, ONNX's `qk_matmul_output`, visualization), next to the
+    fused attention. It decomposes (`AggregatedOpInterface`,
+    `mha-attention-to-linalg`) into linalg ops that materialize the scores.
+
+    ```mlir
+    %p = mha.attention_weights ins(%q, %k : tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>)
+           outs(%init : tensor<2x?x?xf32>) {average_heads, causal} -> tensor<2x?x?xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    MHA_FloatTensor:$query,
+    MHA_FloatTensor:$key,
+    Optional<MHA_MaskTensor>:$mask,
+    Optional<Index>:$causal_offset,
+    MHA_FloatTensor:$init,
+    OptionalAttr<F32Attr>:$scale,
+    UnitAttr:$causal,
+    UnitAttr:$average_heads
+  );
+  let results = (outs MHA_FloatTensor:$result);
+
+  let assemblyFormat = [{
+    `ins` `(` $query `,` $key `:` type($query) `,` type($key) `)`
+    (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`causal_offset` `(` $causal_offset^ `)`)?
+    `outs` `(` $init `:` type($init) `)`
+    attr-dict `->` type($result)
+  }];
+
+  let extraClassDeclaration = [{
+    /// `scale`, or `1/sqrt(dk)` if absent.
+    double getScaleOrDefault();
+    /// `causal_offset`, or `Sk - Sq` if absent.
+    Value getCausalOffsetOrDefault(OpBuilder &b);
+    MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+  }];
+
+  let hasVerifier = 1;
+}
 
 //===----------------------------------------------------------------------===//
 // OnlineAttentionOp

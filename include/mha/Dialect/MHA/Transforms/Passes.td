@@ -356,7 +356,8 @@ def MHADecomposeAggregatesPass : Pass<"mha-decompose-aggregates"> {
     defined by its `AggregatedOpInterface` decomposition into a max
     reduction, `exp`, a sum reduction and a division. This pass applies that
     decomposition to every op under the anchor that implements the interface
-    and is not an `mha` op (those have their own passes). Only the tensor
+    and is not an `mha` op (those have their own passes), and to
+    `mha.attention_weights` (whose decomposition is its only lowering). Only the tensor
     form is decomposed (upstream's decompositions build tensor ops); an
     aggregate on buffers is an error. Every `mha-lower-to-*` pipeline runs it
     first.

@@ -37,6 +37,9 @@ struct DecomposedLayer {
   AttentionOp attention;
   /// The value that replaced the layer's result.
   Value result;
+  /// The mha.attention_weights result that replaced the layer's weights
+  /// (null without `return_weights`).
+  Value weights;
 };
 
 /// Replaces `op` by its input projections, one `mha.attention` on the
