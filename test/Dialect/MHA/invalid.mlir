@@ -791,3 +791,41 @@ func.func @attention_weights_key(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x6x8xf3
   %p = mha.attention_weights ins(%q, %k : tensor<1x4x8x16xf32>, tensor<1x2x6x8xf32>) outs(%init : tensor<1x8x6xf32>) {average_heads} -> tensor<1x8x6xf32>
   return %p : tensor<1x8x6xf32>
 }
+
+// -----
+
+// key_transposed: the key is [B, Hkv, dk, Sk], so a key in the default layout
+// has the wrong dk.
+func.func @att_key_transposed_dk(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'key' dimension 2 (dk) must match 'query' dimension 3: expected 64, found 16}}
+  %o = mha.attention ins(%q, %k, %v : tensor<2x8x16x64xf32>, tensor<2x2x16x64xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) {key_transposed} -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_key_transposed_length(%q: tensor<2x8x16x64xf32>, %kt: tensor<2x2x64x16xf32>, %v: tensor<2x2x20x32xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'value' dimension 2 (Sk) must match 'key' dimension 3: expected 16, found 20}}
+  %o = mha.attention ins(%q, %kt, %v : tensor<2x8x16x64xf32>, tensor<2x2x64x16xf32>, tensor<2x2x20x32xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) {key_transposed} -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @att_key_transposed_rank(%q: tensor<2x8x16x64xf32>, %kt: tensor<2x64x16xf32>, %v: tensor<2x2x16x32xf32>, %init: tensor<2x8x16x32xf32>) -> tensor<2x8x16x32xf32> {
+  // expected-error @+1 {{'key' must have rank 4 ([B, Hkv, dk, Sk]), found rank 3}}
+  %o = mha.attention ins(%q, %kt, %v : tensor<2x8x16x64xf32>, tensor<2x64x16xf32>, tensor<2x2x16x32xf32>)
+         outs(%init : tensor<2x8x16x32xf32>) {key_transposed} -> tensor<2x8x16x32xf32>
+  return %o : tensor<2x8x16x32xf32>
+}
+
+// -----
+
+func.func @weights_key_transposed_length(%q: tensor<2x8x16x64xf32>, %kt: tensor<2x2x64x16xf32>, %init: tensor<2x8x16x20xf32>) -> tensor<2x8x16x20xf32> {
+  // expected-error @+1 {{'init' dimension 3 (Sk) must match the scores: expected 16, found 20}}
+  %p = mha.attention_weights ins(%q, %kt : tensor<2x8x16x64xf32>, tensor<2x2x64x16xf32>)
+         outs(%init : tensor<2x8x16x20xf32>) {key_transposed} -> tensor<2x8x16x20xf32>
+  return %p : tensor<2x8x16x20xf32>
+}

@@ -157,3 +157,23 @@ func.func @online_attention(%q: tensor<2x4x?x16xf16>, %k: tensor<2x2x?x16xf16>, 
            {causal, scale = 0.25 : f32} -> tensor<2x4x?x8xf32>, tensor<2x4x?xf32>, tensor<2x4x?xf32>
   return %r#0, %r#1, %r#2 : tensor<2x4x?x8xf32>, tensor<2x4x?xf32>, tensor<2x4x?xf32>
 }
+
+// The key as kᵀ [B, Hkv, dk, Sk] (key_transposed), in the core, weights and
+// online ops.
+// CHECK-LABEL: func.func @key_transposed
+// CHECK: mha.attention ins(%{{.*}}, %[[KT:.*]], %{{.*}} : tensor<2x8x?x64xf32>, tensor<2x2x64x?xf32>, tensor<2x2x?x32xf32>) outs(%{{.*}} : tensor<2x8x?x32xf32>) {causal, key_transposed} -> tensor<2x8x?x32xf32>
+// CHECK: mha.attention_weights ins(%{{.*}}, %[[KT]] : tensor<2x8x?x64xf32>, tensor<2x2x64x?xf32>) outs(%{{.*}} : tensor<2x8x?x?xf32>) {key_transposed} -> tensor<2x8x?x?xf32>
+// CHECK: mha.online_attention ins(%{{.*}}, %[[KT]], %{{.*}} : {{.*}}) outs({{.*}}) {key_transposed}
+func.func @key_transposed(%q: tensor<2x8x?x64xf32>, %kt: tensor<2x2x64x?xf32>, %v: tensor<2x2x?x32xf32>,
+                          %init: tensor<2x8x?x32xf32>, %p: tensor<2x8x?x?xf32>,
+                          %acc: tensor<2x8x?x32xf32>, %max: tensor<2x8x?xf32>, %sum: tensor<2x8x?xf32>)
+    -> (tensor<2x8x?x32xf32>, tensor<2x8x?x?xf32>, tensor<2x8x?x32xf32>) {
+  %a = mha.attention ins(%q, %kt, %v : tensor<2x8x?x64xf32>, tensor<2x2x64x?xf32>, tensor<2x2x?x32xf32>)
+         outs(%init : tensor<2x8x?x32xf32>) {causal, key_transposed} -> tensor<2x8x?x32xf32>
+  %w = mha.attention_weights ins(%q, %kt : tensor<2x8x?x64xf32>, tensor<2x2x64x?xf32>)
+         outs(%p : tensor<2x8x?x?xf32>) {key_transposed} -> tensor<2x8x?x?xf32>
+  %o:3 = mha.online_attention ins(%q, %kt, %v : tensor<2x8x?x64xf32>, tensor<2x2x64x?xf32>, tensor<2x2x?x32xf32>)
+         outs(%acc, %max, %sum : tensor<2x8x?x32xf32>, tensor<2x8x?xf32>, tensor<2x8x?xf32>) {key_transposed}
+         -> tensor<2x8x?x32xf32>, tensor<2x8x?xf32>, tensor<2x8x?xf32>
+  return %a, %w, %o#0 : tensor<2x8x?x32xf32>, tensor<2x8x?x?xf32>, tensor<2x8x?x32xf32>
+}

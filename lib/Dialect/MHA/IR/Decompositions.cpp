@@ -95,14 +95,16 @@ AffineMap getMaskMap(MLIRContext *ctx, ShapedType maskType) {
 /// The scores of the scaled queries against the keys, in f32:
 /// `s[b, h, i, j] = (q[b, h, i, :] · scale) · k[b, h / group, j, :]` over
 /// `scoreShape` [B, H, Sq, Sk], computed over loops (b, h, i, c, j) with kᵀ
-/// materialized ([B, Hkv, dk, Sk]; one copy of the keys): the innermost loop
+/// materialized ([B, Hkv, dk, Sk]; one copy of the keys, none when they come
+/// in that layout, `keysTransposed`): the innermost loop
 /// then walks rows of kᵀ and of s contiguously, so each reduction step is an
 /// outer product of a query column and a kᵀ row (FMAs on whole vectors)
 /// instead of a dot product along the channels per score. The scale goes on
 /// q (in f32), not on the scores: q is the same for every key block of a
 /// query tile, so loop-invariant code motion takes it out of the key loop.
 Value buildScaledScores(OpBuilder &b, Location loc, Value query, Value keys,
-                        double scale, ArrayRef<OpFoldResult> scoreShape) {
+                        bool keysTransposed, double scale,
+                        ArrayRef<OpFoldResult> scoreShape) {
   MLIRContext *ctx = b.getContext();
   int64_t numHeads = cast<ShapedType>(query.getType()).getDimSize(1);
   auto keyType = cast<ShapedType>(keys.getType());
@@ -112,16 +114,19 @@ Value buildScaledScores(OpBuilder &b, Location loc, Value query, Value keys,
   auto map5 = [&](ArrayRef<AffineExpr> e) {
     return AffineMap::get(5, 0, e, ctx);
   };
-  SmallVector<OpFoldResult> keyTShape = {
-      tensor::getMixedSize(b, loc, keys, 0),
-      tensor::getMixedSize(b, loc, keys, 1),
-      tensor::getMixedSize(b, loc, keys, 3), scoreShape[3]};
-  Value keyT =
-      linalg::TransposeOp::create(
-          b, loc, keys,
-          tensor::EmptyOp::create(b, loc, keyTShape, keyType.getElementType()),
-          ArrayRef<int64_t>{0, 1, 3, 2})
-          ->getResult(0);
+  Value keyT = keys;
+  if (!keysTransposed) {
+    SmallVector<OpFoldResult> keyTShape = {
+        tensor::getMixedSize(b, loc, keys, 0),
+        tensor::getMixedSize(b, loc, keys, 1),
+        tensor::getMixedSize(b, loc, keys, 3), scoreShape[3]};
+    keyT = linalg::TransposeOp::create(
+               b, loc, keys,
+               tensor::EmptyOp::create(b, loc, keyTShape,
+                                       keyType.getElementType()),
+               ArrayRef<int64_t>{0, 1, 3, 2})
+               ->getResult(0);
+  }
   SmallVector<AffineMap> queryMaps(2, b.getMultiDimIdentityMap(4));
   Value scaledQuery = buildGeneric(
       b, loc, query,
@@ -194,7 +199,7 @@ FailureOr<SmallVector<Value>> AttentionOp::decomposeOperation(OpBuilder &b) {
   auto online = OnlineAttentionOp::create(
       b, loc, TypeRange{acc.getType(), max.getType(), sum.getType()},
       getQuery(), getKey(), getValue(), getMask(), getCausalOffset(), acc,
-      max, sum, getScaleAttr(), getCausalAttr());
+      max, sum, getScaleAttr(), getCausalAttr(), getKeyTransposedAttr());
 
   // out = acc / sum, 0 where sum = 0 (a row that saw no key), converted to
   // the element type and written into `init`.
@@ -232,7 +237,7 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
   int64_t numHeads = queryType.getDimSize(1);
   int64_t group =
       numHeads / cast<ShapedType>(getKey().getType()).getDimSize(1);
-  OpFoldResult sk = tensor::getMixedSize(b, loc, getKey(), 2);
+  OpFoldResult sk = tensor::getMixedSize(b, loc, getKey(), getKeySeqDim());
   SmallVector<OpFoldResult> scoreShape = {
       tensor::getMixedSize(b, loc, getQuery(), 0), b.getIndexAttr(numHeads),
       tensor::getMixedSize(b, loc, getQuery(), 2), sk};
@@ -260,8 +265,9 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
       IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
       IteratorType::reduction};
 
-  Value scores = buildScaledScores(b, loc, getQuery(), getKey(),
-                                   getScaleOrDefault(), scoreShape);
+  Value scores =
+      buildScaledScores(b, loc, getQuery(), getKey(), getKeyTransposed(),
+                        getScaleOrDefault(), scoreShape);
 
   // Logits, in place: the mask; the causal predicate only where it can
   // fail. Without either, the scores are the logits.
@@ -351,7 +357,7 @@ AttentionWeightsOp::decomposeOperation(OpBuilder &b) {
   SmallVector<OpFoldResult> scoreShape = {
       tensor::getMixedSize(b, loc, getQuery(), 0), b.getIndexAttr(numHeads),
       tensor::getMixedSize(b, loc, getQuery(), 2),
-      tensor::getMixedSize(b, loc, getKey(), 2)};
+      tensor::getMixedSize(b, loc, getKey(), getKeySeqDim())};
   ArrayRef<OpFoldResult> rowShape = ArrayRef(scoreShape).take_front(3);
   AffineExpr bb, h, i, j;
   bindDims(ctx, bb, h, i, j);
@@ -364,8 +370,9 @@ AttentionWeightsOp::decomposeOperation(OpBuilder &b) {
       IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
       IteratorType::reduction};
 
-  Value scores = buildScaledScores(b, loc, getQuery(), getKey(),
-                                   getScaleOrDefault(), scoreShape);
+  Value scores =
+      buildScaledScores(b, loc, getQuery(), getKey(), getKeyTransposed(),
+                        getScaleOrDefault(), scoreShape);
   Value logits =
       buildLogits(b, loc, scores, getMask(),
                   getCausal() ? getCausalOffsetOrDefault(b) : Value());

@@ -448,17 +448,27 @@ struct AttentionOut {
   bool hasHeadDim() const { return type().getRank() == 4; }
 };
 
-/// Verifies query, key, value, mask, scale and causal offset of an op on
-/// head-split tensors, and its destinations `outs` against them. With
+/// The key's (Sk, dk) dims: [B, Hkv, Sk, dk], or [B, Hkv, dk, Sk] when
+/// `transposed`.
+struct KeyDims {
+  unsigned seq, channel;
+  explicit KeyDims(bool transposed)
+      : seq(transposed ? 3 : 2), channel(transposed ? 2 : 3) {}
+};
+
+/// Verifies query, key, value (if any), mask, scale and causal offset of an
+/// op on head-split tensors, and its destinations `outs` against them. With
 /// `outsHaveQueryType`, the destinations have the query's element type
 /// (mha.attention); otherwise their type is fixed by ODS (f32 state).
 LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
-                                      Value keyValue, Value valueValue,
-                                      Value mask, std::optional<APFloat> scale,
+                                      Value keyValue, bool keyTransposed,
+                                      Value valueValue, Value mask,
+                                      std::optional<APFloat> scale,
                                       bool causal, Value causalOffset,
                                       ArrayRef<AttentionOut> outs,
                                       ArrayRef<int64_t> outRanks,
                                       bool outsHaveQueryType) {
+  KeyDims keyDims(keyTransposed);
   ShapeVerifier v(op);
   if (failed(v.checkScale(scale)))
     return failure();
@@ -468,10 +478,15 @@ LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
 
   auto query = cast<ShapedType>(queryValue.getType());
   auto key = cast<ShapedType>(keyValue.getType());
-  auto value = cast<ShapedType>(valueValue.getType());
   if (failed(v.checkRank("query", query, 4, "[B, H, Sq, dk]")) ||
-      failed(v.checkRank("key", key, 4, "[B, Hkv, Sk, dk]")) ||
-      failed(v.checkRank("value", value, 4, "[B, Hkv, Sk, dv]")))
+      failed(v.checkRank("key", key, 4,
+                         keyTransposed ? "[B, Hkv, dk, Sk]"
+                                       : "[B, Hkv, Sk, dk]")))
+    return failure();
+  // Without values (mha.attention_weights), only their checks are skipped.
+  ShapedType value =
+      valueValue ? cast<ShapedType>(valueValue.getType()) : ShapedType();
+  if (value && failed(v.checkRank("value", value, 4, "[B, Hkv, Sk, dv]")))
     return failure();
   for (auto [out, rank] : llvm::zip_equal(outs, outRanks))
     if (failed(v.checkRank(out.name, out.type(), rank,
@@ -480,7 +495,8 @@ LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
 
   Type floatType = query.getElementType();
   if (failed(v.checkElementType("key", key, floatType, "'query'")) ||
-      failed(v.checkElementType("value", value, floatType, "'query'")))
+      (value &&
+       failed(v.checkElementType("value", value, floatType, "'query'"))))
     return failure();
   if (outsHaveQueryType)
     for (const AttentionOut &out : outs)
@@ -492,7 +508,7 @@ LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
   if (failed(v.checkStatic({"query", query, 1}, "H")) ||
       failed(v.checkStatic({"query", query, 3}, "dk")) ||
       failed(v.checkStatic({"key", key, 1}, "Hkv")) ||
-      failed(v.checkStatic({"value", value, 3}, "dv")))
+      (value && failed(v.checkStatic({"value", value, 3}, "dv"))))
     return failure();
   // The default scale is 1/sqrt(dk).
   if (query.getDimSize(3) <= 0)
@@ -500,8 +516,12 @@ LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
            << "'query' dimension 3 (dk) must be positive, found "
            << query.getDimSize(3);
 
-  SmallVector<DimRef> batchRefs = {
-      {"query", query, 0}, {"key", key, 0}, {"value", value, 0}};
+  SmallVector<DimRef> batchRefs = {{"query", query, 0}, {"key", key, 0}};
+  SmallVector<DimRef> keyRefs = {{"key", key, keyDims.seq}};
+  if (value) {
+    batchRefs.push_back({"value", value, 0});
+    keyRefs.push_back({"value", value, 2});
+  }
   SmallVector<DimRef> queryRefs = {{"query", query, 2}};
   for (const AttentionOut &out : outs) {
     batchRefs.push_back({out.name, out.type(), 0});
@@ -509,15 +529,16 @@ LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
   }
   FailureOr<int64_t> b = v.checkAgree(batchRefs, "B");
   if (failed(b) ||
-      failed(v.checkDim({"key", key, 3}, "dk", query.getDimSize(3),
+      failed(v.checkDim({"key", key, keyDims.channel}, "dk",
+                        query.getDimSize(3),
                         "'query' dimension 3")) ||
-      failed(v.checkDim({"value", value, 1}, "Hkv", key.getDimSize(1),
-                        "'key' dimension 1")))
+      (value && failed(v.checkDim({"value", value, 1}, "Hkv",
+                                  key.getDimSize(1), "'key' dimension 1"))))
     return failure();
   for (const AttentionOut &out : outs) {
     if (failed(v.checkDim({out.name, out.type(), 1}, "H", query.getDimSize(1),
                           "'query' dimension 1")) ||
-        (out.hasHeadDim() &&
+        (value && out.hasHeadDim() &&
          failed(v.checkDim({out.name, out.type(), 3}, "dv",
                            value.getDimSize(3), "'value' dimension 3"))))
       return failure();
@@ -525,8 +546,7 @@ LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
   FailureOr<int64_t> sq = v.checkAgree(queryRefs, "Sq");
   if (failed(sq))
     return failure();
-  FailureOr<int64_t> sk =
-      v.checkAgree({{"key", key, 2}, {"value", value, 2}}, "Sk");
+  FailureOr<int64_t> sk = v.checkAgree(keyRefs, "Sk");
   if (failed(sk))
     return failure();
 
@@ -557,7 +577,8 @@ struct AttentionTile {
 /// multiple of the group size are rejected.
 FailureOr<AttentionTile>
 sliceAttentionOperands(OpBuilder &b, Operation *op, Value query, Value key,
-                       Value value, Value mask, Value causalOffset,
+                       bool keyTransposed, Value value, Value mask,
+                       Value causalOffset,
                        ArrayRef<OpFoldResult> offsets,
                        ArrayRef<OpFoldResult> sizes) {
   Location loc = op->getLoc();
@@ -600,8 +621,14 @@ sliceAttentionOperands(OpBuilder &b, Operation *op, Value query, Value key,
                      {offsets[kBatch], offsets[kHeads], offsets[kQueries], zero},
                      {sizes[kBatch], sizes[kHeads], sizes[kQueries],
                       dimOf(query, 3)});
-  tile.key = slice(key, {offsets[kBatch], kvOffset, offsets[kKeys], zero},
-                   {sizes[kBatch], kvSize, sizes[kKeys], dimOf(key, 3)});
+  KeyDims keyDims(keyTransposed);
+  SmallVector<OpFoldResult> keyOffsets = {offsets[kBatch], kvOffset, zero,
+                                          zero};
+  SmallVector<OpFoldResult> keySizes = {sizes[kBatch], kvSize, {}, {}};
+  keyOffsets[keyDims.seq] = offsets[kKeys];
+  keySizes[keyDims.seq] = sizes[kKeys];
+  keySizes[keyDims.channel] = dimOf(key, keyDims.channel);
+  tile.key = slice(key, keyOffsets, keySizes);
   tile.value = slice(value, {offsets[kBatch], kvOffset, offsets[kKeys], zero},
                      {sizes[kBatch], kvSize, sizes[kKeys], dimOf(value, 3)});
   if (mask) {
@@ -669,15 +696,15 @@ double scaleOrDefault(std::optional<APFloat> scale, Value query) {
 }
 
 /// `offset`, or the default causal diagonal Sk - Sq of `query` [B, H, Sq, dk]
-/// and `key` [B, Hkv, Sk, dk].
+/// and `key` whose dim `keySeqDim` is Sk.
 Value causalOffsetOrDefault(OpBuilder &b, Location loc, Value offset,
-                            Value query, Value key) {
+                            Value query, Value key, int64_t keySeqDim) {
   if (offset)
     return offset;
   return getValueOrCreateConstantIndexOp(
       b, loc,
       getDefaultCausalOffset(b, loc, tensor::getMixedSize(b, loc, query, 2),
-                             tensor::getMixedSize(b, loc, key, 2)));
+                             tensor::getMixedSize(b, loc, key, keySeqDim)));
 }
 
 /// The (B, H, Sq) loops of the attention ops' iteration domains.
@@ -724,13 +751,13 @@ double AttentionOp::getScaleOrDefault() {
 
 Value AttentionOp::getCausalOffsetOrDefault(OpBuilder &builder) {
   return causalOffsetOrDefault(builder, getLoc(), getCausalOffset(),
-                               getQuery(), getKey());
+                               getQuery(), getKey(), getKeySeqDim());
 }
 
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(
-          getOperation(), getQuery(), getKey(), getValue(), getMask(),
-          getScale(), getCausal(), getCausalOffset(),
+          getOperation(), getQuery(), getKey(), getKeyTransposed(),
+          getValue(), getMask(), getScale(), getCausal(), getCausalOffset(),
           {AttentionOut{"init", getInit()}}, {4},
           /*outsHaveQueryType=*/true)))
     return failure();
@@ -743,16 +770,15 @@ double AttentionWeightsOp::getScaleOrDefault() {
 
 Value AttentionWeightsOp::getCausalOffsetOrDefault(OpBuilder &builder) {
   return causalOffsetOrDefault(builder, getLoc(), getCausalOffset(),
-                               getQuery(), getKey());
+                               getQuery(), getKey(), getKeySeqDim());
 }
 
 LogicalResult AttentionWeightsOp::verify() {
-  // The attention's rules, the key standing in for the values it does not
-  // read.
-  if (failed(verifyAttentionOperands(getOperation(), getQuery(), getKey(),
-                                     getKey(), getMask(), getScale(),
-                                     getCausal(), getCausalOffset(), {}, {},
-                                     /*outsHaveQueryType=*/true)))
+  // The attention's rules, without values.
+  if (failed(verifyAttentionOperands(
+          getOperation(), getQuery(), getKey(), getKeyTransposed(), Value(),
+          getMask(), getScale(), getCausal(), getCausalOffset(), {}, {},
+          /*outsHaveQueryType=*/true)))
     return failure();
   auto query = cast<ShapedType>(getQuery().getType());
   auto key = cast<ShapedType>(getKey().getType());
@@ -760,7 +786,8 @@ LogicalResult AttentionWeightsOp::verify() {
                                cast<ShapedType>(getInit().getType()),
                                getAverageHeads(), query.getElementType(),
                                query.getDimSize(0), query.getDimSize(1),
-                               query.getDimSize(2), key.getDimSize(2))))
+                               query.getDimSize(2),
+                               key.getDimSize(getKeySeqDim()))))
     return failure();
   return verifyResultIsInit(getOperation(), getResult(), getInit());
 }
@@ -808,9 +835,10 @@ AttentionOp::getTiledImplementation(OpBuilder &b,
   // All keys: the block of scores is [offsets, sizes] x [0, Sk).
   SmallVector<OpFoldResult> scoreOffsets(offsets), scoreSizes(sizes);
   scoreOffsets.push_back(b.getIndexAttr(0));
-  scoreSizes.push_back(tensor::getMixedSize(b, loc, getKey(), 2));
+  scoreSizes.push_back(tensor::getMixedSize(b, loc, getKey(), getKeySeqDim()));
   FailureOr<AttentionTile> tile = sliceAttentionOperands(
-      b, getOperation(), getQuery(), getKey(), getValue(), getMask(),
+      b, getOperation(), getQuery(), getKey(), getKeyTransposed(), getValue(),
+      getMask(),
       getCausal() ? getCausalOffsetOrDefault(b) : Value(), scoreOffsets,
       scoreSizes);
   if (failed(tile))
@@ -819,7 +847,7 @@ AttentionOp::getTiledImplementation(OpBuilder &b,
   auto tiled = AttentionOp::create(b, loc, init.getType(), tile->query,
                                    tile->key, tile->value, tile->mask,
                                    tile->causalOffset, init, getScaleAttr(),
-                                   getCausalAttr());
+                                   getCausalAttr(), getKeyTransposedAttr());
   return TilingResult{{tiled}, {tiled.getResult()}, tile->slices};
 }
 
@@ -858,13 +886,13 @@ double OnlineAttentionOp::getScaleOrDefault() {
 
 Value OnlineAttentionOp::getCausalOffsetOrDefault(OpBuilder &builder) {
   return causalOffsetOrDefault(builder, getLoc(), getCausalOffset(),
-                               getQuery(), getKey());
+                               getQuery(), getKey(), getKeySeqDim());
 }
 
 LogicalResult OnlineAttentionOp::verify() {
   if (failed(verifyAttentionOperands(
-          getOperation(), getQuery(), getKey(), getValue(), getMask(),
-          getScale(), getCausal(), getCausalOffset(),
+          getOperation(), getQuery(), getKey(), getKeyTransposed(),
+          getValue(), getMask(), getScale(), getCausal(), getCausalOffset(),
           {AttentionOut{"acc", getAcc()}, AttentionOut{"max", getMax()},
            AttentionOut{"sum", getSum()}},
           {4, 3, 3}, /*outsHaveQueryType=*/false)))
@@ -904,7 +932,7 @@ SmallVector<Range> OnlineAttentionOp::getIterationDomain(OpBuilder &b) {
   Location loc = getLoc();
   OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
   SmallVector<Range> domain = getQueryDomain(b, loc, getQuery());
-  OpFoldResult sk = tensor::getMixedSize(b, loc, getKey(), 2);
+  OpFoldResult sk = tensor::getMixedSize(b, loc, getKey(), getKeySeqDim());
   if (getCausal()) {
     // min(Sk, max(0, Sq + causal_offset)): keys after that are invisible to
     // every row.
@@ -938,8 +966,9 @@ OnlineAttentionOp::getTiledImplementation(OpBuilder &b,
                                           ArrayRef<OpFoldResult> sizes) {
   Location loc = getLoc();
   FailureOr<AttentionTile> tile = sliceAttentionOperands(
-      b, getOperation(), getQuery(), getKey(), getValue(), getMask(),
-      getCausal() ? getCausalOffsetOrDefault(b) : Value(), offsets, sizes);
+      b, getOperation(), getQuery(), getKey(), getKeyTransposed(), getValue(),
+      getMask(), getCausal() ? getCausalOffsetOrDefault(b) : Value(), offsets,
+      sizes);
   if (failed(tile))
     return failure();
   SmallVector<Value> inits;
@@ -948,7 +977,7 @@ OnlineAttentionOp::getTiledImplementation(OpBuilder &b,
   auto tiled = OnlineAttentionOp::create(
       b, loc, TypeRange(ValueRange(inits)), tile->query, tile->key,
       tile->value, tile->mask, tile->causalOffset, inits[0], inits[1],
-      inits[2], getScaleAttr(), getCausalAttr());
+      inits[2], getScaleAttr(), getCausalAttr(), getKeyTransposedAttr());
   return TilingResult{
       {tiled}, SmallVector<Value>(tiled->getResults()), tile->slices};
 }

@@ -129,9 +129,10 @@ private:
 /// The checks of mha.attention and mha.online_attention: query, key, value
 /// and mask, and destinations `outs` shaped [B, H, Sq(, dv)].
 void checkAttentionOperands(CheckBuilder &check, Value query, Value key,
-                            Value value, Value mask,
+                            int64_t keySeqDim, Value value, Value mask,
                             ArrayRef<std::pair<StringRef, Value>> outs) {
-  Size batch{query, "query", 0}, sq{query, "query", 2}, sk{key, "key", 2};
+  Size batch{query, "query", 0}, sq{query, "query", 2},
+      sk{key, "key", keySeqDim};
   check.equal({key, "key", 0}, batch, "B");
   check.equal({value, "value", 0}, batch, "B");
   for (auto [name, out] : outs) {
@@ -170,7 +171,8 @@ void AttentionOp::generateRuntimeVerification(
     OpBuilder &b, Location loc,
     function_ref<std::string(Operation *, StringRef)> generateErrorMessage) {
   CheckBuilder check(b, getOperation(), loc, generateErrorMessage);
-  checkAttentionOperands(check, getQuery(), getKey(), getValue(), getMask(),
+  checkAttentionOperands(check, getQuery(), getKey(), getKeySeqDim(),
+                         getValue(), getMask(),
                          {{"init", getInit()}});
 }
 
@@ -178,6 +180,7 @@ void OnlineAttentionOp::generateRuntimeVerification(
     OpBuilder &b, Location loc,
     function_ref<std::string(Operation *, StringRef)> generateErrorMessage) {
   CheckBuilder check(b, getOperation(), loc, generateErrorMessage);
-  checkAttentionOperands(check, getQuery(), getKey(), getValue(), getMask(),
+  checkAttentionOperands(check, getQuery(), getKey(), getKeySeqDim(),
+                         getValue(), getMask(),
                          {{"acc", getAcc()}, {"max", getMax()}, {"sum", getSum()}});
 }

@@ -237,7 +237,7 @@ mha::decomposeMultiHeadAttention(RewriterBase &rewriter,
          tensor::getMixedSize(rewriter, loc, k.result, 2)});
   layer.attention = AttentionOp::create(
       rewriter, loc, init.getType(), q.result, k.result, v.result, mask, /*causal_offset=*/Value(), init, op.getScaleAttr(),
-      op.getCausalAttr());
+      op.getCausalAttr(), /*key_transposed=*/UnitAttr());
 
   Projection out =
       buildOutputProjection(rewriter, loc, layer.attention.getResult(),
@@ -263,7 +263,8 @@ mha::decomposeMultiHeadAttention(RewriterBase &rewriter,
             rewriter, loc, init.getType(), q.result, k.result, mask,
             /*causal_offset=*/Value(), init, op.getScaleAttr(),
             op.getCausalAttr(),
-            *mode == "average" ? rewriter.getUnitAttr() : UnitAttr())
+            *mode == "average" ? rewriter.getUnitAttr() : UnitAttr(),
+            /*key_transposed=*/UnitAttr())
             .getResult();
     if (weights.getType() != op.getWeights().getType())
       weights = tensor::CastOp::create(rewriter, loc,

@@ -154,6 +154,31 @@ static bool equalTerms(const TermRef &a, const TermRef &b) {
 }
 
 /// The splat value of a constant-filled tensor or of a scalar constant.
+static TypedAttr getConstantValue(Value v);
+
+/// A scalar computed by pure arith/math ops from constants (e.g. a scale
+/// `1 / sqrt(dk)` a frontend left unfolded), folded; null otherwise.
+static TypedAttr foldScalar(Value v, unsigned depth = 0) {
+  Operation *op = v.getDefiningOp();
+  if (!op || isa<ShapedType>(v.getType()) || op->getNumResults() != 1 ||
+      depth > 8 || !isPure(op) ||
+      !isa<arith::ArithDialect, math::MathDialect>(op->getDialect()))
+    return {};
+  SmallVector<Attribute> operands;
+  for (Value operand : op->getOperands()) {
+    Attribute attr;
+    if (!matchPattern(operand, m_Constant(&attr)))
+      attr = foldScalar(operand, depth + 1);
+    if (!attr)
+      return {};
+    operands.push_back(attr);
+  }
+  SmallVector<OpFoldResult> folded;
+  if (failed(op->fold(operands, folded)) || folded.size() != 1)
+    return {};
+  return dyn_cast_if_present<TypedAttr>(dyn_cast<Attribute>(folded[0]));
+}
+
 static TypedAttr getConstantValue(Value v) {
   Attribute attr;
   if (matchPattern(v, m_Constant(&attr))) {
@@ -165,7 +190,7 @@ static TypedAttr getConstantValue(Value v) {
   }
   if (auto fill = v.getDefiningOp<linalg::FillOp>())
     return getConstantValue(fill.getInputs()[0]);
-  return {};
+  return foldScalar(v);
 }
 
 static bool isFn(const TermRef &t, Fn fn) {
@@ -218,6 +243,8 @@ static bool isBatchReshape(Operation *op) {
 /// Builds terms; `why` collects the first reason a value could not be read.
 class TermBuilder {
 public:
+  /// Reads through at most `maxDepth` producers; deeper values are leaves.
+  explicit TermBuilder(unsigned maxDepth = 64) : maxDepth(maxDepth) {}
   /// The term of `tensor` read at `map` (from the space to its dims).
   TermRef ofTensor(Value tensor, AffineMap map);
 
@@ -231,7 +258,7 @@ private:
   /// of the space that `map` does not read (`reducedDim`).
   FailureOr<AffineMap> loopsInSpace(linalg::LinalgOp op, AffineMap outMap,
                                     AffineMap map, unsigned &reducedDim);
-  unsigned depth = 0;
+  unsigned depth = 0, maxDepth;
 };
 
 static TermRef makeLeaf(Value tensor, AffineMap map) {
@@ -271,7 +298,7 @@ TermRef TermBuilder::ofScalar(Value v) {
 TermRef TermBuilder::ofTensor(Value tensor, AffineMap map) {
   if (TypedAttr value = getConstantValue(tensor))
     return makeConstant(value);
-  if (++depth > 64) {
+  if (++depth > maxDepth) {
     --depth;
     return makeLeaf(tensor, map);
   }
@@ -348,7 +375,6 @@ TermRef TermBuilder::ofTensor(Value tensor, AffineMap map) {
   }
   auto linalgOp = dyn_cast_or_null<linalg::LinalgOp>(def);
   if (!linalgOp || !linalgOp.hasPureTensorSemantics() ||
-      linalgOp.getNumDpsInits() != 1 ||
       linalg::isaContractionOpInterface(linalgOp))
     return makeLeaf(tensor, map);
   TermRef t = ofLinalgOp(linalgOp, tensor, map);
@@ -389,7 +415,10 @@ FailureOr<AffineMap> TermBuilder::loopsInSpace(linalg::LinalgOp op,
 
 TermRef TermBuilder::ofLinalgOp(linalg::LinalgOp op, Value tensor,
                                 AffineMap map) {
-  OpOperand *init = op.getDpsInitOperand(0);
+  // The result `tensor` is, its init and the value yielded for it; other
+  // results (the index of torch-mlir's max, an argmax) are not read.
+  unsigned resultNumber = cast<OpResult>(tensor).getResultNumber();
+  OpOperand *init = op.getDpsInitOperand(resultNumber);
   AffineMap outMap = op.getMatchingIndexingMap(init);
   unsigned numReductions = op.getNumReductionLoops();
   if (numReductions > 1 || outMap.getNumResults() != map.getNumResults())
@@ -399,12 +428,11 @@ TermRef TermBuilder::ofLinalgOp(linalg::LinalgOp op, Value tensor,
   if (failed(loops))
     return nullptr;
   Block *body = op.getBlock();
-  Value yielded = body->getTerminator()->getOperand(0);
+  Value yielded = body->getTerminator()->getOperand(resultNumber);
   BlockArgument initArg = op.getMatchingBlockArgument(init);
 
+  // (A body that reads an init gives no term: ofBody fails on it.)
   if (numReductions == 0) {
-    if (!initArg.use_empty())
-      return nullptr;
     auto t = std::const_pointer_cast<Term>(ofBody(op, yielded, *loops));
     if (!t)
       return nullptr;
@@ -416,9 +444,11 @@ TermRef TermBuilder::ofLinalgOp(linalg::LinalgOp op, Value tensor,
     return copy;
   }
 
-  // A reduction: yield combiner(x, acc) with the accumulator used once.
+  // A reduction: yield combiner(x, acc), x not reading any accumulator
+  // (other uses of acc, such as an argmax's comparison, feed other
+  // results).
   Operation *combiner = yielded.getDefiningOp();
-  if (!combiner || combiner->getBlock() != body || !initArg.hasOneUse())
+  if (!combiner || combiner->getBlock() != body)
     return nullptr;
   Value reduced;
   if (isa<arith::AddFOp, arith::MaxNumFOp, arith::MaximumFOp>(combiner)) {
@@ -608,9 +638,11 @@ struct CausalUse {
 
 struct AttentionMatch {
   Operation *qk = nullptr, *pv = nullptr;
-  /// Q [batch..., Sq, dk], K [batch..., Sk, dk], V [batch..., Sk, dv] at
-  /// the ranks of their contractions.
+  /// Q [batch..., Sq, dk], K [batch..., Sk, dk] (or [batch..., dk, Sk] with
+  /// `keyTransposed`), V [batch..., Sk, dv] at the ranks of their
+  /// contractions.
   Value query, key, value;
+  bool keyTransposed = false;
   double scale = 1.0;
   std::optional<MaskUse> mask;
   std::optional<CausalUse> causal;
@@ -657,24 +689,12 @@ static Value lookThroughTranspose(Value v, ArrayRef<int64_t> perm) {
   return op.getDpsInputOperand(0)->get();
 }
 
-/// The source of `v` if `v` is a transpose of it that swaps its last two
-/// dims and keeps the others, possibly with its batch dims reshaped after
-/// (the source then has the batch dims before the reshape).
-static Value lookThroughLastTwoTranspose(Value v) {
-  if (isBatchReshape(v.getDefiningOp()))
-    v = v.getDefiningOp()->getOperand(0);
-  int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
-  if (rank < 2)
-    return {};
-  SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
-  std::swap(perm[rank - 2], perm[rank - 1]);
-  return lookThroughTranspose(v, perm);
-}
-
 /// `v` without an elementwise multiplication (or division) by a constant,
 /// which is folded into `scale`.
 static Value peelConstantScale(Value v, double &scale) {
-  TermBuilder builder;
+  // One producer deep: its input is the source (not what made that input,
+  // e.g. a key transpose the caller still has to see).
+  TermBuilder builder(/*maxDepth=*/1);
   AffineMap id = AffineMap::getMultiDimIdentityMap(
       cast<RankedTensorType>(v.getType()).getRank(), v.getContext());
   TermRef t = builder.ofTensor(v, id);
@@ -777,10 +797,74 @@ static FailureOr<Contraction> matchContraction(Operation *contraction,
   return c;
 }
 
-/// `v` in the layout [batch..., rows, reduced] given whether it has the
-/// reduced dim last; through a transpose op otherwise.
-static Value inLayout(Value v, bool reducedLast) {
-  return reducedLast ? v : lookThroughLastTwoTranspose(v);
+/// The key/value heads [B, Hkv, S, d] that `x` [B, H, S, d] repeats, each
+/// `group` times in a row (a broadcast over a group dim collapsed into the
+/// heads, as frontends materialize grouped-query attention).
+static Value lookThroughHeadRepeat(Value x, int64_t &group) {
+  auto collapse = x.getDefiningOp<tensor::CollapseShapeOp>();
+  if (!collapse || collapse.getSrcType().getRank() != 5 ||
+      collapse.getReassociationIndices() !=
+          SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}})
+    return {};
+  auto op = collapse.getSrc().getDefiningOp<linalg::LinalgOp>();
+  if (!op || !op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1)
+    return {};
+  std::optional<SmallVector<int64_t>> dims;
+  if (auto broadcast = dyn_cast<linalg::BroadcastOp>(op.getOperation()))
+    dims = llvm::to_vector(broadcast.getDimensions());
+  else if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
+    dims = linalg::isaBroadcastOpInterface(generic);
+  if (!dims || *dims != SmallVector<int64_t>{2} ||
+      collapse.getSrcType().isDynamicDim(2))
+    return {};
+  group = collapse.getSrcType().getDimSize(2);
+  return op.getDpsInputOperand(0)->get();
+}
+
+/// The operand `v` of a contraction, [batch..., rows, reduced] when
+/// `reducedLast`, else [batch..., reduced, rows] made by a transpose op: the
+/// tensor it is computed from in the layout [batch..., rows, reduced], through
+/// that transpose, reshapes of the batch dims and multiplications by
+/// constants (folded into `scale`; none when it is null: a scale on the
+/// values does not fold into the attention's), in any order (they commute).
+/// The result may have other batch dims than `v` (same count of elements).
+/// When `v` needs a transpose and none is there: null, or with
+/// `keptTransposed` (an operand that can be read in that layout, the keys)
+/// the tensor in the layout [batch..., reduced, rows], and
+/// `*keptTransposed` set.
+static Value resolveOperand(Value v, bool reducedLast, double *scale,
+                            bool *keptTransposed = nullptr) {
+  bool transposed = !reducedLast;
+  int64_t group;
+  while (true) {
+    // Heads repeated for grouped-query attention stay (the view reads them).
+    if (!transposed && lookThroughHeadRepeat(v, group))
+      return v;
+    if (isBatchReshape(v.getDefiningOp())) {
+      v = v.getDefiningOp()->getOperand(0);
+      continue;
+    }
+    Value unscaled = scale ? peelConstantScale(v, *scale) : v;
+    if (unscaled != v) {
+      v = unscaled;
+      continue;
+    }
+    if (transposed) {
+      int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
+      SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
+      std::swap(perm[rank - 2], perm[rank - 1]);
+      if (Value source = lookThroughTranspose(v, perm)) {
+        v = source;
+        transposed = false;
+        continue;
+      }
+      if (!keptTransposed)
+        return {};
+      *keptTransposed = true;
+      return v;
+    }
+    return v;
+  }
 }
 
 static bool isNegativeInfOrLarge(const TermRef &t) {
@@ -1046,7 +1130,8 @@ LogicalResult AttentionMatcher::addMask(const TermRef &side, bool isBool,
       llvm::any_of(leaves, [&](const Term *l) {
         return l->tensor != leaves[0]->tensor || l->map != leaves[0]->map;
       }))
-    return why("the mask predicate reads more than one tensor");
+    return why("the mask predicate is neither `key <= query + c` nor a "
+               "function of one tensor");
   m.mask =
       MaskUse{leaves[0]->tensor, leaves[0]->map, side, negate, spaceShape};
   return success();
@@ -1228,7 +1313,7 @@ FailureOr<AttentionMatch> AttentionMatcher::match(Operation *pv) {
   TermRef x = matchSoftmax(p, rank, why);
   if (!x)
     return failure();
-  m.value = inLayout(pvc->rhs, !pvc->rhsReducedLast);
+  m.value = resolveOperand(pvc->rhs, !pvc->rhsReducedLast, nullptr);
   if (!m.value)
     return why("the values are read transposed and not through a transpose "
                "op");
@@ -1238,17 +1323,17 @@ FailureOr<AttentionMatch> AttentionMatcher::match(Operation *pv) {
   FailureOr<Contraction> qkc = matchContraction(m.qk, "the scores", why);
   if (failed(qkc))
     return failure();
+  // Scales on Q and K, before or after their transposes (PyTorch's math
+  // path scales q and kᵀ by sqrt(scale) each).
   double qScale = 1.0, kScale = 1.0;
-  m.query = inLayout(qkc->lhs, qkc->lhsReducedLast);
-  m.key = inLayout(qkc->rhs, qkc->rhsReducedLast);
+  m.query = resolveOperand(qkc->lhs, qkc->lhsReducedLast, &qScale);
+  // Keys read with the head dim first and not through a transpose op stay
+  // in that layout (mha.attention's `key_transposed`): no copy.
+  m.key = resolveOperand(qkc->rhs, qkc->rhsReducedLast, &kScale,
+                         &m.keyTransposed);
   if (!m.query)
     return why("the queries are read transposed and not through a "
                "transpose op");
-  if (!m.key)
-    return why("the keys are read with the head dim first and not through "
-               "a transpose op");
-  m.query = peelConstantScale(m.query, qScale);
-  m.key = peelConstantScale(m.key, kScale);
   if (qScale <= 0 || kScale <= 0)
     return why("the queries or keys are scaled by a non-positive constant");
   m.scale *= qScale * kScale;
@@ -1337,30 +1422,6 @@ static Value collapsedFrom4D(Value v) {
           SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}})
     return {};
   return collapse.getSrc();
-}
-
-/// The key/value heads [B, Hkv, S, d] that `x` [B, H, S, d] repeats, each
-/// `group` times in a row (a broadcast over a group dim collapsed into the
-/// heads, as frontends materialize grouped-query attention).
-static Value lookThroughHeadRepeat(Value x, int64_t &group) {
-  auto collapse = x.getDefiningOp<tensor::CollapseShapeOp>();
-  if (!collapse || collapse.getSrcType().getRank() != 5 ||
-      collapse.getReassociationIndices() !=
-          SmallVector<ReassociationIndices>{{0}, {1, 2}, {3}, {4}})
-    return {};
-  auto op = collapse.getSrc().getDefiningOp<linalg::LinalgOp>();
-  if (!op || !op.hasPureTensorSemantics() || op.getNumDpsInputs() != 1)
-    return {};
-  std::optional<SmallVector<int64_t>> dims;
-  if (auto broadcast = dyn_cast<linalg::BroadcastOp>(op.getOperation()))
-    dims = llvm::to_vector(broadcast.getDimensions());
-  else if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
-    dims = linalg::isaBroadcastOpInterface(generic);
-  if (!dims || *dims != SmallVector<int64_t>{2} ||
-      collapse.getSrcType().isDynamicDim(2))
-    return {};
-  group = collapse.getSrcType().getDimSize(2);
-  return op.getDpsInputOperand(0)->get();
 }
 
 /// The boolean `predicate` of the mask tensor (or its negation) as a new
@@ -1640,7 +1701,7 @@ FailureOr<mha::AttentionOp> mha::raiseAttention(RewriterBase &rewriter,
   // The causal offset, left to its default (Sk - Sq) when it provably is.
   Value causalOffset;
   if (m->causal) {
-    int64_t sq = dimOf(q4, 2), sk = dimOf(k4, 2);
+    int64_t sq = dimOf(q4, 2), sk = dimOf(k4, m->keyTransposed ? 3 : 2);
     bool isDefault = m->causal->values.empty() &&
                      !ShapedType::isDynamic(sq) &&
                      !ShapedType::isDynamic(sk) &&
@@ -1667,7 +1728,7 @@ FailureOr<mha::AttentionOp> mha::raiseAttention(RewriterBase &rewriter,
   auto attention = AttentionOp::create(
       rewriter, loc, init.getType(), q4, k4, v4, mask, causalOffset, init,
       rewriter.getF32FloatAttr(static_cast<float>(m->scale)),
-      m->causal.has_value());
+      m->causal.has_value(), m->keyTransposed);
 
   // Back to the shape of the op's result; or straight to its one user when
   // that reshapes it back to [B, H, Sq, dv] (a frontend's head split).
@@ -1861,6 +1922,8 @@ mha::raiseMultiHeadAttention(RewriterBase &rewriter, AttentionOp att,
   };
   if (att.getCausalOffset())
     return fail("the attention's causal diagonal is not bottom-right");
+  if (att.getKeyTransposed())
+    return fail("the keys are given transposed ([B, Hkv, dk, Sk])");
   Value pq = matchHeadSplit(att.getQuery()), pk = matchHeadSplit(att.getKey()),
         pv = matchHeadSplit(att.getValue());
   if (!pq || !pk || !pv)

@@ -106,7 +106,7 @@ bool mha::hasStaticEmptyScores(AttentionOp op) {
   auto query = cast<ShapedType>(op.getQuery().getType());
   auto key = cast<ShapedType>(op.getKey().getType());
   return query.getDimSize(0) == 0 || query.getDimSize(2) == 0 ||
-         key.getDimSize(2) == 0;
+         key.getDimSize(op.getKeySeqDim()) == 0;
 }
 
 FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,

@@ -106,3 +106,29 @@ module attributes {transform.with_named_sequence} {
     transform.yield
   }
 }
+
+// -----
+
+// key_transposed: the key [B, Hkv, dk, Sk] is sliced along its last dim, the
+// tiled op keeps the layout.
+// CHECK-LABEL: func.func @keys_transposed
+// CHECK-SAME: (%{{[^:]+}}: tensor<1x2x32x16xf32>, %[[KT:[^:]+]]: tensor<1x1x16x48xf32>
+// CHECK: scf.for %[[J0:.+]] = %c0 to %c48 step %c16
+// CHECK:   %[[KB:.+]] = tensor.extract_slice %[[KT]][0, 0, 0, %[[J0]]] [1, 1, 16, 16]
+// CHECK:   mha.online_attention ins(%{{.*}}, %[[KB]], %{{.*}} : tensor<1x2x32x16xf32>, tensor<1x1x16x16xf32>, tensor<1x1x16x8xf32>) {{.*}} {key_transposed}
+func.func @keys_transposed(%q: tensor<1x2x32x16xf32>, %kt: tensor<1x1x16x48xf32>, %v: tensor<1x1x48x8xf32>,
+                           %acc: tensor<1x2x32x8xf32>, %max: tensor<1x2x32xf32>, %sum: tensor<1x2x32xf32>)
+    -> (tensor<1x2x32x8xf32>, tensor<1x2x32xf32>, tensor<1x2x32xf32>) {
+  %r:3 = mha.online_attention ins(%q, %kt, %v : tensor<1x2x32x16xf32>, tensor<1x1x16x48xf32>, tensor<1x1x48x8xf32>)
+           outs(%acc, %max, %sum : tensor<1x2x32x8xf32>, tensor<1x2x32xf32>, tensor<1x2x32xf32>)
+           {key_transposed} -> tensor<1x2x32x8xf32>, tensor<1x2x32xf32>, tensor<1x2x32xf32>
+  return %r#0, %r#1, %r#2 : tensor<1x2x32x8xf32>, tensor<1x2x32xf32>, tensor<1x2x32xf32>
+}
+module attributes {transform.with_named_sequence} {
+  transform.named_sequence @__transform_main(%root: !transform.any_op {transform.readonly}) {
+    %op = transform.structured.match ops{["mha.online_attention"]} in %root : (!transform.any_op) -> !transform.any_op
+    %tiled, %loop = transform.structured.tile_using_for %op tile_sizes [0, 0, 0, 16]
+      : (!transform.any_op) -> (!transform.any_op, !transform.any_op)
+    transform.yield
+  }
+}

@@ -159,3 +159,21 @@ func.func @online_block(%q: tensor<1x1x16x8xf32>, %k: tensor<1x1x?x8xf32>, %acc:
            -> tensor<1x1x16x8xf32>, tensor<1x1x16xf32>, tensor<1x1x16xf32>
   return %r#0, %r#1, %r#2 : tensor<1x1x16x8xf32>, tensor<1x1x16xf32>, tensor<1x1x16xf32>
 }
+
+// -----
+
+// key_transposed: kᵀ [B, Hkv, dk, Sk] is the scores' right operand as it
+// is, no transposed copy; the causal diagonal uses Sk from its last dim.
+// CHECK-LABEL: func.func @key_transposed
+// CHECK-SAME: (%[[Q:[^:]+]]: tensor<1x4x?x16xf32>, %[[KT:[^:]+]]: tensor<1x2x16x?xf32>
+// CHECK-NOT: linalg.transpose
+// CHECK: %[[SK:.+]] = tensor.dim %[[KT]], %c3
+// CHECK-NOT: linalg.transpose
+// CHECK: linalg.generic {{.*}} ins(%{{.*}}, %[[KT]] : tensor<1x4x?x16xf32>, tensor<1x2x16x?xf32>) outs(%{{.*}} : tensor<1x4x?x?xf32>)
+// CHECK-NOT: linalg.transpose
+// CHECK: return
+func.func @key_transposed(%q: tensor<1x4x?x16xf32>, %kt: tensor<1x2x16x?xf32>, %v: tensor<1x2x?x8xf32>, %init: tensor<1x4x?x8xf32>) -> tensor<1x4x?x8xf32> {
+  %o = mha.attention ins(%q, %kt, %v : tensor<1x4x?x16xf32>, tensor<1x2x16x?xf32>, tensor<1x2x?x8xf32>)
+         outs(%init : tensor<1x4x?x8xf32>) {causal, key_transposed} -> tensor<1x4x?x8xf32>
+  return %o : tensor<1x4x?x8xf32>
+}

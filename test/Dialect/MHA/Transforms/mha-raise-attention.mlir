@@ -144,19 +144,20 @@ func.func @mask_not_broadcastable(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, 
 #bo = affine_map<(b, m, n, k) -> (b, m, n)>
 #id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 
-// The rhs [N, dk, Sk] comes from a transpose of [dk, N, Sk] (batch and head dims swapped, not the last two).
-// CHECK-LABEL: func.func @transpose_not_the_keys
-// CHECK-NOT: mha.attention
-// CHECK: linalg.softmax
-func.func @transpose_not_the_keys(%q: tensor<2x4x8xf32>, %kx: tensor<8x2x6xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+// The rhs [N, dk, Sk] comes from a transpose of [dk, N, Sk] (batch and head
+// dims swapped, not the last two): kᵀ read in place (key_transposed).
+// CHECK-LABEL: func.func @keys_given_transposed
+// CHECK: %[[KT:.*]] = linalg.transpose ins(%arg1 : tensor<8x2x6xf32>) {{.*}} permutation = [1, 0, 2]
+// CHECK: %[[K4:.*]] = tensor.expand_shape %[[KT]] {{.*}} into tensor<2x1x8x6xf32>
+// CHECK: mha.attention ins({{.*}}, %[[K4]], {{.*}} : tensor<2x1x4x8xf32>, tensor<2x1x8x6xf32>, tensor<2x1x6x8xf32>) outs({{.*}}) {key_transposed, scale = 0.353553385 : f32}
+// CHECK-NOT: linalg.softmax
+func.func @keys_given_transposed(%q: tensor<2x4x8xf32>, %kx: tensor<8x2x6xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
   %zero = arith.constant 0.0 : f32
   %c = arith.constant 0.353553385 : f32
-  %ninf = arith.constant 0xFF800000 : f32
   %te = tensor.empty() : tensor<2x8x6xf32>
   %kt = linalg.transpose ins(%kx : tensor<8x2x6xf32>) outs(%te : tensor<2x8x6xf32>) permutation = [1, 0, 2]
   %se = tensor.empty() : tensor<2x4x6xf32>
   %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
-  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
   %s = linalg.batch_matmul ins(%q, %kt : tensor<2x4x8xf32>, tensor<2x8x6xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
   %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) {
   ^bb0(%a: f32, %out: f32):
@@ -166,9 +167,37 @@ func.func @transpose_not_the_keys(%q: tensor<2x4x8xf32>, %kx: tensor<8x2x6xf32>,
   %p = linalg.softmax dimension(2) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
   %oe = tensor.empty() : tensor<2x4x8xf32>
   %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
-  // expected-remark @below {{not raised to mha.attention: the keys are read with the head dim first and not through a transpose op}}
+  // expected-remark @below {{not raised to mha.multi_head_attention: the keys are given transposed ([B, Hkv, dk, Sk])}}
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// The transpose is of the scores, not of the keys: the softmax then runs
+// over the queries.
+// CHECK-LABEL: func.func @transpose_not_the_keys
+// CHECK-NOT: mha.attention
+// CHECK: linalg.softmax
+func.func @transpose_not_the_keys(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x4x8xf32>) -> tensor<2x6x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = linalg.batch_matmul indexing_maps = [#bq, #bk, #bo] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %te = tensor.empty() : tensor<2x6x4xf32>
+  %st = linalg.transpose ins(%s : tensor<2x4x6xf32>) outs(%te : tensor<2x6x4xf32>) permutation = [0, 2, 1]
+  %p = linalg.softmax dimension(2) ins(%st : tensor<2x6x4xf32>) outs(%te : tensor<2x6x4xf32>) -> tensor<2x6x4xf32>
+  %oe = tensor.empty() : tensor<2x6x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x6x8xf32>) -> tensor<2x6x8xf32>
+  // expected-remark @below {{not raised to mha.attention: the softmax input is not computed from a contraction of queries and keys}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x6x4xf32>, tensor<2x4x8xf32>) outs(%oz : tensor<2x6x8xf32>) -> tensor<2x6x8xf32>
+  return %o : tensor<2x6x8xf32>
 }
 
 // -----
@@ -531,14 +560,14 @@ func.func @tosa_wrong_axis(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: te
 
 // -----
 
-// The key [dk, Sk] is an argument (not a transpose): not raised.
-// CHECK-LABEL: func.func @tosa_key_not_transposed
-// CHECK-NOT: mha.attention
-func.func @tosa_key_not_transposed(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+// The key [dk, Sk] is an argument (not a transpose): read in place.
+// CHECK-LABEL: func.func @tosa_key_given_transposed
+// CHECK: mha.attention ins({{.*}} : tensor<2x1x4x8xf32>, tensor<2x1x8x6xf32>, tensor<2x1x6x8xf32>) outs({{.*}}) {key_transposed, scale = 0.353553385 : f32}
+// CHECK-NOT: tosa.matmul
+func.func @tosa_key_given_transposed(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
   %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
   %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
   %c = "tosa.const"() <{values = dense<0.353553385> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
-  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
   %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<2x4x8xf32>, tensor<2x8x6xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x6xf32>
   %x = tosa.mul %s, %c, %shift : (tensor<2x4x6xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<2x4x6xf32>
   %m = tosa.reduce_max %x {axis = 2 : i32} : (tensor<2x4x6xf32>) -> tensor<2x4x1xf32>
@@ -547,7 +576,157 @@ func.func @tosa_key_not_transposed(%q: tensor<2x4x8xf32>, %kt: tensor<2x8x6xf32>
   %sum = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<2x4x6xf32>) -> tensor<2x4x1xf32>
   %r = tosa.reciprocal %sum : (tensor<2x4x1xf32>) -> tensor<2x4x1xf32>
   %p = tosa.mul %e, %r, %shift : (tensor<2x4x6xf32>, tensor<2x4x1xf32>, tensor<1xi8>) -> tensor<2x4x6xf32>
-  // expected-remark @below {{not raised to mha.attention: the keys are read with the head dim first and not through a transpose op}}
+  // expected-remark @below {{not raised to mha.multi_head_attention: the keys are given transposed ([B, Hkv, dk, Sk])}}
   %o = tosa.matmul %p, %v, %zp, %zp : (tensor<2x4x6xf32>, tensor<2x6x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// A predicate on the positions that is not a triangle (key <= 2 * query).
+// CHECK-LABEL: func.func @not_causal
+// CHECK-NOT: mha.attention
+func.func @not_causal(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.353553385 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = linalg.batch_matmul indexing_maps = [#bq, #bk, #bo] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %two = arith.constant 2 : index
+    %i2 = arith.muli %i, %two : index
+    %vis = arith.cmpi sle, %j, %i2 : index
+    %0 = arith.mulf %a, %c : f32
+    %1 = arith.select %vis, %0, %ninf : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x4x6xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // expected-remark @below {{not raised to mha.attention: the mask predicate is neither `key <= query + c` nor a function of one tensor}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// exp(x) / sum(exp(x)) without the row maximum subtracted (overflows where the softmax does not).
+// CHECK-LABEL: func.func @no_max
+// CHECK-NOT: mha.attention
+func.func @no_max(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.353553385 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = linalg.batch_matmul indexing_maps = [#bq, #bk, #bo] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %0 = arith.mulf %a, %c : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x6xf32>
+  %e = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %0 = math.exp %a : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x6xf32>
+  %re = tensor.empty() : tensor<2x4xf32>
+  %rz = linalg.fill ins(%zero : f32) outs(%re : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %sum = linalg.generic {indexing_maps = [#id3, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%e : tensor<2x4x6xf32>) outs(%rz : tensor<2x4xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %0 = arith.addf %a, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4xf32>
+  %p = linalg.generic {indexing_maps = [#id3, affine_map<(d0, d1, d2) -> (d0, d1)>, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%e, %sum : tensor<2x4x6xf32>, tensor<2x4xf32>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %0 = arith.divf %a, %b : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax: not exp(x - max(x))}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// A constant boolean mask that is not a triangle: raised as a mask, not as causal.
+// CHECK-LABEL: func.func @constant_not_triangle
+// CHECK: arith.constant dense<{{.*}}> : tensor<4x6xi1>
+// CHECK: mha.attention {{.*}} mask(%{{.*}} : tensor<1x1x4x6xi1>)
+// CHECK-NOT: causal
+func.func @constant_not_triangle(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c = arith.constant 0.353553385 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %s = linalg.batch_matmul indexing_maps = [#bq, #bk, #bo] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %m = arith.constant dense<[[true, false, true, true, true, true], [true, true, false, true, true, true], [true, true, true, false, true, true], [true, true, true, true, false, true]]> : tensor<4x6xi1>
+  %x = linalg.generic {indexing_maps = [#id3, affine_map<(d0, d1, d2) -> (d1, d2)>, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s, %m : tensor<2x4x6xf32>, tensor<4x6xi1>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %b: i1, %out: f32):
+    %0 = arith.mulf %a, %c : f32
+    %1 = arith.select %b, %0, %ninf : f32
+    linalg.yield %1 : f32
+  } -> tensor<2x4x6xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // expected-remark @below {{not raised to mha.multi_head_attention: the queries, keys or values are not projections split into heads}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}
+
+// -----
+
+#bq = affine_map<(b, m, n, k) -> (b, m, k)>
+#bk = affine_map<(b, m, n, k) -> (b, n, k)>
+#bo = affine_map<(b, m, n, k) -> (b, m, n)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// The scale as SSA arithmetic on constants a frontend left unfolded:
+// sqrt(float(dk)) from an integer dk, the scores divided by it.
+// CHECK-LABEL: func.func @scale_computed
+// CHECK: mha.attention {{.*}} {scale = 0.353553385 : f32}
+func.func @scale_computed(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %dk = arith.constant 8 : i64
+  %dkf = arith.sitofp %dk : i64 to f32
+  %root = math.sqrt %dkf : f32
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %s = linalg.batch_matmul indexing_maps = [#bq, #bk, #bo] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) {
+  ^bb0(%a: f32, %out: f32):
+    %0 = arith.divf %a, %root : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x4x6xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  // expected-remark @below {{not raised to mha.multi_head_attention: the queries, keys or values are not projections split into heads}}
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %o : tensor<2x4x8xf32>
 }

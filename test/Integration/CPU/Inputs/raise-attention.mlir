@@ -434,3 +434,105 @@ func.func @tosa_sdpa(%q4: tensor<2x4x16x8xf32>, %k4: tensor<2x4x24x8xf32>, %v4: 
   %o4 = tosa.reshape %o, %o4s : (tensor<8x16x8xf32>, !tosa.shape<4>) -> tensor<2x4x16x8xf32>
   return %o4 : tensor<2x4x16x8xf32>
 }
+
+// torch-mlir on PyTorch's math SDPA path (FX-decomposed): q and kᵀ each
+// multiplied by sqrt(scale) (the key after its transpose), [B, H] collapsed
+// around linalg.batch_matmul, softmax's max from aten.max.dim (a generic
+// with two results, the max and its argmax, only the max used), keepdim
+// sum and div.
+func.func @torch_fx_split_scale(%q: tensor<2x2x10x8xf32>, %k: tensor<2x2x14x8xf32>, %v: tensor<2x2x14x8xf32>) -> tensor<2x2x10x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %root = arith.constant 0.594603558 : f32
+  %i0 = arith.constant 0 : i64
+  %eq = tensor.empty() : tensor<2x2x10x8xf32>
+  %qs = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%q : tensor<2x2x10x8xf32>) outs(%eq : tensor<2x2x10x8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %root : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x2x10x8xf32>
+  %ek = tensor.empty() : tensor<2x2x8x14xf32>
+  %kt = linalg.transpose ins(%k : tensor<2x2x14x8xf32>) outs(%ek : tensor<2x2x8x14xf32>) permutation = [0, 1, 3, 2]
+  %ks = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%kt : tensor<2x2x8x14xf32>) outs(%ek : tensor<2x2x8x14xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %root : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x2x8x14xf32>
+  %q3 = tensor.collapse_shape %qs [[0, 1], [2], [3]] : tensor<2x2x10x8xf32> into tensor<4x10x8xf32>
+  %k3 = tensor.collapse_shape %ks [[0, 1], [2], [3]] : tensor<2x2x8x14xf32> into tensor<4x8x14xf32>
+  %e1 = tensor.empty() : tensor<4x10x14xf32>
+  %f1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x10x14xf32>) -> tensor<4x10x14xf32>
+  %s3 = linalg.batch_matmul ins(%q3, %k3 : tensor<4x10x8xf32>, tensor<4x8x14xf32>) outs(%f1 : tensor<4x10x14xf32>) -> tensor<4x10x14xf32>
+  %s = tensor.expand_shape %s3 [[0, 1], [2], [3]] output_shape [2, 2, 10, 14] : tensor<4x10x14xf32> into tensor<2x2x10x14xf32>
+  %e3 = tensor.empty() : tensor<2x2x10x1xf32>
+  %f3 = linalg.fill ins(%ninf : f32) outs(%e3 : tensor<2x2x10x1xf32>) -> tensor<2x2x10x1xf32>
+  %ei = tensor.empty() : tensor<2x2x10x1xi64>
+  %fi = linalg.fill ins(%i0 : i64) outs(%ei : tensor<2x2x10x1xi64>) -> tensor<2x2x10x1xi64>
+  %max:2 = linalg.generic {indexing_maps = [#id4, #row4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%s : tensor<2x2x10x14xf32>) outs(%f3, %fi : tensor<2x2x10x1xf32>, tensor<2x2x10x1xi64>) {
+  ^bb0(%in: f32, %m: f32, %i: i64):
+    %j = linalg.index 3 : index
+    %ji = arith.index_cast %j : index to i64
+    %r = arith.maximumf %in, %m : f32
+    %gt = arith.cmpf ogt, %in, %m : f32
+    %ni = arith.select %gt, %ji, %i : i64
+    linalg.yield %r, %ni : f32, i64
+  } -> (tensor<2x2x10x1xf32>, tensor<2x2x10x1xi64>)
+  %e2 = tensor.empty() : tensor<2x2x10x14xf32>
+  %sub = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %max#0 : tensor<2x2x10x14xf32>, tensor<2x2x10x1xf32>) outs(%e2 : tensor<2x2x10x14xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %0 = arith.subf %in, %in2 : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x2x10x14xf32>
+  %exp = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sub : tensor<2x2x10x14xf32>) outs(%e2 : tensor<2x2x10x14xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = math.exp %in : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x2x10x14xf32>
+  %f4 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<2x2x10x1xf32>) -> tensor<2x2x10x1xf32>
+  %sum = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%exp : tensor<2x2x10x14xf32>) outs(%f4 : tensor<2x2x10x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %in, %out : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x2x10x1xf32>
+  %p = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%exp, %sum : tensor<2x2x10x14xf32>, tensor<2x2x10x1xf32>) outs(%e2 : tensor<2x2x10x14xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %0 = arith.divf %in, %in2 : f32
+    linalg.yield %0 : f32
+  } -> tensor<2x2x10x14xf32>
+  %p3 = tensor.collapse_shape %p [[0, 1], [2], [3]] : tensor<2x2x10x14xf32> into tensor<4x10x14xf32>
+  %v3 = tensor.collapse_shape %v [[0, 1], [2], [3]] : tensor<2x2x14x8xf32> into tensor<4x14x8xf32>
+  %e5 = tensor.empty() : tensor<4x10x8xf32>
+  %f5 = linalg.fill ins(%zero : f32) outs(%e5 : tensor<4x10x8xf32>) -> tensor<4x10x8xf32>
+  %o3 = linalg.batch_matmul ins(%p3, %v3 : tensor<4x10x14xf32>, tensor<4x14x8xf32>) outs(%f5 : tensor<4x10x8xf32>) -> tensor<4x10x8xf32>
+  %o = tensor.expand_shape %o3 [[0, 1], [2], [3]] output_shape [2, 2, 10, 8] : tensor<4x10x8xf32> into tensor<2x2x10x8xf32>
+  return %o : tensor<2x2x10x8xf32>
+}
+
+// The keys arrive as kᵀ [N, dk, Sk] (a cache kept transposed), the plain
+// rhs of linalg.batch_matmul: raised with key_transposed, read in place.
+// Causal bottom-right (key <= query + Sk - Sq) from linalg.index, the
+// scores divided by sqrt(dk).
+func.func @keys_given_transposed(%q: tensor<3x12x8xf32>, %kt: tensor<3x8x20xf32>, %v: tensor<3x20x8xf32>) -> tensor<3x12x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %root = arith.constant 2.82842708 : f32
+  %se = tensor.empty() : tensor<3x12x20xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<3x12x20xf32>) -> tensor<3x12x20xf32>
+  %s = linalg.batch_matmul ins(%q, %kt : tensor<3x12x8xf32>, tensor<3x8x20xf32>) outs(%sz : tensor<3x12x20xf32>) -> tensor<3x12x20xf32>
+  %x = linalg.generic {indexing_maps = [#id3, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%s : tensor<3x12x20xf32>) outs(%se : tensor<3x12x20xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %i = linalg.index 1 : index
+    %j = linalg.index 2 : index
+    %c8 = arith.constant 8 : index
+    %last = arith.addi %i, %c8 : index
+    %vis = arith.cmpi ule, %j, %last : index
+    %0 = arith.divf %a, %root : f32
+    %1 = arith.select %vis, %0, %ninf : f32
+    linalg.yield %1 : f32
+  } -> tensor<3x12x20xf32>
+  %p = linalg.softmax dimension(2) ins(%x : tensor<3x12x20xf32>) outs(%se : tensor<3x12x20xf32>) -> tensor<3x12x20xf32>
+  %oe = tensor.empty() : tensor<3x12x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<3x12x8xf32>) -> tensor<3x12x8xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<3x12x20xf32>, tensor<3x20x8xf32>) outs(%oz : tensor<3x12x8xf32>) -> tensor<3x12x8xf32>
+  return %o : tensor<3x12x8xf32>
+}

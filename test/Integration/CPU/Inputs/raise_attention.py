@@ -95,3 +95,12 @@ bias[..., 0] = 0.0  # no row fully masked
 bias = bias.astype(np.float32)
 save("tosa_sdpa", [q, k, v, bias],
      attention(q, k, v, 0.353553385, bias=bias[:, None]))
+
+q, k, v = randn(2, 2, 10, 8), randn(2, 2, 14, 8), randn(2, 2, 14, 8)
+save("torch_fx_split_scale", [q, k, v],
+     attention(q, k, v, np.float64(np.float32(0.594603558)) ** 2))
+
+q, kt, v = randn(3, 12, 8), randn(3, 8, 20), randn(3, 20, 8)
+save("keys_given_transposed", [q, kt, v],
+     attention(q, np.swapaxes(kt, -1, -2), v, 1 / np.float32(2.82842708),
+               visible=causal(12, 20, 8)))

@@ -148,6 +148,12 @@ def MHA_AttentionOp : MHA_Op<"attention", [
     | mask (optional) | `[Sq, Sk]`, `[B, Sq, Sk]` or `[B|1, H|1, Sq|1, Sk|1]` |
     | init, result | `[B, H, Sq, dv]` |
 
+    With `key_transposed` the key is given as `[B, Hkv, dk, Sk]` (kᵀ per
+    head), the layout some frontends and KV caches keep: the op reads it in
+    place, and the score contraction `q · kᵀ` takes it as its right operand
+    without the transposed copy of the keys the default layout needs. Tiling
+    slices it along its last dim.
+
     `B`, `Sq` and `Sk` may be dynamic; `H`, `Hkv`, `dk` and `dv` are static and
     `Hkv` divides `H`. The op is in destination-passing style: `init` only
     provides the shape of the result (its values are overwritten), which lets
@@ -193,7 +199,8 @@ def MHA_AttentionOp : MHA_Op<"attention", [
     Optional<Index>:$causal_offset,
     MHA_FloatTensor:$init,
     OptionalAttr<F32Attr>:$scale,
-    UnitAttr:$causal
+    UnitAttr:$causal,
+    UnitAttr:$key_transposed
   );
   let results = (outs MHA_FloatTensor:$result);
 
@@ -212,6 +219,11 @@ def MHA_AttentionOp : MHA_Op<"attention", [
     /// The causal diagonal: `causal_offset`, or `Sk - Sq` built at the
     /// builder's insertion point. Only meaningful for causal ops.
     Value getCausalOffsetOrDefault(OpBuilder &builder);
+
+    /// The key's sequence (Sk) and head-channel (dk) dims: 2 and 3, or 3 and
+    /// 2 with `key_transposed`.
+    int64_t getKeySeqDim() { return getKeyTransposed() ? 3 : 2; }
+    int64_t getKeyChannelDim() { return getKeyTransposed() ? 2 : 3; }
 
     // DestinationStyleOpInterface: `init` is the only destination.
     MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
@@ -234,7 +246,8 @@ def MHA_AttentionWeightsOp : MHA_Op<"attention_weights", [
   let description = [{
     `p[b, h, i, j] = softmax_j(mask(q[b, h, i, :] · k[b, g, j, :] · scale))`,
     the probabilities `mha.attention` weights the values with (same
-    operands, mask, `scale`, `causal` and `causal_offset` rules; `g = h / (H
+    operands, mask, `scale`, `causal`, `causal_offset` and `key_transposed`
+    rules; `g = h / (H
     / Hkv)`); a query that sees no key has zero probabilities. `init` is
     `[B, H, Sq, Sk]`, or `[B, Sq, Sk]` with `average_heads` (the mean over
     the heads, as PyTorch's `average_attn_weights`). The result is O(Sq·Sk)
@@ -257,7 +270,8 @@ def MHA_AttentionWeightsOp : MHA_Op<"attention_weights", [
     MHA_FloatTensor:$init,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
-    UnitAttr:$average_heads
+    UnitAttr:$average_heads,
+    UnitAttr:$key_transposed
   );
   let results = (outs MHA_FloatTensor:$result);
 
@@ -274,6 +288,8 @@ def MHA_AttentionWeightsOp : MHA_Op<"attention_weights", [
     double getScaleOrDefault();
     /// `causal_offset`, or `Sk - Sq` if absent.
     Value getCausalOffsetOrDefault(OpBuilder &b);
+    /// The key's sequence (Sk) dim: 2, or 3 with `key_transposed`.
+    int64_t getKeySeqDim() { return getKeyTransposed() ? 3 : 2; }
     MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
   }];
 
@@ -322,6 +338,9 @@ def MHA_OnlineAttentionOp : MHA_Op<"online_attention", [
     Starting from `acc = 0, max = -inf, sum = 0` and ending with
     `acc / sum` (0 where `sum = 0`) gives `mha.attention`.
 
+    The key layout follows `mha.attention` (`key_transposed`: `[B, Hkv, dk,
+    Sk]`).
+
     Causal skipping is part of the iteration domain: with `causal`, query
     `i` sees key `j` iff `j <= i + causal_offset` (default `Sk - Sq`), and the
     key range of the domain ends at `min(Sk, max(0, Sq + causal_offset))`,
@@ -358,7 +377,8 @@ def MHA_OnlineAttentionOp : MHA_Op<"online_attention", [
     RankedTensorOf<[F32]>:$max,
     RankedTensorOf<[F32]>:$sum,
     OptionalAttr<F32Attr>:$scale,
-    UnitAttr:$causal
+    UnitAttr:$causal,
+    UnitAttr:$key_transposed
   );
   let results = (outs RankedTensorOf<[F32]>:$result_acc,
                       RankedTensorOf<[F32]>:$result_max,
@@ -379,6 +399,11 @@ def MHA_OnlineAttentionOp : MHA_Op<"online_attention", [
     /// The causal diagonal: `causal_offset`, or `Sk - Sq` built at the
     /// builder's insertion point. Only meaningful for causal ops.
     Value getCausalOffsetOrDefault(OpBuilder &builder);
+
+    /// The key's sequence (Sk) and head-channel (dk) dims: 2 and 3, or 3 and
+    /// 2 with `key_transposed`.
+    int64_t getKeySeqDim() { return getKeyTransposed() ? 3 : 2; }
+    int64_t getKeyChannelDim() { return getKeyTransposed() ? 2 : 3; }
 
     // DestinationStyleOpInterface: `acc`, `max` and `sum`.
     MutableOperandRange getDpsInitsMutable() {
