@@ -668,25 +668,32 @@ static bool isMapTo(AffineMap map, ArrayRef<unsigned> dims) {
   return true;
 }
 
-/// The source of `v` if `v` is a transpose of it by `perm` (linalg.transpose
-/// or a transposing generic).
-static Value lookThroughTranspose(Value v, ArrayRef<int64_t> perm) {
+/// The permutation and the source of `v` when a transpose op made it
+/// (tosa.transpose, linalg.transpose or a transposing generic).
+static std::optional<SmallVector<int64_t>> transposeOf(Value v,
+                                                       Value &source) {
   if (auto transpose = v.getDefiningOp<tosa::TransposeOp>()) {
-    if (llvm::equal(transpose.getPerms(), perm))
-      return transpose.getInput1();
-    return {};
+    source = transpose.getInput1();
+    return SmallVector<int64_t>(transpose.getPerms());
   }
   auto op = v.getDefiningOp<linalg::LinalgOp>();
   if (!op || !op.hasPureTensorSemantics())
-    return {};
+    return std::nullopt;
   std::optional<SmallVector<int64_t>> p;
   if (auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation()))
     p = llvm::to_vector(transpose.getPermutation());
   else if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation()))
     p = linalg::isaTransposeOpInterface(generic);
-  if (!p || ArrayRef<int64_t>(*p) != perm)
-    return {};
-  return op.getDpsInputOperand(0)->get();
+  if (p)
+    source = op.getDpsInputOperand(0)->get();
+  return p;
+}
+
+/// The source of `v` if `v` is a transpose of it by `perm`.
+static Value lookThroughTranspose(Value v, ArrayRef<int64_t> perm) {
+  Value source;
+  std::optional<SmallVector<int64_t>> p = transposeOf(v, source);
+  return p && ArrayRef<int64_t>(*p) == perm ? source : Value();
 }
 
 /// `v` without an elementwise multiplication (or division) by a constant,
@@ -831,7 +838,8 @@ static Value lookThroughHeadRepeat(Value x, int64_t &group) {
 /// When `v` needs a transpose and none is there: null, or with
 /// `keptTransposed` (an operand that can be read in that layout, the keys)
 /// the tensor in the layout [batch..., reduced, rows], and
-/// `*keptTransposed` set.
+/// `*keptTransposed` set. A transpose op of other dims is not the one
+/// expected (null).
 static Value resolveOperand(Value v, bool reducedLast, double *scale,
                             bool *keptTransposed = nullptr) {
   bool transposed = !reducedLast;
@@ -853,12 +861,14 @@ static Value resolveOperand(Value v, bool reducedLast, double *scale,
       int64_t rank = cast<RankedTensorType>(v.getType()).getRank();
       SmallVector<int64_t> perm = llvm::to_vector(llvm::seq<int64_t>(0, rank));
       std::swap(perm[rank - 2], perm[rank - 1]);
-      if (Value source = lookThroughTranspose(v, perm)) {
+      Value source;
+      std::optional<SmallVector<int64_t>> p = transposeOf(v, source);
+      if (p && ArrayRef<int64_t>(*p) == ArrayRef<int64_t>(perm)) {
         v = source;
         transposed = false;
         continue;
       }
-      if (!keptTransposed)
+      if (!keptTransposed || p)
         return {};
       *keptTransposed = true;
       return v;
@@ -1334,6 +1344,9 @@ FailureOr<AttentionMatch> AttentionMatcher::match(Operation *pv) {
   if (!m.query)
     return why("the queries are read transposed and not through a "
                "transpose op");
+  if (!m.key)
+    return why("the keys are read through a transpose that is not of their "
+               "last two dims");
   if (qScale <= 0 || kScale <= 0)
     return why("the queries or keys are scaled by a non-positive constant");
   m.scale *= qScale * kScale;
