@@ -536,3 +536,38 @@ func.func @keys_given_transposed(%q: tensor<3x12x8xf32>, %kt: tensor<3x8x20xf32>
   %o = linalg.batch_matmul ins(%p, %v : tensor<3x12x20xf32>, tensor<3x20x8xf32>) outs(%oz : tensor<3x12x8xf32>) -> tensor<3x12x8xf32>
   return %o : tensor<3x12x8xf32>
 }
+
+// StableHLO-to-linalg's shape (IREE's input): linalg.contract, named
+// elementwise ops (mul by a splat tensor, sub, exp, div) and linalg.reduce
+// + linalg.broadcast for the row max and sum.
+func.func @named_ops(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tensor<2x6x8xf32>) -> tensor<2x4x8xf32> {
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %c = arith.constant dense<0.353553385> : tensor<2x4x6xf32>
+  %se = tensor.empty() : tensor<2x4x6xf32>
+  %sz = linalg.fill ins(%zero : f32) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %s = linalg.contract indexing_maps = [affine_map<(b, m, n, k) -> (b, m, k)>, affine_map<(b, m, n, k) -> (b, n, k)>, affine_map<(b, m, n, k) -> (b, m, n)>] ins(%q, %k : tensor<2x4x8xf32>, tensor<2x6x8xf32>) outs(%sz : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %x = linalg.mul ins(%s, %c : tensor<2x4x6xf32>, tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %re = tensor.empty() : tensor<2x4xf32>
+  %rm = linalg.fill ins(%ninf : f32) outs(%re : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %mx = linalg.reduce ins(%x : tensor<2x4x6xf32>) outs(%rm : tensor<2x4xf32>) dimensions = [2]
+    (%in: f32, %init: f32) {
+      %0 = arith.maximumf %in, %init : f32
+      linalg.yield %0 : f32
+    }
+  %mb = linalg.broadcast ins(%mx : tensor<2x4xf32>) outs(%se : tensor<2x4x6xf32>) dimensions = [2]
+  %d = linalg.sub ins(%x, %mb : tensor<2x4x6xf32>, tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %e = linalg.exp ins(%d : tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %rz = linalg.fill ins(%zero : f32) outs(%re : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %sm = linalg.reduce ins(%e : tensor<2x4x6xf32>) outs(%rz : tensor<2x4xf32>) dimensions = [2]
+    (%in: f32, %init: f32) {
+      %0 = arith.addf %in, %init : f32
+      linalg.yield %0 : f32
+    }
+  %sb = linalg.broadcast ins(%sm : tensor<2x4xf32>) outs(%se : tensor<2x4x6xf32>) dimensions = [2]
+  %p = linalg.div ins(%e, %sb : tensor<2x4x6xf32>, tensor<2x4x6xf32>) outs(%se : tensor<2x4x6xf32>) -> tensor<2x4x6xf32>
+  %oe = tensor.empty() : tensor<2x4x8xf32>
+  %oz = linalg.fill ins(%zero : f32) outs(%oe : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
+  return %o : tensor<2x4x8xf32>
+}

@@ -104,3 +104,6 @@ q, kt, v = randn(3, 12, 8), randn(3, 8, 20), randn(3, 20, 8)
 save("keys_given_transposed", [q, kt, v],
      attention(q, np.swapaxes(kt, -1, -2), v, 1 / np.float32(2.82842708),
                visible=causal(12, 20, 8)))
+
+q, k, v = randn(2, 4, 8), randn(2, 6, 8), randn(2, 6, 8)
+save("named_ops", [q, k, v], attention(q, k, v, 0.353553385))
