@@ -92,6 +92,17 @@ AffineMap getMaskMap(MLIRContext *ctx, ShapedType maskType) {
   return AffineMap::get(4, 0, exprs, ctx);
 }
 
+/// The shape [B, H, Sq, Sk] of the scores of `query` [B, H, Sq, dk] against
+/// `key`, whose dim `keySeqDim` is Sk.
+static SmallVector<OpFoldResult> buildScoreShape(OpBuilder &b, Location loc,
+                                                 Value query, Value key,
+                                                 int64_t keySeqDim) {
+  return {tensor::getMixedSize(b, loc, query, 0),
+          tensor::getMixedSize(b, loc, query, 1),
+          tensor::getMixedSize(b, loc, query, 2),
+          tensor::getMixedSize(b, loc, key, keySeqDim)};
+}
+
 /// The scores of the scaled queries against the keys, in f32:
 /// `s[b, h, i, j] = (q[b, h, i, :] · scale) · k[b, h / group, j, :]` over
 /// `scoreShape` [B, H, Sq, Sk], computed over loops (b, h, i, c, j) with kᵀ
@@ -237,10 +248,8 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
   int64_t numHeads = queryType.getDimSize(1);
   int64_t group =
       numHeads / cast<ShapedType>(getKey().getType()).getDimSize(1);
-  OpFoldResult sk = tensor::getMixedSize(b, loc, getKey(), getKeySeqDim());
-  SmallVector<OpFoldResult> scoreShape = {
-      tensor::getMixedSize(b, loc, getQuery(), 0), b.getIndexAttr(numHeads),
-      tensor::getMixedSize(b, loc, getQuery(), 2), sk};
+  SmallVector<OpFoldResult> scoreShape =
+      buildScoreShape(b, loc, getQuery(), getKey(), getKeySeqDim());
   ArrayRef<OpFoldResult> rowShape = ArrayRef(scoreShape).take_front(3);
 
   // Loops (b, h, i, j, c): batch, query head, query, key, head channel.
@@ -280,7 +289,7 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
     // The block straddles the diagonal iff its last key is beyond what its
     // first row sees: Sk - 1 > causal_offset.
     Value lastKey = arith::SubIOp::create(
-        b, loc, getValueOrCreateConstantIndexOp(b, loc, sk),
+        b, loc, getValueOrCreateConstantIndexOp(b, loc, scoreShape[3]),
         arith::ConstantIndexOp::create(b, loc, 1));
     Value straddles = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
                                             lastKey, causalOffset);
@@ -354,10 +363,8 @@ AttentionWeightsOp::decomposeOperation(OpBuilder &b) {
   Location loc = getLoc();
   MLIRContext *ctx = b.getContext();
   int64_t numHeads = cast<ShapedType>(getQuery().getType()).getDimSize(1);
-  SmallVector<OpFoldResult> scoreShape = {
-      tensor::getMixedSize(b, loc, getQuery(), 0), b.getIndexAttr(numHeads),
-      tensor::getMixedSize(b, loc, getQuery(), 2),
-      tensor::getMixedSize(b, loc, getKey(), getKeySeqDim())};
+  SmallVector<OpFoldResult> scoreShape =
+      buildScoreShape(b, loc, getQuery(), getKey(), getKeySeqDim());
   ArrayRef<OpFoldResult> rowShape = ArrayRef(scoreShape).take_front(3);
   AffineExpr bb, h, i, j;
   bindDims(ctx, bb, h, i, j);

@@ -37,16 +37,19 @@ static DiagnosedSilenceableFailure emitEmptyScoresFailure(Operation *transform,
 // RaiseAttentionOp
 //===----------------------------------------------------------------------===//
 
-DiagnosedSilenceableFailure transform::MHARaiseAttentionOp::applyToOne(
-    transform::TransformRewriter &rewriter, Operation *target,
-    transform::ApplyToEachResultList &results,
-    transform::TransformState &state) {
-  std::string reason;
-  FailureOr<AttentionOp> raised = raiseAttention(rewriter, target, &reason);
+/// The raised op as the transform's result, or a silenceable failure with
+/// the reason the raise gave (written by the call that made `raised`: held
+/// by reference, whatever the order the arguments were evaluated in) and a
+/// note at the target.
+template <typename OpTy>
+static DiagnosedSilenceableFailure
+yieldRaised(Operation *transformOp, Operation *target, StringRef to,
+            FailureOr<OpTy> raised, const std::string &reason,
+            transform::ApplyToEachResultList &results) {
   if (failed(raised)) {
     DiagnosedSilenceableFailure diag =
-        emitSilenceableFailure(getOperation())
-        << "could not raise to mha.attention: " << reason;
+        emitSilenceableFailure(transformOp)
+        << "could not raise to " << to << ": " << reason;
     diag.attachNote(target->getLoc()) << "target";
     return diag;
   }
@@ -54,22 +57,24 @@ DiagnosedSilenceableFailure transform::MHARaiseAttentionOp::applyToOne(
   return DiagnosedSilenceableFailure::success();
 }
 
+DiagnosedSilenceableFailure transform::MHARaiseAttentionOp::applyToOne(
+    transform::TransformRewriter &rewriter, Operation *target,
+    transform::ApplyToEachResultList &results,
+    transform::TransformState &state) {
+  std::string reason;
+  return yieldRaised(getOperation(), target, "mha.attention",
+                     raiseAttention(rewriter, target, &reason), reason,
+                     results);
+}
+
 DiagnosedSilenceableFailure transform::MHARaiseLayerOp::applyToOne(
     transform::TransformRewriter &rewriter, AttentionOp target,
     transform::ApplyToEachResultList &results,
     transform::TransformState &state) {
   std::string reason;
-  FailureOr<MultiHeadAttentionOp> layer =
-      raiseMultiHeadAttention(rewriter, target, &reason);
-  if (failed(layer)) {
-    DiagnosedSilenceableFailure diag =
-        emitSilenceableFailure(getOperation())
-        << "could not raise to mha.multi_head_attention: " << reason;
-    diag.attachNote(target->getLoc()) << "target";
-    return diag;
-  }
-  results.push_back(*layer);
-  return DiagnosedSilenceableFailure::success();
+  return yieldRaised(getOperation(), target, "mha.multi_head_attention",
+                     raiseMultiHeadAttention(rewriter, target, &reason),
+                     reason, results);
 }
 
 //===----------------------------------------------------------------------===//

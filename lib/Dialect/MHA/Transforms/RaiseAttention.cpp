@@ -787,20 +787,23 @@ static FailureOr<Contraction> matchContraction(Operation *contraction,
   c.numBatch = numBatch;
   c.lhs = op.getDpsInputOperand(0)->get();
   c.rhs = op.getDpsInputOperand(1)->get();
-  AffineMap lhsMap = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
-  AffineMap rhsMap = op.getMatchingIndexingMap(op.getDpsInputOperand(1));
-  if (isMapTo(lhsMap, with(m, k)))
-    c.lhsReducedLast = true;
-  else if (isMapTo(lhsMap, with(k, m)))
-    c.lhsReducedLast = false;
-  else
+  // Whether input `i` is read [batch..., rows, k] (true) or [batch..., k,
+  // rows] (false); none when its batch dims are out of order.
+  auto reducedLast = [&](unsigned i, unsigned rows) -> std::optional<bool> {
+    AffineMap map = op.getMatchingIndexingMap(op.getDpsInputOperand(i));
+    if (isMapTo(map, with(rows, k)))
+      return true;
+    if (isMapTo(map, with(k, rows)))
+      return false;
+    return std::nullopt;
+  };
+  std::optional<bool> lhs = reducedLast(0, m), rhs = reducedLast(1, n);
+  if (!lhs)
     return why(what + " reads its lhs with the batch dims out of order");
-  if (isMapTo(rhsMap, with(n, k)))
-    c.rhsReducedLast = true;
-  else if (isMapTo(rhsMap, with(k, n)))
-    c.rhsReducedLast = false;
-  else
+  if (!rhs)
     return why(what + " reads its rhs with the batch dims out of order");
+  c.lhsReducedLast = *lhs;
+  c.rhsReducedLast = *rhs;
   return c;
 }
 
