@@ -1629,15 +1629,51 @@ static void eraseDeadSlice(RewriterBase &rewriter,
   }
 }
 
+/// Records the ops `rewriter` creates while it is alive (forwarding every
+/// notification to the rewriter's own listener), so that a rewrite whose
+/// later checks fail can erase what it built: a failed raise leaves the IR
+/// as it was.
+class CreatedOps : public RewriterBase::ForwardingListener {
+public:
+  explicit CreatedOps(RewriterBase &rewriter)
+      : ForwardingListener(rewriter.getListener()), rewriter(rewriter),
+        previous(rewriter.getListener()) {
+    rewriter.setListener(this);
+  }
+  ~CreatedOps() override { rewriter.setListener(previous); }
+
+  void notifyOperationInserted(Operation *op,
+                               OpBuilder::InsertPoint where) override {
+    created.push_back(op);
+    ForwardingListener::notifyOperationInserted(op, where);
+  }
+
+  /// Erases the ops created so far, the last first (none is used by an op
+  /// that existed before).
+  void eraseAll() {
+    SmallVector<Operation *> ops = std::move(created);
+    for (Operation *op : llvm::reverse(ops))
+      rewriter.eraseOp(op);
+  }
+
+private:
+  RewriterBase &rewriter;
+  OpBuilder::Listener *previous;
+  SmallVector<Operation *> created;
+};
+
 } // namespace
 
 FailureOr<mha::AttentionOp> mha::raiseAttention(RewriterBase &rewriter,
                                                 Operation *op,
                                                 std::string *reason) {
   Why why;
+  std::optional<CreatedOps> created;
   auto fail = [&]() -> FailureOr<AttentionOp> {
     if (reason)
       *reason = why.text;
+    if (created)
+      created->eraseAll();
     return failure();
   };
   if (!isContraction(op)) {
@@ -1652,6 +1688,8 @@ FailureOr<mha::AttentionOp> mha::raiseAttention(RewriterBase &rewriter,
   Location loc = op->getLoc();
   OpBuilder::InsertionGuard guard(rewriter);
   rewriter.setInsertionPoint(op);
+  // Some checks need the operands' views built first.
+  created.emplace(rewriter);
   auto rankOf = [](Value x) {
     return cast<RankedTensorType>(x.getType()).getRank();
   };

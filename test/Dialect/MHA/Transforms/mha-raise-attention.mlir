@@ -761,3 +761,33 @@ func.func @scale_computed(%q: tensor<2x4x8xf32>, %k: tensor<2x6x8xf32>, %v: tens
   %o = linalg.batch_matmul ins(%p, %v : tensor<2x4x6xf32>, tensor<2x6x8xf32>) outs(%oz : tensor<2x4x8xf32>) -> tensor<2x4x8xf32>
   return %o : tensor<2x4x8xf32>
 }
+
+// -----
+
+// A dynamic batch that only the (non-linalg) result could give: the check
+// fails after the operands' views were built, and they are erased again
+// (a failed raise changes nothing).
+// CHECK-LABEL: func.func @tosa_dynamic_batch
+// CHECK-NOT: tensor.expand_shape
+// CHECK-NOT: tensor.collapse_shape
+// CHECK-NOT: tensor.dim
+// CHECK-NOT: mha.attention
+// CHECK: return
+func.func @tosa_dynamic_batch(%q: tensor<?x4x8xf32>, %k: tensor<?x6x8xf32>, %v: tensor<?x6x8xf32>) -> tensor<?x4x8xf32> {
+  %zp = "tosa.const"() <{values = dense<0.0> : tensor<1xf32>}> : () -> tensor<1xf32>
+  %shift = "tosa.const"() <{values = dense<0> : tensor<1xi8>}> : () -> tensor<1xi8>
+  %c = "tosa.const"() <{values = dense<0.353553385> : tensor<1x1x1xf32>}> : () -> tensor<1x1x1xf32>
+  %kt = tosa.transpose %k {perms = array<i32: 0, 2, 1>} : (tensor<?x6x8xf32>) -> tensor<?x8x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the probabilities are not a softmax}}
+  %s = tosa.matmul %q, %kt, %zp, %zp : (tensor<?x4x8xf32>, tensor<?x8x6xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<?x4x6xf32>
+  %x = tosa.mul %s, %c, %shift : (tensor<?x4x6xf32>, tensor<1x1x1xf32>, tensor<1xi8>) -> tensor<?x4x6xf32>
+  %m = tosa.reduce_max %x {axis = 2 : i32} : (tensor<?x4x6xf32>) -> tensor<?x4x1xf32>
+  %d = tosa.sub %x, %m : (tensor<?x4x6xf32>, tensor<?x4x1xf32>) -> tensor<?x4x6xf32>
+  %e = tosa.exp %d : (tensor<?x4x6xf32>) -> tensor<?x4x6xf32>
+  %sum = tosa.reduce_sum %e {axis = 2 : i32} : (tensor<?x4x6xf32>) -> tensor<?x4x1xf32>
+  %r = tosa.reciprocal %sum : (tensor<?x4x1xf32>) -> tensor<?x4x1xf32>
+  %p = tosa.mul %e, %r, %shift : (tensor<?x4x6xf32>, tensor<?x4x1xf32>, tensor<1xi8>) -> tensor<?x4x6xf32>
+  // expected-remark @below {{not raised to mha.attention: the result has dynamic batch dims and no init to read them from}}
+  %o = tosa.matmul %p, %v, %zp, %zp : (tensor<?x4x6xf32>, tensor<?x6x8xf32>, tensor<1xf32>, tensor<1xf32>) -> tensor<?x4x8xf32>
+  return %o : tensor<?x4x8xf32>
+}
