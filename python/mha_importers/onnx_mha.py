@@ -29,6 +29,16 @@ class ImportError_(Exception):
     pass
 
 
+
+def _np_dtype(elem_type):
+    """The numpy dtype of an ONNX element type: onnx.helper's function where
+    it exists (1.13 on; onnx.mapping is gone from 1.19), onnx.mapping on
+    Debian's 1.12."""
+    convert = getattr(onnx.helper, "tensor_dtype_to_np_dtype", None)
+    if convert is not None:
+        return np.dtype(convert(elem_type))
+    return np.dtype(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[elem_type])
+
 def _fail(msg):
     raise ImportError_(msg)
 
@@ -212,7 +222,7 @@ def import_model(model, out_dir, name="main", inputs=None):
         if nm in g.inits:
             return g.inits[nm].dtype
         t = g.inputs[nm].type.tensor_type.elem_type
-        return np.dtype(onnx.mapping.TENSOR_TYPE_TO_NP_TYPE[t])
+        return _np_dtype(t)
     if bias_name:
         # Right-aligned (numpy) broadcasting to [B, H, Sq, Sk].
         is_bool = etype(bias_name) == np.bool_

@@ -448,14 +448,6 @@ struct AttentionOut {
   bool hasHeadDim() const { return type().getRank() == 4; }
 };
 
-/// The key's (Sk, dk) dims: [B, Hkv, Sk, dk], or [B, Hkv, dk, Sk] when
-/// `transposed`.
-struct KeyDims {
-  unsigned seq, channel;
-  explicit KeyDims(bool transposed)
-      : seq(transposed ? 3 : 2), channel(transposed ? 2 : 3) {}
-};
-
 /// Verifies query, key, value (if any), mask, scale and causal offset of an
 /// op on head-split tensors, and its destinations `outs` against them. With
 /// `outsHaveQueryType`, the destinations have the query's element type
@@ -468,7 +460,8 @@ LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
                                       ArrayRef<AttentionOut> outs,
                                       ArrayRef<int64_t> outRanks,
                                       bool outsHaveQueryType) {
-  KeyDims keyDims(keyTransposed);
+  unsigned keySeq = getKeySeqDim(keyTransposed),
+           keyChannel = getKeyChannelDim(keyTransposed);
   ShapeVerifier v(op);
   if (failed(v.checkScale(scale)))
     return failure();
@@ -517,7 +510,7 @@ LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
            << query.getDimSize(3);
 
   SmallVector<DimRef> batchRefs = {{"query", query, 0}, {"key", key, 0}};
-  SmallVector<DimRef> keyRefs = {{"key", key, keyDims.seq}};
+  SmallVector<DimRef> keyRefs = {{"key", key, keySeq}};
   if (value) {
     batchRefs.push_back({"value", value, 0});
     keyRefs.push_back({"value", value, 2});
@@ -529,7 +522,7 @@ LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
   }
   FailureOr<int64_t> b = v.checkAgree(batchRefs, "B");
   if (failed(b) ||
-      failed(v.checkDim({"key", key, keyDims.channel}, "dk",
+      failed(v.checkDim({"key", key, keyChannel}, "dk",
                         query.getDimSize(3),
                         "'query' dimension 3")) ||
       (value && failed(v.checkDim({"value", value, 1}, "Hkv",
@@ -621,13 +614,14 @@ sliceAttentionOperands(OpBuilder &b, Operation *op, Value query, Value key,
                      {offsets[kBatch], offsets[kHeads], offsets[kQueries], zero},
                      {sizes[kBatch], sizes[kHeads], sizes[kQueries],
                       dimOf(query, 3)});
-  KeyDims keyDims(keyTransposed);
+  unsigned keySeq = getKeySeqDim(keyTransposed),
+           keyChannel = getKeyChannelDim(keyTransposed);
   SmallVector<OpFoldResult> keyOffsets = {offsets[kBatch], kvOffset, zero,
                                           zero};
   SmallVector<OpFoldResult> keySizes = {sizes[kBatch], kvSize, {}, {}};
-  keyOffsets[keyDims.seq] = offsets[kKeys];
-  keySizes[keyDims.seq] = sizes[kKeys];
-  keySizes[keyDims.channel] = dimOf(key, keyDims.channel);
+  keyOffsets[keySeq] = offsets[kKeys];
+  keySizes[keySeq] = sizes[kKeys];
+  keySizes[keyChannel] = dimOf(key, keyChannel);
   tile.key = slice(key, keyOffsets, keySizes);
   tile.value = slice(value, {offsets[kBatch], kvOffset, offsets[kKeys], zero},
                      {sizes[kBatch], kvSize, sizes[kKeys], dimOf(value, 3)});

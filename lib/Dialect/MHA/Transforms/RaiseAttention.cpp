@@ -25,19 +25,14 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Analysis/SliceAnalysis.h"
-#include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/STLExtras.h"
 #include "llvm/ADT/TypeSwitch.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallBitVector.h"
-#include "llvm/Support/Debug.h"
 
 #include <cmath>
 #include <memory>
-
-#define DEBUG_TYPE "mha-raise-attention"
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHARAISEATTENTIONPASS
@@ -240,7 +235,7 @@ static bool isBatchReshape(Operation *op) {
          groups[groups.size() - 2].size() == 1;
 }
 
-/// Builds terms; `why` collects the first reason a value could not be read.
+/// Builds the terms of values, reading through their producers.
 class TermBuilder {
 public:
   /// Reads through at most `maxDepth` producers; deeper values are leaves.
@@ -731,8 +726,8 @@ static Value peelConstantScale(Value v, double &scale) {
 }
 
 /// A contraction `out[batch..., m, n] = sum_k lhs * rhs` into a zero-filled
-/// init, with its operands' layouts: `lhsLayout`/`rhsLayout` hold, for the
-/// lhs (m, k) and the rhs, whether the reduced dim comes last.
+/// init, with its operands' layouts: `lhsReducedLast`/`rhsReducedLast` hold,
+/// for the lhs (m, k) and the rhs, whether the reduced dim comes last.
 struct Contraction {
   Value lhs, rhs;
   bool lhsReducedLast, rhsReducedLast;
@@ -1069,8 +1064,9 @@ static std::optional<CausalUse> matchCausalConstant(Value tensor,
   return causal;
 }
 
-/// The one tensor a boolean predicate term reads (with constants), for
-/// materializing it; null if it reads more or positions.
+/// The tensor leaf terms `t` reads, in `leaves`; `other` set when it also
+/// reads something that is neither those nor a constant (positions,
+/// scalars).
 static void collectLeaves(const TermRef &t, SmallVector<const Term *> &leaves,
                           bool &other) {
   switch (t->kind) {
@@ -1612,21 +1608,13 @@ static SetVector<Operation *> chainEndingAt(Operation *last) {
 }
 
 /// Erases the ops of `slice` (the ops the raised op was computed from) that
-/// nothing uses any more.
+/// nothing uses any more. The slice is in topological order (a backward
+/// slice), so walking it backwards meets every user before its producers.
 static void eraseDeadSlice(RewriterBase &rewriter,
                            const SetVector<Operation *> &slice) {
-  bool changed = true;
-  SmallPtrSet<Operation *, 16> erased;
-  while (changed) {
-    changed = false;
-    for (Operation *op : llvm::reverse(slice)) {
-      if (erased.contains(op) || !isOpTriviallyDead(op))
-        continue;
-      erased.insert(op);
+  for (Operation *op : llvm::reverse(slice))
+    if (isOpTriviallyDead(op))
       rewriter.eraseOp(op);
-      changed = true;
-    }
-  }
 }
 
 /// Records the ops `rewriter` creates while it is alive (forwarding every
@@ -1755,7 +1743,7 @@ FailureOr<mha::AttentionOp> mha::raiseAttention(RewriterBase &rewriter,
   // The causal offset, left to its default (Sk - Sq) when it provably is.
   Value causalOffset;
   if (m->causal) {
-    int64_t sq = dimOf(q4, 2), sk = dimOf(k4, m->keyTransposed ? 3 : 2);
+    int64_t sq = dimOf(q4, 2), sk = dimOf(k4, getKeySeqDim(m->keyTransposed));
     bool isDefault = m->causal->values.empty() &&
                      !ShapedType::isDynamic(sq) &&
                      !ShapedType::isDynamic(sk) &&
@@ -2013,7 +2001,10 @@ mha::raiseMultiHeadAttention(RewriterBase &rewriter, AttentionOp att,
       dyn_cast_or_null<linalg::LinalgOp>(singleUser(collapse.getResult()));
   if (!outContraction || outContraction->getNumResults() != 1)
     return fail("the merged heads are not projected");
+  // The projection with its bias when the contraction's one user adds it,
+  // else the contraction alone.
   Value out = outContraction->getResult(0);
+  FailureOr<Projection> o = failure();
   if (Operation *user = singleUser(out)) {
     auto add = dyn_cast<linalg::LinalgOp>(user);
     if (add && add->getNumResults() == 1) {
@@ -2021,11 +2012,14 @@ mha::raiseMultiHeadAttention(RewriterBase &rewriter, AttentionOp att,
       FailureOr<Projection> withBias =
           matchProjection(add->getResult(0), ignored);
       if (succeeded(withBias) && withBias->bias &&
-          withBias->contraction == outContraction.getOperation())
+          withBias->contraction == outContraction.getOperation()) {
         out = add->getResult(0);
+        o = withBias;
+      }
     }
   }
-  FailureOr<Projection> o = matchProjection(out, why);
+  if (failed(o))
+    o = matchProjection(out, why);
   if (failed(o))
     return fail(why.text);
   if (o->input != collapse.getResult())

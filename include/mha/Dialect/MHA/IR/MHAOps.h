@@ -18,6 +18,20 @@
 #include "mlir/Interfaces/TilingInterface.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 
+namespace mlir::mha {
+// Used by the ops' own accessors, so declared before them.
+/// The key's sequence (Sk) dim: 2 of [B, Hkv, Sk, dk], or 3 of
+/// [B, Hkv, dk, Sk] when the op has `key_transposed`.
+inline unsigned getKeySeqDim(bool keyTransposed) {
+  return keyTransposed ? 3 : 2;
+}
+/// The key's head-channel (dk) dim: the other of its last two.
+inline unsigned getKeyChannelDim(bool keyTransposed) {
+  return keyTransposed ? 2 : 3;
+}
+
+} // namespace mlir::mha
+
 #define GET_OP_CLASSES
 #include "mha/Dialect/MHA/IR/MHAOps.h.inc"
 

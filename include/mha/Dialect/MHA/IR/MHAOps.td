@@ -220,10 +220,8 @@ def MHA_AttentionOp : MHA_Op<"attention", [
     /// builder's insertion point. Only meaningful for causal ops.
     Value getCausalOffsetOrDefault(OpBuilder &builder);
 
-    /// The key's sequence (Sk) and head-channel (dk) dims: 2 and 3, or 3 and
-    /// 2 with `key_transposed`.
-    int64_t getKeySeqDim() { return getKeyTransposed() ? 3 : 2; }
-    int64_t getKeyChannelDim() { return getKeyTransposed() ? 2 : 3; }
+    /// The key's sequence (Sk) dim: 2, or 3 with `key_transposed`.
+    int64_t getKeySeqDim() { return mha::getKeySeqDim(getKeyTransposed()); }
 
     // DestinationStyleOpInterface: `init` is the only destination.
     MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
@@ -289,7 +287,7 @@ def MHA_AttentionWeightsOp : MHA_Op<"attention_weights", [
     /// `causal_offset`, or `Sk - Sq` if absent.
     Value getCausalOffsetOrDefault(OpBuilder &b);
     /// The key's sequence (Sk) dim: 2, or 3 with `key_transposed`.
-    int64_t getKeySeqDim() { return getKeyTransposed() ? 3 : 2; }
+    int64_t getKeySeqDim() { return mha::getKeySeqDim(getKeyTransposed()); }
     MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
   }];
 
@@ -400,10 +398,8 @@ def MHA_OnlineAttentionOp : MHA_Op<"online_attention", [
     /// builder's insertion point. Only meaningful for causal ops.
     Value getCausalOffsetOrDefault(OpBuilder &builder);
 
-    /// The key's sequence (Sk) and head-channel (dk) dims: 2 and 3, or 3 and
-    /// 2 with `key_transposed`.
-    int64_t getKeySeqDim() { return getKeyTransposed() ? 3 : 2; }
-    int64_t getKeyChannelDim() { return getKeyTransposed() ? 2 : 3; }
+    /// The key's sequence (Sk) dim: 2, or 3 with `key_transposed`.
+    int64_t getKeySeqDim() { return mha::getKeySeqDim(getKeyTransposed()); }
 
     // DestinationStyleOpInterface: `acc`, `max` and `sum`.
     MutableOperandRange getDpsInitsMutable() {

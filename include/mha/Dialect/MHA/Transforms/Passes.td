@@ -274,11 +274,13 @@ def MHARaiseAttentionPass : Pass<"mha-raise-attention"> {
       with 0, 1 or 2 batch dims into a zero-filled init; the key read with
       its head dim last through the maps, or first through a
       `linalg.transpose` (or transposing generic) of the last two dims, which
-      is then skipped. The same for P·V (values with the head dim last, or
+      is then skipped, or first as it is when no transpose op made it (an
+      argument, a cache kept transposed): then the op reads it in place
+      (`key_transposed`). The same for P·V (values with the head dim last, or
       transposed through an op).
-    - **scale**: multiplications or divisions by positive constants, on the
-      scores or as an elementwise op on Q or K; their product becomes
-      `scale`.
+    - **scale**: multiplications or divisions by positive constants (or
+      scalars computed from constants, folded), on the scores or as an
+      elementwise op on Q or K; their product becomes `scale`.
     - **mask**: a float tensor added to the scaled scores, or
       `select(m, scores, fill)` / `select(m, fill, scores)` with a boolean
       `m` and `fill` -inf or at most -1e4 (a predicate computed from one
@@ -301,10 +303,10 @@ def MHARaiseAttentionPass : Pass<"mha-raise-attention"> {
     `tosa.mul` (shift 0), `tosa.add`, `tosa.sub`, `tosa.exp`,
     `tosa.reduce_max`/`reduce_sum` (keepdim), `tosa.reciprocal`,
     `tosa.select`, size-1 dims broadcast; so are arith/math ops applied to
-    whole tensors. Not raised yet: a key given as `[dk, Sk]` that no
-    transpose produced (`mha.attention` takes `[Sk, dk]`; raising it would
-    need a copy or a key-layout attribute), a scale that is not a constant,
-    causal predicates in TOSA (`tosa.greater` on iota tensors).
+    whole tensors. Not raised yet: a scale that is not a constant (scales
+    computed from constants are folded), a key made by a transpose of other
+    dims than its last two, causal predicates in TOSA (`tosa.greater` on
+    iota tensors).
 
     Every `mha-lower-to-*` pipeline runs this pass first
     (`raise-attention=true`, their default).
@@ -360,7 +362,8 @@ def MHADecomposeAggregatesPass : Pass<"mha-decompose-aggregates"> {
     `mha.attention_weights` (whose decomposition is its only lowering). Only the tensor
     form is decomposed (upstream's decompositions build tensor ops); an
     aggregate on buffers is an error. Every `mha-lower-to-*` pipeline runs it
-    first.
+    at its entry, after the raise, the TOSA lowering and the runtime
+    checks.
 
     Example: `linalg.softmax dimension(1) ins(%x) outs(%e)` becomes a fill
     and a `linalg.generic` max reduction, an elementwise `exp(x - max)`, a sum

@@ -287,8 +287,8 @@ FailureOr<Value> lowerAttentionToLinalg(RewriterBase &rewriter, AttentionOp op);
 void populateAttentionToLinalgPatterns(RewritePatternSet &patterns);
 
 /// Replaces every op under `root` that implements linalg's
-/// AggregatedOpInterface and is not an mha op (linalg.softmax) by its
-/// decomposition. Fails, with an error at the op, where one cannot be
+/// AggregatedOpInterface and is not an mha op (linalg.softmax), and every
+/// mha.attention_weights, by its decomposition. Fails, with an error at the op, where one cannot be
 /// decomposed.
 LogicalResult decomposeAggregateOps(RewriterBase &rewriter, Operation *root);
 
