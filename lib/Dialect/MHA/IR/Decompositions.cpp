@@ -92,6 +92,39 @@ AffineMap getMaskMap(MLIRContext *ctx, ShapedType maskType) {
   return AffineMap::get(4, 0, exprs, ctx);
 }
 
+/// The maps of scores [B, H, Sq, Sk] and of their rows [B, H, Sq] over the
+/// scores' loops.
+static std::pair<AffineMap, AffineMap> scoreAndRowMaps(MLIRContext *ctx) {
+  AffineExpr bb, h, i, j;
+  bindDims(ctx, bb, h, i, j);
+  return {AffineMap::get(4, 0, {bb, h, i, j}, ctx),
+          AffineMap::get(4, 0, {bb, h, i}, ctx)};
+}
+
+/// `combine` of each row of `scores` [B, H, Sq, Sk] into `init` [B, H, Sq].
+static Value buildRowReduction(OpBuilder &b, Location loc, Value scores,
+                               Value init, Combine combine) {
+  auto [scoresMap, rowsMap] = scoreAndRowMaps(b.getContext());
+  SmallVector<IteratorType> iterators(3, IteratorType::parallel);
+  iterators.push_back(IteratorType::reduction);
+  return buildCombine(b, loc, scores, init, {scoresMap, rowsMap}, iterators,
+                      combine);
+}
+
+/// exp(s - r) for the scores `s` [B, H, Sq, Sk] and a value `r` per row
+/// [B, H, Sq] (0 where r = -inf: a row that sees no key), in place of `s`.
+static Value buildRowExp(OpBuilder &b, Location loc, Value scores,
+                         Value rows) {
+  auto [scoresMap, rowsMap] = scoreAndRowMaps(b.getContext());
+  return buildGeneric(
+      b, loc, rows, scores, {rowsMap, scoresMap},
+      SmallVector<IteratorType>(4, IteratorType::parallel),
+      [](OpBuilder &gb, Location gloc, ValueRange args) {
+        linalg::YieldOp::create(gb, gloc,
+                                buildSafeExp(gb, gloc, args[1], args[0]));
+      });
+}
+
 /// The shape [B, H, Sq, Sk] of the scores of `query` [B, H, Sq, dk] against
 /// `key`, whose dim `keySeqDim` is Sk.
 static SmallVector<OpFoldResult> buildScoreShape(OpBuilder &b, Location loc,
@@ -260,19 +293,13 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
   auto map5 = [&](ArrayRef<AffineExpr> e) {
     return AffineMap::get(5, 0, e, ctx);
   };
-  auto map4 = [&](ArrayRef<AffineExpr> e) {
-    return AffineMap::get(4, 0, e, ctx);
-  };
   auto map3 = [&](ArrayRef<AffineExpr> e) {
     return AffineMap::get(3, 0, e, ctx);
   };
-  AffineMap scoresMap = map4({bb, h, i, j}), rowsOfScores = map4({bb, h, i});
+  auto [scoresMap, rowsOfScores] = scoreAndRowMaps(ctx);
   AffineMap rowsMap = map3({bb, h, i});
   SmallVector<IteratorType> parallel3(3, IteratorType::parallel);
   SmallVector<IteratorType> parallel4(4, IteratorType::parallel);
-  SmallVector<IteratorType> rowReduction = {
-      IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
-      IteratorType::reduction};
 
   Value scores =
       buildScaledScores(b, loc, getQuery(), getKey(), getKeyTransposed(),
@@ -310,10 +337,9 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
   // in place only when the new value is written into the old one), so the
   // rescaling a = exp(max - max') is computed before max is overwritten.
   Value max = getMax(), sum = getSum(), acc = getAcc();
-  Value blockMax =
-      buildCombine(b, loc, logits,
-                   buildIdentityFill(b, loc, rowShape, Combine::Max),
-                   {scoresMap, rowsOfScores}, rowReduction, Combine::Max);
+  Value blockMax = buildRowReduction(
+      b, loc, logits, buildIdentityFill(b, loc, rowShape, Combine::Max),
+      Combine::Max);
   Value rescale = buildGeneric(
       b, loc, ValueRange{max, blockMax},
       tensor::EmptyOp::create(b, loc, rowShape, b.getF32Type()),
@@ -326,28 +352,21 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
   Value newMax = buildCombine(b, loc, blockMax, max, {rowsMap, rowsMap},
                               parallel3, Combine::Max);
   // p = exp(s - max'), in place of the logits.
-  Value probs = buildGeneric(
-      b, loc, newMax, logits, {rowsOfScores, scoresMap}, parallel4,
-      [](OpBuilder &gb, Location gloc, ValueRange args) {
-        linalg::YieldOp::create(gb, gloc,
-                                buildSafeExp(gb, gloc, args[1], args[0]));
-      });
+  Value probs = buildRowExp(b, loc, logits, newMax);
   // sum' = a · sum + rowsum(p).
-  Value newSum = buildCombine(
+  Value newSum = buildRowReduction(
       b, loc, probs,
       buildCombine(b, loc, rescale, sum, {rowsMap, rowsMap}, parallel3,
                    Combine::Mul),
-      {scoresMap, rowsOfScores}, rowReduction, Combine::Add);
+      Combine::Add);
   // acc' = a · acc + p · v, over loops (b, h, i, j, c): the reduction over
   // keys outside the loop over channels, which walks rows of v and acc.
-  AffineExpr key = getAffineDimExpr(3, ctx), ch = getAffineDimExpr(4, ctx);
   Value accScaled =
       buildCombine(b, loc, rescale, acc, {rowsOfScores, scoresMap},
                    parallel4, Combine::Mul);
   Value newAcc = buildContraction(
       b, loc, probs, getValue(), accScaled,
-      {map5({bb, h, i, key}), map5({bb, kvHead, key, ch}),
-       map5({bb, h, i, ch})});
+      {map5({bb, h, i, j}), map5({bb, kvHead, j, c}), map5({bb, h, i, c})});
   return SmallVector<Value>{newAcc, newMax, newSum};
 }
 
@@ -371,11 +390,8 @@ AttentionWeightsOp::decomposeOperation(OpBuilder &b) {
   auto map4 = [&](ArrayRef<AffineExpr> e) {
     return AffineMap::get(4, 0, e, ctx);
   };
-  AffineMap scoresMap = map4({bb, h, i, j}), rowsOfScores = map4({bb, h, i});
+  auto [scoresMap, rowsOfScores] = scoreAndRowMaps(ctx);
   SmallVector<IteratorType> parallel4(4, IteratorType::parallel);
-  SmallVector<IteratorType> rowReduction = {
-      IteratorType::parallel, IteratorType::parallel, IteratorType::parallel,
-      IteratorType::reduction};
 
   Value scores =
       buildScaledScores(b, loc, getQuery(), getKey(), getKeyTransposed(),
@@ -383,20 +399,13 @@ AttentionWeightsOp::decomposeOperation(OpBuilder &b) {
   Value logits =
       buildLogits(b, loc, scores, getMask(),
                   getCausal() ? getCausalOffsetOrDefault(b) : Value());
-  Value rowMax =
-      buildCombine(b, loc, logits,
-                   buildIdentityFill(b, loc, rowShape, Combine::Max),
-                   {scoresMap, rowsOfScores}, rowReduction, Combine::Max);
-  Value exps = buildGeneric(
-      b, loc, rowMax, logits, {rowsOfScores, scoresMap}, parallel4,
-      [](OpBuilder &gb, Location gloc, ValueRange args) {
-        linalg::YieldOp::create(gb, gloc,
-                                buildSafeExp(gb, gloc, args[1], args[0]));
-      });
-  Value rowSum =
-      buildCombine(b, loc, exps,
-                   buildIdentityFill(b, loc, rowShape, Combine::Add),
-                   {scoresMap, rowsOfScores}, rowReduction, Combine::Add);
+  Value rowMax = buildRowReduction(
+      b, loc, logits, buildIdentityFill(b, loc, rowShape, Combine::Max),
+      Combine::Max);
+  Value exps = buildRowExp(b, loc, logits, rowMax);
+  Value rowSum = buildRowReduction(
+      b, loc, exps, buildIdentityFill(b, loc, rowShape, Combine::Add),
+      Combine::Add);
   // e / sum, 0 where the row saw no key (sum = 0), times `factor`.
   auto normalize = [](double factor) {
     return [factor](OpBuilder &gb, Location gloc, Value e, Value sum) {
