@@ -277,6 +277,48 @@ static TermRef makeWhole(Term::Kind kind, Operation *op, Value tensor,
   return t;
 }
 
+/// An op term: `op` applied to `operands`, for `tensor` read at `map` (none
+/// for scalars in a body).
+static TermRef makeOp(Operation *op, Value tensor, AffineMap map,
+                      SmallVector<TermRef> operands) {
+  auto t = std::make_shared<Term>();
+  t->kind = Term::Kind::Op;
+  t->op = op;
+  t->tensor = tensor;
+  t->map = map;
+  t->operands = std::move(operands);
+  return t;
+}
+
+/// A reduction term: `combiner` folding `operand` along the space dim `dim`
+/// from `init`, for `tensor` read at `map`.
+static TermRef makeReduction(Operation *combiner, Value tensor, AffineMap map,
+                             TermRef operand, TypedAttr init, unsigned dim) {
+  auto t = std::make_shared<Term>();
+  t->kind = Term::Kind::Reduction;
+  t->op = combiner;
+  t->tensor = tensor;
+  t->map = map;
+  t->operands.push_back(std::move(operand));
+  t->value = init;
+  t->dim = dim;
+  return t;
+}
+
+/// The one dim of the space that `map` does not read (a reduced dim), if
+/// there is exactly one.
+static std::optional<unsigned> unreadDim(AffineMap map) {
+  llvm::SmallBitVector used(map.getNumDims());
+  for (AffineExpr e : map.getResults())
+    e.walk([&](AffineExpr sub) {
+      if (auto d = dyn_cast<AffineDimExpr>(sub))
+        used.set(d.getPosition());
+    });
+  if (used.count() + 1 != map.getNumDims())
+    return std::nullopt;
+  return used.find_first_unset();
+}
+
 static TermRef makeConstant(TypedAttr value) {
   auto t = std::make_shared<Term>();
   t->kind = Term::Kind::Constant;
@@ -355,14 +397,10 @@ TermRef TermBuilder::ofTensor(Value tensor, AffineMap map) {
                                         (isa<RankedTensorType>(t) &&
                                          cast<RankedTensorType>(t).getShape() ==
                                              type.getShape()); })) {
-    auto t = std::make_shared<Term>();
-    t->kind = Term::Kind::Op;
-    t->op = def;
-    t->tensor = tensor;
-    t->map = map;
+    SmallVector<TermRef> operands;
     for (Value operand : def->getOperands())
-      t->operands.push_back(ofTensor(operand, map));
-    return t;
+      operands.push_back(ofTensor(operand, map));
+    return makeOp(def, tensor, map, std::move(operands));
   }
   if (def && isa<tosa::TosaDialect>(def->getDialect()) && !isContraction(def)) {
     TermRef t = ofTosaOp(def, tensor, map);
@@ -388,21 +426,16 @@ FailureOr<AffineMap> TermBuilder::loopsInSpace(linalg::LinalgOp op,
     else if (!isa<AffineConstantExpr>(expr))
       return failure();
   }
-  llvm::SmallBitVector used(map.getNumDims());
-  for (AffineExpr e : map.getResults())
-    e.walk([&](AffineExpr sub) {
-      if (auto d = dyn_cast<AffineDimExpr>(sub))
-        used.set(d.getPosition());
-    });
+  std::optional<unsigned> unread = unreadDim(map);
   unsigned missing = 0;
   for (AffineExpr &e : loops) {
     if (e)
       continue;
     // One reduction loop: the one dim of the space the result is not read
     // along.
-    if (++missing > 1 || used.count() + 1 != map.getNumDims())
+    if (++missing > 1 || !unread)
       return failure();
-    reducedDim = used.find_first_unset();
+    reducedDim = *unread;
     e = getAffineDimExpr(reducedDim, map.getContext());
   }
   return AffineMap::get(map.getNumDims(), 0, loops, map.getContext());
@@ -469,11 +502,7 @@ TermRef TermBuilder::ofLinalgOp(linalg::LinalgOp op, Value tensor,
   TermRef operand = ofBody(op, reduced, *loops);
   if (!operand)
     return nullptr;
-  auto t = std::const_pointer_cast<Term>(makeWhole(
-      Term::Kind::Reduction, combiner, tensor, map, operand));
-  t->value = initValue;
-  t->dim = reducedDim;
-  return t;
+  return makeReduction(combiner, tensor, map, operand, initValue, reducedDim);
 }
 
 TermRef TermBuilder::ofTosaOp(Operation *op, Value tensor, AffineMap map) {
@@ -502,26 +531,19 @@ TermRef TermBuilder::ofTosaOp(Operation *op, Value tensor, AffineMap map) {
     int64_t axis = op->getAttrOfType<IntegerAttr>("axis").getInt();
     if (!isa<AffineConstantExpr>(map.getResult(axis)))
       return nullptr;
-    llvm::SmallBitVector used(map.getNumDims());
-    for (AffineExpr e : map.getResults())
-      if (auto d = dyn_cast<AffineDimExpr>(e))
-        used.set(d.getPosition());
-    if (used.count() + 1 != map.getNumDims())
+    std::optional<unsigned> reduced = unreadDim(map);
+    if (!reduced)
       return nullptr;
-    unsigned reduced = used.find_first_unset();
     SmallVector<AffineExpr> results(map.getResults());
-    results[axis] = getAffineDimExpr(reduced, ctx);
+    results[axis] = getAffineDimExpr(*reduced, ctx);
     TermRef operand = ofTensor(
         op->getOperand(0), AffineMap::get(map.getNumDims(), 0, results, ctx));
-    auto t = std::const_pointer_cast<Term>(
-        makeWhole(Term::Kind::Reduction, op, tensor, map, operand));
     auto elt = cast<FloatType>(type.getElementType());
-    t->value = FloatAttr::get(
+    auto init = FloatAttr::get(
         elt, isa<tosa::ReduceSumOp>(op)
                  ? APFloat::getZero(elt.getFloatSemantics())
                  : APFloat::getInf(elt.getFloatSemantics(), /*Negative=*/true));
-    t->dim = reduced;
-    return t;
+    return makeReduction(op, tensor, map, operand, init, *reduced);
   }
   // Elementwise ops: operands of the result's rank, size-1 dims broadcast.
   SmallVector<Value> data;
@@ -539,11 +561,7 @@ TermRef TermBuilder::ofTosaOp(Operation *op, Value tensor, AffineMap map) {
     data = llvm::to_vector(op->getOperands());
   else
     return nullptr;
-  auto t = std::make_shared<Term>();
-  t->kind = Term::Kind::Op;
-  t->op = op;
-  t->tensor = tensor;
-  t->map = map;
+  SmallVector<TermRef> operands;
   for (Value operand : data) {
     auto operandType = cast<RankedTensorType>(operand.getType());
     if (operandType.getRank() != rank)
@@ -554,10 +572,10 @@ TermRef TermBuilder::ofTosaOp(Operation *op, Value tensor, AffineMap map) {
                                 type.getDimSize(d) != 1
                             ? getAffineConstantExpr(0, ctx)
                             : getAffineDimExpr(d, ctx));
-    t->operands.push_back(
+    operands.push_back(
         ofTensor(operand, AffineMap::get(rank, 0, results, ctx).compose(map)));
   }
-  return t;
+  return makeOp(op, tensor, map, std::move(operands));
 }
 
 TermRef TermBuilder::ofBody(linalg::LinalgOp op, Value v, AffineMap loops) {
@@ -593,16 +611,14 @@ TermRef TermBuilder::ofBody(linalg::LinalgOp op, Value v, AffineMap loops) {
     return makeConstant(constant.getValue());
   if (def->getNumResults() != 1 || def->getNumRegions() != 0)
     return nullptr;
-  auto t = std::make_shared<Term>();
-  t->kind = Term::Kind::Op;
-  t->op = def;
+  SmallVector<TermRef> operands;
   for (Value operand : def->getOperands()) {
     TermRef sub = ofBody(op, operand, loops);
     if (!sub)
       return nullptr;
-    t->operands.push_back(sub);
+    operands.push_back(sub);
   }
-  return t;
+  return makeOp(def, Value(), AffineMap(), std::move(operands));
 }
 
 //===----------------------------------------------------------------------===//
