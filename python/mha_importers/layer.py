@@ -105,12 +105,15 @@ class _Emitter:
         return name
 
     def dims(self, value, shape, type_):
-        """Index values of the dynamic dims of `value`."""
+        """Per dim of `value`: the index value of its size where dynamic,
+        None where static."""
         out = []
         for i, d in enumerate(shape):
             if d is None:
                 c = self.value(f"arith.constant {i} : index")
                 out.append(self.value(f"tensor.dim {value}, {c} : {type_}"))
+            else:
+                out.append(None)
         return out
 
     def empty(self, shape, elt, dyn):
@@ -274,10 +277,8 @@ def write(layer: Layer, out_dir: str, name: str = "main",
     for n, shape, _ in runtime[:num_data]:
         value, t = args[n], tensor_type(shape, elt)
         if layer.seq_first:
-            dyn = em.dims(value, shape, t)
-            it = iter(dyn)
-            dyn_src = [next(it) if d is None else None for d in shape]
-            value, shape = em.transpose(value, shape, elt, [1, 0, 2], dyn_src)
+            value, shape = em.transpose(value, shape, elt, [1, 0, 2],
+                                        em.dims(value, shape, t))
         batch_first[n] = (value, shape)
     q, qshape = batch_first["query"]
     k, kshape = batch_first.get("key", batch_first["query"])
@@ -328,10 +329,9 @@ def write(layer: Layer, out_dir: str, name: str = "main",
         y = f"{y}#0"
     result_type = tensor_type(outer(Sq, eo), elt)
     if layer.seq_first:
-        dyn = em.dims(y, result_shape, tensor_type(result_shape, elt))
-        it = iter(dyn)
-        dyn_src = [next(it) if d is None else None for d in result_shape]
-        y, _ = em.transpose(y, result_shape, elt, [1, 0, 2], dyn_src)
+        y, _ = em.transpose(
+            y, result_shape, elt, [1, 0, 2],
+            em.dims(y, result_shape, tensor_type(result_shape, elt)))
     params = [f"%{n}: {tensor_type(s, e)}" for n, s, e in runtime] + \
         [f"%{n}: {tensor_type(s, e)}" for n, s, e, _ in constants] + \
         [f"%{n}: {tensor_type(list(w.shape), elt)}" for n, w in weights]

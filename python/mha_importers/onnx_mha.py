@@ -135,9 +135,8 @@ def import_model(model, out_dir, name="main", inputs=None):
             if bq is not None or bk is not None or bv is not None:
                 _fail("both Add nodes and the MultiHeadAttention bias")
             bq, bk, bv = np.split(g.inits[ins[3]], 3)
-        for i in range(4, 8):
-            if i not in (4, 5) and ins[i]:
-                _fail("past key/value inputs are not supported")
+        if any(ins[6:8]):
+            _fail("past key/value inputs are not supported")
         causal = bool(a.get("unidirectional", 0))
         fill = float(a.get("mask_filter_value", -10000.0))
         kpm_name, bias_name = ins[4], ins[5]

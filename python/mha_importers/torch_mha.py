@@ -20,15 +20,36 @@ import numpy as np
 from .layer import Layer, MaskInput, write
 
 
+def _to_numpy(t):
+    """A torch tensor or an array-like as a numpy array."""
+    return t.detach().cpu().numpy() if hasattr(t, "detach") else np.asarray(t)
+
+
+def _configure(layer, batch, q_len, kv_len, batch_first, self_attention,
+               key_padding_mask, attn_mask):
+    """Sets the sizes, layout and masks of `layer` as PyTorch's forward
+    takes them: each mask None or (dtype 'bool'|'float', shape with None for
+    dynamic dims); attn_mask [Sq, Sk] or [B*H, Sq, Sk]."""
+    layer.batch, layer.q_len, layer.kv_len = batch, q_len, kv_len
+    layer.seq_first = not batch_first
+    layer.self_attention = self_attention
+    if key_padding_mask is not None:
+        dtype, shape = key_padding_mask
+        layer.masks.append(MaskInput("key_padding_mask", tuple(shape), "BK",
+                                     dtype == "bool", true_attends=False))
+    if attn_mask is not None:
+        dtype, shape = attn_mask
+        dims = "QK" if len(shape) == 2 else "NQK"
+        layer.masks.append(MaskInput("attn_mask", tuple(shape), dims,
+                                     dtype == "bool", true_attends=False))
+
+
 def layer_from_state(state, embed_dim, num_heads, kdim=None, vdim=None,
                      prefix=""):
     """A Layer from nn.MultiheadAttention's state dict (tensors or arrays)."""
     def get(name):
         t = state.get(prefix + name)
-        if t is None:
-            return None
-        return t.detach().cpu().numpy() if hasattr(t, "detach") else \
-            np.asarray(t)
+        return None if t is None else _to_numpy(t)
     if get("bias_k") is not None or get("bias_v") is not None:
         raise ValueError("add_bias_kv is not supported")
     kdim, vdim = kdim or embed_dim, vdim or embed_dim
@@ -73,24 +94,13 @@ def import_module(mha, out_dir, name="main", batch=None, q_len=None,
         raise ValueError("add_zero_attn is not supported")
     layer = layer_from_state(mha.state_dict(), mha.embed_dim, mha.num_heads,
                              mha.kdim, mha.vdim)
-    layer.batch, layer.q_len, layer.kv_len = batch, q_len, kv_len
-    layer.seq_first = not getattr(mha, "batch_first", False)
-    layer.self_attention = self_attention
+    _configure(layer, batch, q_len, kv_len, getattr(mha, "batch_first", False),
+               self_attention, key_padding_mask, attn_mask)
     if need_weights:
         layer.return_weights = "average" if average_attn_weights else \
             "per_head"
-    if key_padding_mask is not None:
-        dtype, shape = key_padding_mask
-        layer.masks.append(MaskInput("key_padding_mask", tuple(shape), "BK",
-                                     dtype == "bool", true_attends=False))
-    if attn_mask is not None:
-        dtype, shape = attn_mask
-        dims = "QK" if len(shape) == 2 else "NQK"
-        layer.masks.append(MaskInput("attn_mask", tuple(shape), dims,
-                                     dtype == "bool", true_attends=False))
     if inputs is not None:
-        inputs = {k: (v.detach().cpu().numpy() if hasattr(v, "detach")
-                      else np.asarray(v)) for k, v in inputs.items()}
+        inputs = {k: _to_numpy(v) for k, v in inputs.items()}
     return write(layer, out_dir, name, inputs)
 
 
@@ -131,19 +141,15 @@ def main(argv=None):
         state = state.state_dict()
     layer = layer_from_state(state, args.embed_dim, args.num_heads,
                              args.kdim, args.vdim, args.prefix)
-    layer.batch, layer.q_len, layer.kv_len = args.batch, args.q_len, \
-        args.kv_len
-    layer.seq_first = not args.batch_first
-    layer.self_attention = args.self_attention
     b, sq, sk = args.batch, args.q_len, args.kv_len
+    key_padding_mask = attn_mask = None
     if args.key_padding_mask:
-        layer.masks.append(MaskInput("key_padding_mask", (b, sk), "BK",
-                                     args.key_padding_mask == "bool", False))
+        key_padding_mask = (args.key_padding_mask, (b, sk))
     if args.attn_mask:
-        shape, dims = ((sq, sk), "QK") if args.attn_mask_rank == 2 else (
-            (None if b is None else b * args.num_heads, sq, sk), "NQK")
-        layer.masks.append(MaskInput("attn_mask", shape, dims,
-                                     args.attn_mask == "bool", False))
+        attn_mask = (args.attn_mask, (sq, sk) if args.attn_mask_rank == 2 else
+                     (None if b is None else b * args.num_heads, sq, sk))
+    _configure(layer, b, sq, sk, args.batch_first, args.self_attention,
+               key_padding_mask, attn_mask)
     print(write(layer, args.output, args.name))
 
 

@@ -965,12 +965,16 @@ static std::optional<CausalUse> matchCausalPredicate(const TermRef &pred,
   if (!cmp)
     return std::nullopt;
   // lhs - rhs as a linear form; the predicate is `lhs - rhs <op> 0`.
-  Linear lhs, rhs, diff;
+  Linear lhs, rhs;
   if (!addLinear(pred->operands[0], 1, rank - 2, rank - 1, lhs) ||
-      !addLinear(pred->operands[1], 1, rank - 2, rank - 1, rhs) ||
-      !addLinear(pred->operands[0], 1, rank - 2, rank - 1, diff) ||
-      !addLinear(pred->operands[1], -1, rank - 2, rank - 1, diff))
+      !addLinear(pred->operands[1], 1, rank - 2, rank - 1, rhs))
     return std::nullopt;
+  Linear diff = lhs;
+  diff.query -= rhs.query;
+  diff.key -= rhs.key;
+  diff.constant -= rhs.constant;
+  for (auto [value, coef] : rhs.values)
+    diff.values.push_back({value, -coef});
   using P = arith::CmpIPredicate;
   P p = cmp.getPredicate();
   // Unsigned orders agree with signed ones on sums of positions and
