@@ -208,7 +208,7 @@ double countFlops(func::FuncOp func, ArrayRef<NpyArray> args) {
       b = dim(attOp.getQuery(), 0);
       h = dim(attOp.getQuery(), 1);
       sq = dim(attOp.getQuery(), 2);
-      sk = dim(attOp.getKey(), 2);
+      sk = dim(attOp.getKey(), attOp.getKeySeqDim());
       dk = dim(attOp.getQuery(), 3);
       dv = dim(attOp.getValue(), 3);
       causal = attOp.getCausal();
