@@ -17,7 +17,8 @@ Peers, each at every thread count:
                 in the environment as it is ("out of the box").
   torch-tuned   the same in a tuned environment, set for that process only:
                 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, OMP_WAIT_POLICY
-                =PASSIVE, ATEN_CPU_CAPABILITY=avx512, jemalloc preloaded.
+                =PASSIVE, ATEN_CPU_CAPABILITY=avx512 (avx2 on a host
+                without AVX-512F), jemalloc preloaded.
   ort           ONNX Runtime (onnxruntime-node) on the layer as an ONNX model
                 in two forms (onnx_models.py), the faster one reported.
 
@@ -309,7 +310,10 @@ class Torch(Worker):
             env.pop("OPENBLAS_CORETYPE", None)
             env.pop("OPENBLAS_L2_SIZE", None)
             env["OMP_WAIT_POLICY"] = "PASSIVE"
-            env["ATEN_CPU_CAPABILITY"] = "avx512"
+            # ATen 1.13 takes the variable as it is: AVX-512 kernels on a
+            # host without them die of SIGILL.
+            env["ATEN_CPU_CAPABILITY"] = (
+                "avx512" if "avx512f" in host_cpu_flags() else "avx2")
             if os.path.exists(JEMALLOC):
                 env["LD_PRELOAD"] = " ".join(
                     filter(None, [JEMALLOC, env.get("LD_PRELOAD")]))
@@ -369,20 +373,34 @@ class Ort(Worker):
 # Ceilings
 # --------------------------------------------------------------------------
 
+def host_cpu_flags():
+    """The CPU flags /proc/cpuinfo lists (avx2, avx512f, ...)."""
+    with open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("flags"):
+                return set(line.split(":", 1)[1].split())
+    return set()
+
+
 def fma_peak(args, threads):
-    """Best of a few runs of fma_peak.c, GFLOP/s; built here when missing
-    or older than its source (clang-22, AVX-512)."""
+    """Best of a few runs of fma_peak.c, GFLOP/s; built here when missing or
+    older than its source. Its kernel is chosen at run time (zmm with
+    AVX-512F, else ymm), and named in args.peak_kernel."""
     binary = os.path.join(args.workdir, "fma_peak")
     source = os.path.join(BENCH, "fma_peak.c")
     if (not os.path.exists(binary)
             or os.path.getmtime(binary) < os.path.getmtime(source)):
-        subprocess.run([args.cc, "-O2", "-mavx512f", "-pthread", "-o", binary,
+        subprocess.run([args.cc, "-O2", "-pthread", "-o", binary,
                         source], check=True)
     best = 0.0
     for _ in range(args.peak_repeats):
         out = subprocess.run([binary, str(threads), str(args.peak_seconds)],
                              check=True, stdout=subprocess.PIPE, text=True).stdout
         best = max(best, float(re.search(r"([\d.]+) GFLOP/s", out)[1]))
+        args.peak_kernel = {"avx512f": "16 zmm FMA chains per thread",
+                            "avx2": "12 ymm FMA chains per thread, no AVX-512 "
+                                    "on this host"}.get(
+            re.search(r"threads, (\w+),", out)[1], "?")
         time.sleep(args.gap)
     return best
 
@@ -672,7 +690,7 @@ def machine_header(args, peaks, runs):
         rev = "?"
     lines = [f"{datetime.date.today()}, commit {rev or '?'}, {cpu}, "
              f"{os.cpu_count()} CPUs, {platform.system()} {platform.release()}",
-             "FMA peak (fma_peak.c, 16 zmm FMA chains per thread): " +
+             f"FMA peak (fma_peak.c, {args.peak_kernel}): " +
              ", ".join(f"T={t} {p:.1f} GFLOP/s" for t, p in peaks.items())]
     seen = set()
     for run in runs:
