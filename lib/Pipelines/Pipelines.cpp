@@ -76,8 +76,12 @@ void mha::buildDecompositionStage(OpPassManager &pm) {
 
 void mha::buildVectorizationStage(OpPassManager &pm,
                                   const LowerToCPUOptions &options) {
-  pm.addPass(createMHAVectorizePass(MHAVectorizePassOptions{
-      options.registerTileRows, options.registerTileCols, options.chunk}));
+  MHAVectorizePassOptions vectorize;
+  vectorize.vectorWidth = options.vectorWidth;
+  vectorize.registerTileRows = options.registerTileRows;
+  vectorize.registerTileCols = options.registerTileCols;
+  vectorize.chunk = options.chunk;
+  pm.addPass(createMHAVectorizePass(vectorize));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
 }

@@ -3,6 +3,7 @@
 // RUN: mha-opt %s --pass-pipeline="builtin.module(mha-lower-to-cpu{q-tile-size=32 kv-tile-size=16 emit-c-interface})" | FileCheck %s --check-prefix=OPTIONS
 // RUN: mha-opt %s --mha-lower-to-cpu=openmp=false | FileCheck %s --check-prefix=SERIAL
 // RUN: mha-opt %s --pass-pipeline="builtin.module(mha-lower-to-cpu{register-tile-rows=6 register-tile-cols=16})" | FileCheck %s --check-prefix=AVX2
+// RUN: mha-opt %s --pass-pipeline="builtin.module(mha-lower-to-cpu{vector-width=256})" | FileCheck %s --check-prefix=AVX2
 
 // The tiled pipeline ends in the LLVM dialect, and after bufferization of a
 // full causal layer with S=512 there is no buffer of the scores (512x512), of
@@ -41,7 +42,8 @@
 // OPTIONS: llvm.func @_mlir_ciface_layer(
 
 // Register tiles for a 16-register target (AVX2): rows take the largest
-// divisor of the 64-row tiles up to 6 (4), columns 16 lanes (2 ymm).
+// divisor of the 64-row tiles up to 6 (4), columns 16 lanes (2 ymm); the
+// same tiles are what vector-width=256 chooses.
 // AVX2: llvm.intr.fmuladd({{.*}}) : (vector<16xf32>, vector<16xf32>, vector<16xf32>) -> vector<16xf32>
 func.func @layer(%x: tensor<1x512x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x32xf32>,
                  %wv: tensor<64x16xf32>, %wo: tensor<32x64xf32>) -> tensor<1x512x64xf32> {

@@ -556,11 +556,18 @@ llvm::Error writeFile(StringRef path, StringRef contents) {
 }
 
 int compile(MLIRContext &context) {
-  PassManager pm(&context);
-  if (llvm::Error error = mha::addPipeline(pm, pipelineName))
-    return badInput(llvm::toString(std::move(error)));
   mha::CPUTarget cpuTarget = targetFlags.get();
   if (llvm::Error error = mha::checkCPUTarget(cpuTarget))
+    return badInput(llvm::toString(std::move(error)));
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> tm =
+      mha::createTargetMachine(cpuTarget, /*pic=*/true);
+  if (!tm)
+    return compileError("no target machine: " +
+                        llvm::toString(tm.takeError()));
+  // The CPU pipeline's register tiles fit the target's vector registers.
+  PassManager pm(&context);
+  if (llvm::Error error =
+          mha::addPipeline(pm, pipelineName, mha::vectorWidthOf(**tm)))
     return badInput(llvm::toString(std::move(error)));
   llvm::Expected<std::string> cc = findCCompiler();
   if (!cc)
@@ -634,11 +641,6 @@ int compile(MLIRContext &context) {
     return compileError("translating the lowered '" + inputFile +
                         "' to LLVM IR failed (is it all in the LLVM "
                         "dialect?)");
-  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> tm =
-      mha::createTargetMachine(cpuTarget, /*pic=*/true);
-  if (!tm)
-    return compileError("no target machine: " +
-                        llvm::toString(tm.takeError()));
   llvmModule->setDataLayout((*tm)->createDataLayout());
   llvmModule->setTargetTriple((*tm)->getTargetTriple());
   if (llvm::Error error = makeOptimizingTransformer(3, 0, tm->get())(

@@ -110,6 +110,11 @@ cl::opt<bool> printTarget(
     "print-target",
     cl::desc("Print the target triple, CPU and features the JIT compiles for"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> dumpPassPipeline(
+    "dump-pass-pipeline",
+    cl::desc("Print the pass pipeline that lowers the input, with every "
+             "option (the cpu pipeline's vector-width is the target's)"),
+    cl::init(false), cl::cat(category));
 mha::CPUTargetFlags targetFlags(category);
 cl::opt<std::string> dumpObjectFile(
     "dump-object-file",
@@ -303,10 +308,37 @@ bool compare(unsigned index, const NpyArray &got, const NpyArray &want,
 }
 
 int run(MLIRContext &context) {
-  // The pipeline first: a usage error, reported before any input is read.
-  PassManager pm(&context);
-  if (llvm::Error error = mha::addPipeline(pm, pipelineName))
+  // The target and the pipeline first: usage errors, reported before any
+  // input is read. The CPU pipeline's register tiles fit the target's vector
+  // registers.
+  mha::CPUTarget cpuTarget = targetFlags.get();
+  if (llvm::Error error = mha::checkCPUTarget(cpuTarget))
     return badInput(llvm::toString(std::move(error)));
+  // JIT for the host: the LLVM optimizer needs the target machine for its
+  // cost models (without it the loop vectorizer sees no vector registers),
+  // and code generation uses it for the instruction set. The engine takes
+  // ownership of its own copy; `optimizerTarget` must outlive `transformer`.
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> optimizerTarget =
+      mha::createTargetMachine(cpuTarget);
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> codegenTarget =
+      mha::createTargetMachine(cpuTarget);
+  if (!optimizerTarget || !codegenTarget) {
+    llvm::Error error = llvm::joinErrors(optimizerTarget.takeError(),
+                                         codegenTarget.takeError());
+    llvm::errs() << "mha-run: error: no target machine for the host: "
+                 << llvm::toString(std::move(error)) << "\n";
+    return kCompileError;
+  }
+  if (llvm::Error error = mha::checkRunsOnHost(**codegenTarget))
+    return badInput(llvm::toString(std::move(error)));
+  PassManager pm(&context);
+  if (llvm::Error error = mha::addPipeline(
+          pm, pipelineName, mha::vectorWidthOf(**codegenTarget)))
+    return badInput(llvm::toString(std::move(error)));
+  if (dumpPassPipeline) {
+    pm.printAsTextualPipeline(llvm::outs());
+    llvm::outs() << "\n";
+  }
 
   // Parse and find the entry function before lowering: its signature says
   // what the arguments must look like.
@@ -436,9 +468,6 @@ int run(MLIRContext &context) {
     expected.push_back(std::move(*read));
   }
   double flops = countFlops(func, args);
-  mha::CPUTarget cpuTarget = targetFlags.get();
-  if (llvm::Error error = mha::checkCPUTarget(cpuTarget))
-    return badInput(llvm::toString(std::move(error)));
 
   // Lower.
   auto lowerStart = std::chrono::steady_clock::now();
@@ -448,23 +477,10 @@ int run(MLIRContext &context) {
     return kCompileError;
   }
 
-  // JIT for the host: the LLVM optimizer needs the target machine for its
-  // cost models (without it the loop vectorizer sees no vector registers),
-  // and code generation uses it for the instruction set. The engine takes
-  // ownership of its own copy; `optimizerTarget` must outlive `transformer`.
-  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> optimizerTarget =
-      mha::createTargetMachine(cpuTarget);
-  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> codegenTarget =
-      mha::createTargetMachine(cpuTarget);
-  if (!optimizerTarget || !codegenTarget) {
-    llvm::Error error = llvm::joinErrors(optimizerTarget.takeError(),
-                                         codegenTarget.takeError());
-    llvm::errs() << "mha-run: error: no target machine for the host: "
-                 << llvm::toString(std::move(error)) << "\n";
-    return kCompileError;
-  }
   if (printTarget)
-    llvm::outs() << mha::describeTargetMachine(**codegenTarget) << "\n";
+    llvm::outs() << mha::describeTargetMachine(**codegenTarget)
+                 << "; vectors of " << mha::vectorWidthOf(**codegenTarget)
+                 << " bits\n";
   auto transformer = makeOptimizingTransformer(
       /*optLevel=*/3, /*sizeLevel=*/0, optimizerTarget->get());
   ExecutionEngineOptions engineOptions;

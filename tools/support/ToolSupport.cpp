@@ -23,6 +23,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Target/TargetMachine.h"
+#include "llvm/TargetParser/Host.h"
 
 #include <cstdlib>
 
@@ -47,7 +48,8 @@ static SmallVector<std::string> registeredPipelineNames() {
   return names;
 }
 
-llvm::Error mha::addPipeline(PassManager &pm, StringRef spec) {
+llvm::Error mha::addPipeline(PassManager &pm, StringRef spec,
+                             std::optional<int64_t> vectorWidth) {
   auto fail = [&](const Twine &message) {
     return llvm::createStringError("--pipeline=" + spec + ": " + message);
   };
@@ -79,9 +81,12 @@ llvm::Error mha::addPipeline(PassManager &pm, StringRef spec) {
                 available + " (the registered " + kPipelinePrefix +
                 "* pipelines) or 'builtin.module(...)'");
   }
+  std::string withWidth = options.str();
+  if (vectorWidth && name == "cpu" && !options.contains("vector-width"))
+    withWidth += " vector-width=" + std::to_string(*vectorWidth);
   // Option errors are printed by the options parser itself, before this.
   std::string error;
-  if (failed(pipeline->addToPipeline(pm, options, [&](const Twine &message) {
+  if (failed(pipeline->addToPipeline(pm, withWidth, [&](const Twine &message) {
         error = message.str();
         return failure();
       })))
@@ -175,6 +180,46 @@ mha::createTargetMachine(const CPUTarget &target, bool pic) {
   if (pic)
     builder->setRelocationModel(llvm::Reloc::PIC_);
   return builder->createTargetMachine();
+}
+
+llvm::Error mha::checkRunsOnHost(const llvm::TargetMachine &tm) {
+  llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
+  const llvm::MCSubtargetInfo *info = tm.getMCSubtargetInfo();
+  // The target's features are its CPU's and the explicit ones together.
+  // Only instruction-set extensions of computation count: virtual machines
+  // hide system features (pku, mwaitx, ...) that the CPU they report has and
+  // that compiled attention never uses.
+  auto computes = [](StringRef feature) {
+    return llvm::any_of(
+        ArrayRef<StringRef>{"avx", "sse", "fma", "f16c", "amx", "bmi", "gfni",
+                            "vaes", "vpclmulqdq", "popcnt", "lzcnt", "movbe",
+                            "adx", "sha", "aes", "pclmul", "xop", "evex512"},
+        [&](StringRef prefix) { return feature.starts_with(prefix); });
+  };
+  SmallVector<StringRef> missing;
+  for (const llvm::SubtargetFeatureKV &feature :
+       info->getAllProcessorFeatures()) {
+    auto it = host.find(feature.Key);
+    if (it != host.end() && !it->second && computes(feature.Key) &&
+        info->getFeatureBits().test(feature.Value))
+      missing.push_back(feature.Key);
+  }
+  if (missing.empty())
+    return llvm::Error::success();
+  llvm::sort(missing);
+  return llvm::createStringError(
+      "the target (cpu " + tm.getTargetCPU() + ") has features this host " +
+      "lacks: " + llvm::join(missing, ", ") +
+      "; its code would not run here (mha-aot compiles for other machines)");
+}
+
+int64_t mha::vectorWidthOf(const llvm::TargetMachine &tm) {
+  if (!tm.getTargetTriple().isX86())
+    return 128;
+  const llvm::MCSubtargetInfo *info = tm.getMCSubtargetInfo();
+  if (info->checkFeatures("+avx512f"))
+    return 512;
+  return info->checkFeatures("+avx") ? 256 : 128;
 }
 
 std::string mha::describeTargetMachine(const llvm::TargetMachine &tm) {

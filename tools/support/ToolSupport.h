@@ -14,6 +14,7 @@
 #include "llvm/Support/Error.h"
 
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace llvm {
@@ -40,9 +41,12 @@ constexpr StringLiteral kPipelinePrefix = "mha-lower-to-";
 /// Adds what a `--pipeline` value names to `pm`: `NAME[{OPTIONS}]` resolves
 /// to the registered pipeline `mha-lower-to-NAME` (so a new pipeline needs no
 /// change in the tools), `builtin.module(...)` is parsed as a textual
-/// pipeline. Errors name the spec and, for an unknown name, list the known
-/// ones.
-llvm::Error addPipeline(PassManager &pm, StringRef spec);
+/// pipeline. With `vectorWidth`, the `cpu` pipeline gets it as its
+/// `vector-width` option (the register tiles fit the target's vector
+/// registers) unless the spec sets one. Errors name the spec and, for an
+/// unknown name, list the known ones.
+llvm::Error addPipeline(PassManager &pm, StringRef spec,
+                        std::optional<int64_t> vectorWidth = std::nullopt);
 
 /// Parses `path` into `sourceMgr` and finds the function `entry` with a body
 /// in it; errors name the file or the function (`--entry`). Diagnostics of
@@ -80,6 +84,15 @@ llvm::Error checkCPUTarget(const CPUTarget &target);
 /// position-independent code (for shared objects).
 llvm::Expected<std::unique_ptr<llvm::TargetMachine>>
 createTargetMachine(const CPUTarget &target, bool pic = false);
+
+/// Fails, naming them, when `tm` generates instructions of features this host
+/// lacks (a --target-cpu or --target-features for another machine): code
+/// that is run here, not only compiled, would die of SIGILL.
+llvm::Error checkRunsOnHost(const llvm::TargetMachine &tm);
+
+/// Bits of the widest vector registers `tm` computes f32 in: 512 with
+/// AVX-512F, 256 with AVX, else 128 (SSE, NEON).
+int64_t vectorWidthOf(const llvm::TargetMachine &tm);
 
 /// `target: TRIPLE, cpu CPU, features +A,+B,...` (enabled features only).
 std::string describeTargetMachine(const llvm::TargetMachine &tm);

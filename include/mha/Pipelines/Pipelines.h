@@ -60,15 +60,24 @@ struct LowerToCPUOptions : public EntryOptions<LowerToCPUOptions> {
       llvm::cl::desc("Give every function a `_mlir_ciface_` wrapper taking "
                      "memref descriptors by pointer, for callers in C"),
       llvm::cl::init(false)};
+  PassOptions::Option<int64_t> vectorWidth{
+      *this, "vector-width",
+      llvm::cl::desc("Bits of the target's vector registers (512: AVX-512, "
+                     "256: AVX2, 128: SSE/NEON), which the register tiles "
+                     "default to; mha-run and mha-aot set it from their "
+                     "target unless given"),
+      llvm::cl::init(512)};
   PassOptions::Option<int64_t> registerTileRows{
       *this, "register-tile-rows",
-      llvm::cl::desc("Rows of a contraction's register tile (mha-vectorize)"),
-      llvm::cl::init(8)};
+      llvm::cl::desc("Rows of a contraction's register tile (mha-vectorize); "
+                     "0: from vector-width (8 for 512 bits, else 4)"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> registerTileCols{
       *this, "register-tile-cols",
       llvm::cl::desc("Columns of a contraction's register tile, a multiple of "
-                     "the target's vector width (mha-vectorize)"),
-      llvm::cl::init(32)};
+                     "the target's vector width (mha-vectorize); 0: two "
+                     "vectors of vector-width"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> chunk{
       *this, "chunk",
       llvm::cl::desc("Elements per vector step of the other ops "

@@ -452,12 +452,32 @@ mha::peelParallelLoop(RewriterBase &rewriter, LoopLikeOpInterface loop) {
       loops, [](scf::ForallOp l) { return cast<LoopLikeOpInterface>(*l); });
 }
 
+FailureOr<std::pair<int64_t, int64_t>>
+mha::defaultRegisterTile(int64_t vectorWidth) {
+  if (vectorWidth <= 0 || vectorWidth % 32 != 0)
+    return failure();
+  int64_t lanes = vectorWidth / 32;
+  return std::pair<int64_t, int64_t>(vectorWidth >= 512 ? 8 : 4, 2 * lanes);
+}
+
 LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
-                                      const VectorizeOptions &options) {
+                                      const VectorizeOptions &requested) {
+  FailureOr<std::pair<int64_t, int64_t>> fitting =
+      defaultRegisterTile(requested.vectorWidth);
+  if (failed(fitting))
+    return root->emitError()
+           << "vector width must be a positive multiple of 32 bits, found "
+           << requested.vectorWidth;
+  VectorizeOptions options = requested;
+  if (options.registerTileRows == 0)
+    options.registerTileRows = fitting->first;
+  if (options.registerTileCols == 0)
+    options.registerTileCols = fitting->second;
   if (options.registerTileRows <= 0 || options.registerTileCols <= 0 ||
       options.chunk <= 0)
     return root->emitError()
-           << "register tile sizes must be positive, found "
+           << "register tile sizes must be positive (0: from the vector "
+              "width), found "
            << options.registerTileRows << "x" << options.registerTileCols
            << " (chunk " << options.chunk << ")";
   MLIRContext *ctx = root->getContext();
@@ -552,6 +572,7 @@ struct MHAVectorizePass final
 
   void runOnOperation() override {
     VectorizeOptions options;
+    options.vectorWidth = vectorWidth;
     options.registerTileRows = registerTileRows;
     options.registerTileCols = registerTileCols;
     options.chunk = chunk;

@@ -1,8 +1,18 @@
 // RUN: mha-opt %s --split-input-file --mha-vectorize --canonicalize --cse | FileCheck %s
 // RUN: mha-opt %s --split-input-file --mha-vectorize="register-tile-rows=4 register-tile-cols=16" --canonicalize --cse | FileCheck %s --check-prefix=SMALL
-// RUN: not mha-opt %s --split-input-file --mha-vectorize="register-tile-rows=0" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: mha-opt %s --split-input-file --mha-vectorize="vector-width=256" --canonicalize --cse | FileCheck %s --check-prefix=SMALL
+// RUN: mha-opt %s --split-input-file --mha-vectorize="vector-width=128" --canonicalize --cse | FileCheck %s --check-prefix=SSE
+// RUN: not mha-opt %s --split-input-file --mha-vectorize="register-tile-rows=-1" 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: not mha-opt %s --split-input-file --mha-vectorize="vector-width=48" 2>&1 | FileCheck %s --check-prefix=WIDTH
 
-// BAD: error: register tile sizes must be positive, found 0x32 (chunk 64)
+// BAD: error: register tile sizes must be positive (0: from the vector width), found -1x32 (chunk 64)
+// WIDTH: error: vector width must be a positive multiple of 32 bits, found 48
+
+// The register tile defaults to the vector width: 8x32 for 512 bits (the
+// default), 4x16 for 256 (the same as register-tile-rows=4
+// register-tile-cols=16: the SMALL checks), 4x8 for 128.
+// SSE-LABEL: func.func @contraction
+// SSE: vector.contract {{.*}} : vector<4x1xf32>, vector<1x8xf32> into vector<4x8xf32>
 
 // A contraction: [8 x 32] output tiles, the reduction one step at a time
 // innermost; each step is one vector.contract of an 8x1 column and a 1x32

@@ -208,9 +208,12 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
       reduction loop (`hoistLoopInvariantSubsets`), so the loop carries it in
       registers. `convert-vector-to-llvm{vector-contract-lowering=outerproduct}`
       turns each step into `register-tile-rows` FMAs on vectors of
-      `register-tile-cols` lanes. With AVX-512, 8x32 keeps 16 accumulator
-      registers busy (at least 12 hide the FMA latency) and leaves room for
-      the operands.
+      `register-tile-cols` lanes. The tile defaults to what `vector-width`
+      (bits) fits: 8x32 with AVX-512 keeps 16 of its 32 registers busy with
+      accumulators (at least 12 hide the FMA latency) and leaves room for the
+      operands; 4x16 for 256-bit (AVX2) or 128-bit vectors, whose 16
+      registers 8x32 would overflow (spilled accumulators: 1.7x slower on
+      an AVX2 host).
     - a contraction reducing over at least `pack-min-reduction` elements
       whose rhs rows are far apart (a projection's weight) is first tiled by
       column panels, and each panel copied into a contiguous tensor that all
@@ -240,10 +243,14 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
     for a target. `mha-lower-to-cpu` runs it after the decomposition stage.
   }];
   let options = [
-    Option<"registerTileRows", "register-tile-rows", "int64_t", "8",
-           "Rows of a contraction's register tile">,
-    Option<"registerTileCols", "register-tile-cols", "int64_t", "32",
-           "Columns (contiguous lanes) of a contraction's register tile">,
+    Option<"vectorWidth", "vector-width", "int64_t", "512",
+           "Bits of the target's vector registers (512: AVX-512, 256: AVX2), "
+           "which the register tile defaults to">,
+    Option<"registerTileRows", "register-tile-rows", "int64_t", "0",
+           "Rows of a contraction's register tile (0: from vector-width)">,
+    Option<"registerTileCols", "register-tile-cols", "int64_t", "0",
+           "Columns (contiguous lanes) of a contraction's register tile (0: "
+           "from vector-width)">,
     Option<"chunk", "chunk", "int64_t", "64",
            "Elements per vector step of the other ops">,
     Option<"packMinReduction", "pack-min-reduction", "int64_t", "256",

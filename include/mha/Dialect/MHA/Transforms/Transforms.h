@@ -105,11 +105,15 @@ decomposeOnlineAttention(RewriterBase &rewriter, OnlineAttentionOp op);
 
 /// Register tiles of the vector code (see mha-vectorize).
 struct VectorizeOptions {
-  /// Rows of a contraction's output tile (one broadcast operand each).
-  int64_t registerTileRows = 8;
+  /// The target's vector registers, in bits (512: AVX-512, 256: AVX2, 128:
+  /// SSE or NEON): what the register tiles below default to.
+  int64_t vectorWidth = 512;
+  /// Rows of a contraction's output tile (one broadcast operand each); 0:
+  /// from the vector width (defaultRegisterTile).
+  int64_t registerTileRows = 0;
   /// Columns of a contraction's output tile, along the contiguous output
-  /// dim: a multiple of the vector width (two AVX-512 registers by default).
-  int64_t registerTileCols = 32;
+  /// dim: a multiple of the vector width; 0: from the vector width.
+  int64_t registerTileCols = 0;
   /// Elements per step along the innermost loop of the other ops.
   int64_t chunk = 64;
   /// Contractions reducing over at least this many elements copy each
@@ -117,6 +121,15 @@ struct VectorizeOptions {
   /// is strided (negative: never).
   int64_t packMinReduction = 256;
 };
+
+/// The register tile [rows, cols] of f32 contractions for vector registers of
+/// `vectorWidth` bits: two vectors of columns per row, and as many rows as
+/// the register file holds accumulators for, with the operands besides
+/// (8x32 for AVX-512: 16 of its 32 zmm registers; 4x16 for AVX2 or 128-bit
+/// vectors: 8 of 16). Rows are kept a power of two so that they divide the
+/// tile sizes of the tiling stage. Fails on a width that is not a positive
+/// multiple of 32 bits.
+FailureOr<std::pair<int64_t, int64_t>> defaultRegisterTile(int64_t vectorWidth);
 
 /// Cuts every linalg op on tensors under `root` into register tiles (upstream
 /// scf::tileUsingSCF) and vectorizes the full ones (upstream
@@ -126,7 +139,7 @@ struct VectorizeOptions {
 /// last tile are peeled first (peelParallelLoop) and ops of dynamic size
 /// padded to their static bounds; ops the vectorizer does not take stay
 /// linalg ops (scalar loops later). Fails only
-/// on non-positive tile sizes.
+/// on non-positive tile sizes or vector widths.
 LogicalResult vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
                                  const VectorizeOptions &options);
 
