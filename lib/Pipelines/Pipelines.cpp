@@ -103,6 +103,11 @@ void mha::buildBufferizationStage(OpPassManager &pm) {
   // identical subviews; CSE makes them self-copies, which fold away.
   pm.addNestedPass<func::FuncOp>(createCSEPass());
   pm.addNestedPass<func::FuncOp>(createCanonicalizerPass());
+  // Buffers of static size that live within one iteration of an scf.for (a
+  // key block's kᵀ, scores, row max and sum) allocated once before the loop
+  // rather than malloc'ed and freed per block. Upstream's hoisting stops at
+  // scf.forall, so each thread keeps its own.
+  pm.addNestedPass<func::FuncOp>(bufferization::createBufferLoopHoistingPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   pm.addPass(createConvertBufferizationToMemRefPass());
 }

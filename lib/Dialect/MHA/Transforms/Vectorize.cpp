@@ -38,6 +38,7 @@
 #include "mlir/Dialect/SCF/Utils/AffineCanonicalizationUtils.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Tensor/Transforms/Transforms.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
@@ -291,6 +292,61 @@ static linalg::LinalgOp tileOp(RewriterBase &rewriter, linalg::LinalgOp op,
   return cast<linalg::LinalgOp>(tiled->tiledOps.front());
 }
 
+/// `op`, a contraction whose accumulator starts as a linalg.fill (the zero
+/// scores of a key block), tiled by `tiling` with the fill fused into each
+/// register tile: first over the parallel loops with upstream tile-and-fuse
+/// (a fill fused into a reduction loop would restart the sum at every step),
+/// then over the reductions. After vectorization the tile's accumulator
+/// starts as a constant vector in registers (the fill's write and the
+/// contraction's read of it fold away), instead of being loaded from a
+/// buffer filled by a separate pass; a fill that LICM hoisted out of the key
+/// loop was even copied into each block's buffer after bufferization.
+/// Returns the contraction tile and the fill tile, or nothing (and `op`
+/// untouched) when the accumulator is not a fill or nothing is tiled.
+static std::optional<std::pair<linalg::LinalgOp, linalg::LinalgOp>>
+tileWithFusedFill(RewriterBase &rewriter, linalg::LinalgOp op,
+                  const RegisterTiling &tiling) {
+  if (!linalg::isaContractionOpInterface(op) ||
+      !op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>())
+    return std::nullopt;
+  RegisterTiling parallel = tiling, reductions = tiling;
+  for (auto [i, iterator] : llvm::enumerate(op.getIteratorTypesArray())) {
+    if (iterator == utils::IteratorType::parallel)
+      reductions.tileSizes[i] = 0;
+    else
+      parallel.tileSizes[i] = 0;
+  }
+  if (llvm::all_of(parallel.tileSizes, [](int64_t s) { return s == 0; }))
+    return std::nullopt;
+  scf::SCFTileAndFuseOptions options;
+  options.tilingOptions.setTileSizes(
+      getAsIndexOpFoldResult(rewriter.getContext(), parallel.tileSizes));
+  options.tilingOptions.setInterchange(parallel.interchange);
+  options.setFusionControlFn(
+      [](tensor::ExtractSliceOp, OpResult producer, bool)
+          -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
+        if (isa<linalg::FillOp>(producer.getOwner()))
+          return scf::SCFTileAndFuseOptions::ControlFnResult{};
+        return std::nullopt;
+      });
+  rewriter.setInsertionPoint(op);
+  FailureOr<scf::SCFTileAndFuseResult> fused =
+      scf::tileConsumerAndFuseProducersUsingSCF(
+          rewriter, cast<TilingInterface>(op.getOperation()), options);
+  if (failed(fused))
+    return std::nullopt;
+  for (OpResult result : op->getResults())
+    if (Value replacement = fused->replacements.lookup(result))
+      rewriter.replaceAllUsesWith(result, replacement);
+  rewriter.eraseOp(op);
+  auto tile = cast<linalg::LinalgOp>(fused->tiledAndFusedOps.front());
+  linalg::LinalgOp fillTile;
+  for (Operation *tiled : fused->tiledAndFusedOps)
+    if (isa<linalg::FillOp>(tiled))
+      fillTile = cast<linalg::LinalgOp>(tiled);
+  return std::pair(tileOp(rewriter, tile, reductions), fillTile);
+}
+
 /// The innermost size of the tensor `value` is a slice of (through chains of
 /// tensor.extract_slice and tensor.expand_shape): the row stride it is read
 /// with, in elements (ShapedType::kDynamic, negative, if unknown: no
@@ -508,9 +564,7 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
 
   // 1. Register tiles (upstream tiling through the TilingInterface), each
   //    vectorized right away while its tiling is known.
-  auto vectorizeOp = [&](linalg::LinalgOp op) {
-    linalg::LinalgOp tile =
-        tileOp(rewriter, op, chooseRegisterTiling(op, options));
+  auto vectorizeTile = [&](linalg::LinalgOp tile) {
     // Only full tiles (static shapes) vectorize; see the file comment.
     if (tile.hasDynamicShape())
       return;
@@ -524,10 +578,36 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
     if (succeeded(vectorized))
       rewriter.replaceOp(tile, vectorized->replacements);
   };
-  for (linalg::LinalgOp op : ops)
+  auto vectorizeOp = [&](linalg::LinalgOp op) {
+    RegisterTiling tiling = chooseRegisterTiling(op, options);
+    if (auto fused = tileWithFusedFill(rewriter, op, tiling)) {
+      if (fused->second)
+        vectorizeTile(fused->second);
+      vectorizeTile(fused->first);
+      return;
+    }
+    vectorizeTile(tileOp(rewriter, op, tiling));
+  };
+  auto padPackAndVectorize = [&](linalg::LinalgOp op) {
     for (linalg::LinalgOp part :
          packColumnPanels(rewriter, padToStaticShape(rewriter, op), options))
       vectorizeOp(part);
+  };
+  // Fills last: those fused into their contractions' register tiles are
+  // then left without uses, and erased rather than vectorized.
+  SmallVector<linalg::LinalgOp> fills;
+  for (linalg::LinalgOp op : ops) {
+    if (isa<linalg::FillOp>(op.getOperation()))
+      fills.push_back(op);
+    else
+      padPackAndVectorize(op);
+  }
+  for (linalg::LinalgOp fill : fills) {
+    if (fill->use_empty())
+      rewriter.eraseOp(fill);
+    else
+      padPackAndVectorize(fill);
+  }
 
   // 2. Broadcasts folded into the contractions (reduction_to_contract), unit
   //    dims dropped. The IR is valid whether or not a pattern set converges:
@@ -561,6 +641,16 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
   for (scf::ForOp loop : loops)
     (void)hoistLoopInvariantSubsets(rewriter,
                                     cast<LoopLikeOpInterface>(*loop));
+
+  // 4. Slices folded into the transfers, so that a register tile's read of
+  //    the constant its fused fill wrote (now before the reduction loop)
+  //    folds to that constant. Only after the hoisting: a read folded into
+  //    its loop-carried tensor no longer pairs with its write's slice.
+  apply([&](RewritePatternSet &p) {
+    tensor::populateFoldTensorSubsetIntoVectorTransferPatterns(p);
+    vector::TransferReadOp::getCanonicalizationPatterns(p, ctx);
+    vector::TransferWriteOp::getCanonicalizationPatterns(p, ctx);
+  });
   return success();
 }
 

@@ -22,10 +22,10 @@
 // CHECK-LABEL: func.func @contraction
 // CHECK: scf.for %{{.*}} = %c0 to %c16 step %c8
 // CHECK:   scf.for %{{.*}} = %c0 to %c64 step %c32
-// CHECK:     %[[ACC0:.+]] = vector.transfer_read {{.*}} : tensor<8x32xf32>, vector<8x32xf32>
+// CHECK:     %[[ACC0:.+]] = vector.transfer_read {{.*}} : tensor<16x64xf32>, vector<8x32xf32>
 // CHECK:     %[[ACC:.+]] = scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%[[A:.+]] = %[[ACC0]]) -> (vector<8x32xf32>)
-// CHECK:       %[[COL:.+]] = vector.transfer_read {{.*}} : tensor<8x1xf32>, vector<8x1xf32>
-// CHECK:       %[[ROW:.+]] = vector.transfer_read {{.*}} : tensor<1x32xf32>, vector<32xf32>
+// CHECK:       %[[COL:.+]] = vector.transfer_read {{.*}} : tensor<16x64xf32>, vector<8x1xf32>
+// CHECK:       %[[ROW:.+]] = vector.transfer_read {{.*}} : tensor<64x64xf32>, vector<32xf32>
 // CHECK:       %[[ROW2:.+]] = vector.broadcast %[[ROW]] : vector<32xf32> to vector<1x32xf32>
 // CHECK:       vector.contract {{.*}} %[[COL]], %[[ROW2]], %[[A]] : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
 // CHECK-NOT:   vector.transfer_write
@@ -112,7 +112,7 @@ func.func @partial(%a: tensor<?x64xf32>, %b: tensor<64x64xf32>, %c: tensor<?x64x
 
 // CHECK-LABEL: func.func @booleans
 // CHECK-NOT: linalg.generic
-// CHECK: vector.transfer_read %{{.*}} : tensor<1x64xi1>, vector<64xi1>
+// CHECK: vector.transfer_read %{{.*}} : tensor<8x64xi1>, vector<64xi1>
 // CHECK: arith.select %{{.*}} : vector<64xi1>, vector<64xf32>
 func.func @booleans(%m: tensor<8x64xi1>, %s: tensor<8x64xf32>) -> tensor<8x64xf32> {
   %ninf = arith.constant 0xFF800000 : f32
@@ -136,9 +136,9 @@ func.func @booleans(%m: tensor<8x64xi1>, %s: tensor<8x64xf32>) -> tensor<8x64xf3
 
 // CHECK-LABEL: func.func @peel_static
 // CHECK: scf.forall (%[[I:.+]]) = (0) to (192) step (64)
-// CHECK:   tensor.extract_slice %{{.*}}[%[[I]], 0] [64, 64] [1, 1] : tensor<200x64xf32> to tensor<64x64xf32>
+// CHECK:   tensor.extract_slice %{{.*}}[%[[I]], 0] [64, 32] [1, 1] : tensor<200x32xf32> to tensor<64x32xf32>
 // CHECK:   vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
-// CHECK: tensor.extract_slice %{{.*}}[192, 0] [8, 64] [1, 1] : tensor<200x64xf32> to tensor<8x64xf32>
+// CHECK: vector.transfer_read %{{.*}}[%c192, %{{.*}}], %{{.*}} : tensor<200x64xf32>, vector<8x1xf32>
 // CHECK: vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
 // CHECK-NOT: linalg.matmul
 func.func @peel_static(%a: tensor<200x64xf32>, %b: tensor<64x32xf32>, %init: tensor<200x32xf32>) -> tensor<200x32xf32> {
@@ -238,10 +238,43 @@ func.func @pad_reduction(%s: tensor<?x?xf32>, %init: tensor<?xf32>) -> tensor<?x
 // CHECK:     tensor.insert_slice %[[ROW]] into %[[P]][%[[K]], 0] [1, 32]
 // CHECK:   scf.for %{{.*}} = %c0 to %c16 step %c8
 // CHECK:     scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x32xf32>)
-// CHECK:       tensor.extract_slice %[[PACKED]]
+// CHECK:       vector.transfer_read %[[PACKED]]
 // CHECK:       vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
 func.func @packed_projection(%x: tensor<16x512xf32>, %w: tensor<512x2048xf32>, %y: tensor<16x64xf32>) -> tensor<16x64xf32> {
   %panel = tensor.extract_slice %w[0, 0] [512, 64] [1, 1] : tensor<512x2048xf32> to tensor<512x64xf32>
   %r = linalg.matmul ins(%x, %panel : tensor<16x512xf32>, tensor<512x64xf32>) outs(%y : tensor<16x64xf32>) -> tensor<16x64xf32>
   return %r : tensor<16x64xf32>
+}
+
+// -----
+
+// A contraction whose accumulator starts as a fill (the zero scores of each
+// key block, which LICM hoists out of the key loop) has the fill fused into
+// each register tile: the reduction loop starts from a constant vector
+// instead of reading a buffer filled by a separate pass (after bufferization,
+// a copy of the hoisted buffer per iteration), and the fill, left without
+// uses, is gone.
+
+// CHECK-LABEL: func.func @fused_fill
+// CHECK-DAG: %[[ZERO:.+]] = arith.constant dense<0.000000e+00> : vector<8x32xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: scf.for
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %[[ZERO]]) -> (vector<8x32xf32>)
+// CHECK: vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: return
+func.func @fused_fill(%a: tensor<4x16x64xf32>, %b: tensor<64x64xf32>, %out: tensor<4x16x64xf32>) -> tensor<4x16x64xf32> {
+  %zero = arith.constant 0.0 : f32
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %e = tensor.empty() : tensor<16x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<16x64xf32>) -> tensor<16x64xf32>
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%o = %out) -> (tensor<4x16x64xf32>) {
+    %as = tensor.extract_slice %a[%i, 0, 0] [1, 16, 64] [1, 1, 1] : tensor<4x16x64xf32> to tensor<16x64xf32>
+    %m = linalg.matmul ins(%as, %b : tensor<16x64xf32>, tensor<64x64xf32>) outs(%f : tensor<16x64xf32>) -> tensor<16x64xf32>
+    %n = tensor.insert_slice %m into %o[%i, 0, 0] [1, 16, 64] [1, 1, 1] : tensor<16x64xf32> into tensor<4x16x64xf32>
+    scf.yield %n : tensor<4x16x64xf32>
+  }
+  return %r : tensor<4x16x64xf32>
 }
