@@ -292,22 +292,35 @@ static linalg::LinalgOp tileOp(RewriterBase &rewriter, linalg::LinalgOp op,
   return cast<linalg::LinalgOp>(tiled->tiledOps.front());
 }
 
-/// `op`, a contraction whose accumulator starts as a linalg.fill (the zero
-/// scores of a key block), tiled by `tiling` with the fill fused into each
-/// register tile: first over the parallel loops with upstream tile-and-fuse
-/// (a fill fused into a reduction loop would restart the sum at every step),
-/// then over the reductions. After vectorization the tile's accumulator
-/// starts as a constant vector in registers (the fill's write and the
-/// contraction's read of it fold away), instead of being loaded from a
-/// buffer filled by a separate pass; a fill that LICM hoisted out of the key
-/// loop was even copied into each block's buffer after bufferization.
-/// Returns the contraction tile and the fill tile, or nothing (and `op`
-/// untouched) when the accumulator is not a fill or nothing is tiled.
+/// Whether `value`, the accumulator a contraction starts from, is computed
+/// by an op that can be fused into each of its register tiles: a linalg.fill
+/// (the zero scores of a key block), or an elementwise op used by the
+/// contraction alone (the rescaled accumulator `a · acc` of a key block).
+static bool isFusableInit(Value value) {
+  auto producer = value.getDefiningOp<linalg::LinalgOp>();
+  if (!producer)
+    return false;
+  return isa<linalg::FillOp>(producer.getOperation()) ||
+         (linalg::isElementwise(producer) && value.hasOneUse());
+}
+
+/// `op`, a contraction whose accumulator starts as what isFusableInit
+/// accepts, tiled by `tiling` with that producer fused into each register
+/// tile: first over the parallel loops with upstream tile-and-fuse (a
+/// producer fused into a reduction loop would restart the sum at every
+/// step), then over the reductions. After vectorization the tile's
+/// accumulator starts in registers as the producer's value (the producer's
+/// write and the contraction's read of it fold away) instead of being loaded
+/// from a buffer a separate pass over the block wrote (for a fill that LICM
+/// hoisted out of the key loop, after bufferization, a copy of the hoisted
+/// buffer per block). Returns the contraction tile and the producer's tile,
+/// or nothing (and `op` untouched) when the accumulator is not fusable or
+/// nothing is tiled.
 static std::optional<std::pair<linalg::LinalgOp, linalg::LinalgOp>>
-tileWithFusedFill(RewriterBase &rewriter, linalg::LinalgOp op,
+tileWithFusedInit(RewriterBase &rewriter, linalg::LinalgOp op,
                   const RegisterTiling &tiling) {
-  if (!linalg::isaContractionOpInterface(op) ||
-      !op.getDpsInitOperand(0)->get().getDefiningOp<linalg::FillOp>())
+  Value init = op.getDpsInitOperand(0)->get();
+  if (!linalg::isaContractionOpInterface(op) || !isFusableInit(init))
     return std::nullopt;
   RegisterTiling parallel = tiling, reductions = tiling;
   for (auto [i, iterator] : llvm::enumerate(op.getIteratorTypesArray())) {
@@ -318,14 +331,15 @@ tileWithFusedFill(RewriterBase &rewriter, linalg::LinalgOp op,
   }
   if (llvm::all_of(parallel.tileSizes, [](int64_t s) { return s == 0; }))
     return std::nullopt;
+  Operation *producer = init.getDefiningOp();
   scf::SCFTileAndFuseOptions options;
   options.tilingOptions.setTileSizes(
       getAsIndexOpFoldResult(rewriter.getContext(), parallel.tileSizes));
   options.tilingOptions.setInterchange(parallel.interchange);
   options.setFusionControlFn(
-      [](tensor::ExtractSliceOp, OpResult producer, bool)
+      [&](tensor::ExtractSliceOp, OpResult candidate, bool)
           -> std::optional<scf::SCFTileAndFuseOptions::ControlFnResult> {
-        if (isa<linalg::FillOp>(producer.getOwner()))
+        if (candidate.getOwner() == producer)
           return scf::SCFTileAndFuseOptions::ControlFnResult{};
         return std::nullopt;
       });
@@ -340,11 +354,10 @@ tileWithFusedFill(RewriterBase &rewriter, linalg::LinalgOp op,
       rewriter.replaceAllUsesWith(result, replacement);
   rewriter.eraseOp(op);
   auto tile = cast<linalg::LinalgOp>(fused->tiledAndFusedOps.front());
-  linalg::LinalgOp fillTile;
-  for (Operation *tiled : fused->tiledAndFusedOps)
-    if (isa<linalg::FillOp>(tiled))
-      fillTile = cast<linalg::LinalgOp>(tiled);
-  return std::pair(tileOp(rewriter, tile, reductions), fillTile);
+  linalg::LinalgOp producerTile;
+  if (fused->tiledAndFusedOps.size() > 1)
+    producerTile = cast<linalg::LinalgOp>(fused->tiledAndFusedOps[1]);
+  return std::pair(tileOp(rewriter, tile, reductions), producerTile);
 }
 
 /// The innermost size of the tensor `value` is a slice of (through chains of
@@ -580,7 +593,7 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
   };
   auto vectorizeOp = [&](linalg::LinalgOp op) {
     RegisterTiling tiling = chooseRegisterTiling(op, options);
-    if (auto fused = tileWithFusedFill(rewriter, op, tiling)) {
+    if (auto fused = tileWithFusedInit(rewriter, op, tiling)) {
       if (fused->second)
         vectorizeTile(fused->second);
       vectorizeTile(fused->first);
@@ -593,20 +606,21 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
          packColumnPanels(rewriter, padToStaticShape(rewriter, op), options))
       vectorizeOp(part);
   };
-  // Fills last: those fused into their contractions' register tiles are
-  // then left without uses, and erased rather than vectorized.
-  SmallVector<linalg::LinalgOp> fills;
+  // Contractions first: the producers of their accumulators they fuse
+  // (tileWithFusedInit) are then left without uses, and erased rather than
+  // vectorized on their own.
+  SmallVector<linalg::LinalgOp> rest;
   for (linalg::LinalgOp op : ops) {
-    if (isa<linalg::FillOp>(op.getOperation()))
-      fills.push_back(op);
+    if (linalg::isaContractionOpInterface(op))
+      padPackAndVectorize(op);
+    else
+      rest.push_back(op);
+  }
+  for (linalg::LinalgOp op : rest) {
+    if (op->use_empty())
+      rewriter.eraseOp(op);
     else
       padPackAndVectorize(op);
-  }
-  for (linalg::LinalgOp fill : fills) {
-    if (fill->use_empty())
-      rewriter.eraseOp(fill);
-    else
-      padPackAndVectorize(fill);
   }
 
   // 2. Broadcasts folded into the contractions (reduction_to_contract), unit

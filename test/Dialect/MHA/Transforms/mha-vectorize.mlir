@@ -278,3 +278,46 @@ func.func @fused_fill(%a: tensor<4x16x64xf32>, %b: tensor<64x64xf32>, %out: tens
   }
   return %r : tensor<4x16x64xf32>
 }
+
+// -----
+
+// The same for an elementwise producer of the accumulator used by the
+// contraction alone (a key block's acc' = a · acc + p · v): each register
+// tile scales its part of acc in registers before the reduction loop, with no
+// separate pass over acc. A producer with other users is not fused.
+
+// CHECK-LABEL: func.func @fused_rescale
+// CHECK: scf.for
+// CHECK: scf.for
+// CHECK:   %[[ACC:.+]] = vector.transfer_read %{{.*}} : tensor<16x64xf32>, vector<8x32xf32>
+// CHECK:   %[[SCALED:.+]] = arith.mulf %[[ACC]], %{{.*}} : vector<8x32xf32>
+// CHECK:   scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %[[SCALED]]) -> (vector<8x32xf32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return
+// CHECK-LABEL: func.func @shared_rescale
+// CHECK:   arith.mulf {{.*}} : vector<64xf32>
+// CHECK:   %[[ACC2:.+]] = vector.transfer_read %{{.*}} : tensor<16x64xf32>, vector<8x32xf32>
+// CHECK:   scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %[[ACC2]]) -> (vector<8x32xf32>)
+// CHECK: return
+#rows = affine_map<(i, j) -> (i)>
+#id = affine_map<(i, j) -> (i, j)>
+func.func @fused_rescale(%p: tensor<16x64xf32>, %v: tensor<64x64xf32>, %a: tensor<16xf32>, %acc: tensor<16x64xf32>) -> tensor<16x64xf32> {
+  %s = linalg.generic {indexing_maps = [#rows, #id], iterator_types = ["parallel", "parallel"]}
+         ins(%a : tensor<16xf32>) outs(%acc : tensor<16x64xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %m = arith.mulf %y, %x : f32
+    linalg.yield %m : f32
+  } -> tensor<16x64xf32>
+  %r = linalg.matmul ins(%p, %v : tensor<16x64xf32>, tensor<64x64xf32>) outs(%s : tensor<16x64xf32>) -> tensor<16x64xf32>
+  return %r : tensor<16x64xf32>
+}
+func.func @shared_rescale(%p: tensor<16x64xf32>, %v: tensor<64x64xf32>, %a: tensor<16xf32>, %acc: tensor<16x64xf32>) -> (tensor<16x64xf32>, tensor<16x64xf32>) {
+  %s = linalg.generic {indexing_maps = [#rows, #id], iterator_types = ["parallel", "parallel"]}
+         ins(%a : tensor<16xf32>) outs(%acc : tensor<16x64xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %m = arith.mulf %y, %x : f32
+    linalg.yield %m : f32
+  } -> tensor<16x64xf32>
+  %r = linalg.matmul ins(%p, %v : tensor<16x64xf32>, tensor<64x64xf32>) outs(%s : tensor<16x64xf32>) -> tensor<16x64xf32>
+  return %r, %s : tensor<16x64xf32>, tensor<16x64xf32>
+}
