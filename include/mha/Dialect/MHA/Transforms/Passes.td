@@ -214,6 +214,12 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
       operands; 4x16 for 256-bit (AVX2) or 128-bit vectors, whose 16
       registers 8x32 would overflow (spilled accumulators: 1.7x slower on
       an AVX2 host).
+    - a contraction whose accumulator is a `linalg.fill` or an elementwise
+      op it alone uses (a key block's zero scores, its rescaled accumulator)
+      is tiled over its parallel loops with that producer fused into each
+      tile (upstream `tileConsumerAndFuseProducersUsingSCF`), then over its
+      reductions, so the tile's accumulator starts in registers instead of
+      being read from a buffer a separate pass wrote.
     - a contraction reducing over at least `pack-min-reduction` elements
       whose rhs rows are far apart (a projection's weight) is first tiled by
       column panels, and each panel copied into a contiguous tensor that all

@@ -134,8 +134,9 @@ FailureOr<std::pair<int64_t, int64_t>> defaultRegisterTile(int64_t vectorWidth);
 /// Cuts every linalg op on tensors under `root` into register tiles (upstream
 /// scf::tileUsingSCF) and vectorizes the full ones (upstream
 /// linalg::vectorize); contractions become outer products whose accumulator
-/// is carried in registers across the reduction loop, and the strided weight
-/// panels of long reductions are packed first. Parallel loops with a partial
+/// is carried in registers across the reduction loop (starting there from a
+/// fused fill or elementwise producer of it), and the strided weight panels
+/// of long reductions are packed first. Parallel loops with a partial
 /// last tile are peeled first (peelParallelLoop) and ops of dynamic size
 /// padded to their static bounds; ops the vectorizer does not take stay
 /// linalg ops (scalar loops later). Fails only
