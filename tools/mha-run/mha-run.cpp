@@ -108,7 +108,9 @@ cl::opt<unsigned> benchmark("benchmark",
                             cl::init(0), cl::cat(category));
 cl::opt<bool> printTarget(
     "print-target",
-    cl::desc("Print the target triple, CPU and features the JIT compiles for"),
+    cl::desc("Print the target triple, CPU and features the JIT compiles "
+             "for, and the vector width the cpu pipeline's tiles are sized "
+             "for"),
     cl::init(false), cl::cat(category));
 cl::opt<bool> dumpPassPipeline(
     "dump-pass-pipeline",
