@@ -39,6 +39,8 @@
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Tensor/Transforms/Transforms.h"
+#include "mlir/Dialect/Utils/ReshapeOpsUtils.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
@@ -377,40 +379,197 @@ static int64_t rowStrideOf(Value value) {
   return type.getRank() ? type.getShape().back() : 1;
 }
 
+/// Whole packed copies of contraction operands, made once per function
+/// call: per (source, panel width), the packed tensor.
+using PackedSources = llvm::DenseMap<std::pair<Value, int64_t>, Value>;
+
+/// Whether `offset` is a multiple of `width`: a constant, or the induction
+/// variable of an scf.for whose lower bound and step are (the column panel
+/// loop of packColumnPanels).
+static bool isMultipleOf(OpFoldResult offset, int64_t width) {
+  if (std::optional<int64_t> c = getConstantIntValue(offset))
+    return *c % width == 0;
+  auto iv = dyn_cast<BlockArgument>(cast<Value>(offset));
+  auto loop = iv ? dyn_cast<scf::ForOp>(iv.getOwner()->getParentOp()) : nullptr;
+  if (!loop || loop.getInductionVar() != iv)
+    return false;
+  std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
+  std::optional<int64_t> step = getConstantIntValue(loop.getStep());
+  return lb && step && *lb % width == 0 && *step % width == 0;
+}
+
+/// `panel`, a [.., k, .., w] column panel of a contraction's rhs that is a
+/// chain of unit-stride slices, made in loops, of a value `src` defined
+/// outside every loop (a weight: a function argument or its reshape), read
+/// from a copy of the whole of `src` packed once before the loops instead: `src` [.., C] is
+/// split into C/w panels of w columns and permuted to
+/// [dims the panel takes one index of, panel, other dims, w], so that each
+/// panel is contiguous. The packed copy is made by a linalg.transpose tiled
+/// as an scf.forall over its first dim (it runs on threads too), which is
+/// appended to `created` for vectorization, and shared by every panel of
+/// `src` (`packed`). Returns the panel read from it, or nothing when
+/// `panel` is not such a slice.
+static Value panelOfPackedSource(RewriterBase &rewriter, Value panel,
+                                 PackedSources &packed,
+                                 SmallVector<linalg::LinalgOp> &created) {
+  auto panelType = cast<RankedTensorType>(panel.getType());
+  int64_t rank = panelType.getRank();
+  if (!panelType.hasStaticShape() || rank < 2)
+    return {};
+  int64_t width = panelType.getShape().back();
+  // Offsets of the panel in `src`, summed along the chain of slices.
+  SmallVector<SmallVector<OpFoldResult>> offsets(rank);
+  Value src = panel;
+  while (!isa<FunctionOpInterface>(src.getParentRegion()->getParentOp())) {
+    auto slice = src.getDefiningOp<tensor::ExtractSliceOp>();
+    if (!slice || slice.getSourceType().getRank() != rank ||
+        !llvm::all_of(slice.getMixedStrides(), isOneInteger) ||
+        !isMultipleOf(slice.getMixedOffsets().back(), width))
+      return {};
+    for (auto [dim, offset] : llvm::enumerate(slice.getMixedOffsets()))
+      offsets[dim].push_back(offset);
+    src = slice.getSource();
+  }
+  auto srcType = cast<RankedTensorType>(src.getType());
+  if (src == panel || !srcType.hasStaticShape() ||
+      srcType.getShape().back() % width != 0)
+    return {};
+
+  // [dims of one index, panel, other dims, w]: the permutation of the
+  // source split as [.., C/w, w].
+  SmallVector<int64_t> selected, others;
+  for (int64_t dim = 0; dim < rank - 1; ++dim) {
+    if (panelType.getDimSize(dim) == 1 && srcType.getDimSize(dim) > 1)
+      selected.push_back(dim);
+    else
+      others.push_back(dim);
+  }
+  SmallVector<int64_t> permutation = selected;
+  permutation.push_back(rank - 1);
+  llvm::append_range(permutation, others);
+  permutation.push_back(rank);
+  // The panel: the packed tensor's slice without the dims of one index,
+  // reshaped to the panel's shape (unit dims back in place).
+  SmallVector<int64_t> sliceShape;
+  for (int64_t dim : others)
+    sliceShape.push_back(panelType.getDimSize(dim));
+  sliceShape.push_back(width);
+  auto sliceType = RankedTensorType::get(sliceShape, panelType.getElementType());
+  std::optional<SmallVector<ReassociationIndices>> reassociation;
+  if (sliceType != panelType) {
+    reassociation =
+        getReassociationIndicesForCollapse(panelType.getShape(), sliceShape);
+    if (!reassociation)
+      return {};
+  }
+
+  Value &packedSrc = packed[{src, width}];
+  if (!packedSrc) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    if (Operation *def = src.getDefiningOp())
+      rewriter.setInsertionPointAfter(def);
+    else
+      rewriter.setInsertionPointToStart(cast<BlockArgument>(src).getOwner());
+    Location loc = src.getLoc();
+    SmallVector<int64_t> split(srcType.getShape());
+    split.back() /= width;
+    split.push_back(width);
+    SmallVector<ReassociationIndices> groups;
+    for (int64_t dim = 0; dim < rank - 1; ++dim)
+      groups.push_back({dim});
+    groups.push_back({rank - 1, rank});
+    Value expanded = tensor::ExpandShapeOp::create(
+        rewriter, loc,
+        RankedTensorType::get(split, srcType.getElementType()), src, groups);
+    SmallVector<int64_t> packedShape =
+        llvm::map_to_vector(permutation, [&](int64_t d) { return split[d]; });
+    Value init = tensor::EmptyOp::create(rewriter, loc, packedShape,
+                                         srcType.getElementType());
+    auto transpose = linalg::TransposeOp::create(rewriter, loc, expanded,
+                                                 init, permutation);
+    // On threads: an scf.forall over the first dim.
+    SmallVector<OpFoldResult> tileSizes(packedShape.size(),
+                                        rewriter.getIndexAttr(0));
+    tileSizes[0] = rewriter.getIndexAttr(1);
+    scf::SCFTilingOptions options;
+    options.setTileSizes(tileSizes);
+    options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+    FailureOr<scf::SCFTilingResult> tiled =
+        packedShape[0] > 1
+            ? scf::tileUsingSCF(rewriter,
+                                cast<TilingInterface>(transpose.getOperation()),
+                                options)
+            : FailureOr<scf::SCFTilingResult>(failure());
+    if (succeeded(tiled)) {
+      rewriter.replaceOp(transpose, tiled->replacements);
+      created.push_back(cast<linalg::LinalgOp>(tiled->tiledOps.front()));
+      packedSrc = tiled->replacements.front();
+    } else {
+      created.push_back(transpose);
+      packedSrc = transpose.getResult().front();
+    }
+  }
+
+  Location loc = panel.getLoc();
+  auto sum = [&](ArrayRef<OpFoldResult> terms, int64_t divisor) {
+    AffineExpr expr = rewriter.getAffineConstantExpr(0);
+    for (size_t i = 0; i < terms.size(); ++i)
+      expr = expr + rewriter.getAffineSymbolExpr(i);
+    return affine::makeComposedFoldedAffineApply(
+        rewriter, loc, expr.floorDiv(divisor), terms);
+  };
+  SmallVector<OpFoldResult> sliceOffsets, sliceSizes;
+  for (int64_t dim : permutation) {
+    sliceOffsets.push_back(dim == rank        ? rewriter.getIndexAttr(0)
+                           : dim == rank - 1 ? sum(offsets[rank - 1], width)
+                                             : sum(offsets[dim], 1));
+    sliceSizes.push_back(rewriter.getIndexAttr(
+        dim == rank ? width : dim == rank - 1 ? 1 : panelType.getDimSize(dim)));
+  }
+  SmallVector<OpFoldResult> strides(permutation.size(),
+                                    rewriter.getIndexAttr(1));
+  Value slice = tensor::ExtractSliceOp::create(
+      rewriter, loc, sliceType, packedSrc, sliceOffsets, sliceSizes, strides);
+  if (sliceType == panelType)
+    return slice;
+  return tensor::ExpandShapeOp::create(rewriter, loc, panelType, slice,
+                                       *reassociation);
+}
+
 /// Packing of a contraction's column operand (the rhs, read along the
-/// output's contiguous dim), for long reductions over a wide matrix (the
-/// projections' weights): each step of a register tile reads
-/// `registerTileCols` elements of a new row of it, rows a whole weight row
-/// apart (3 KiB for E = 768, 8 KiB for E = 2048). Such a panel is streamed
-/// from L2 once per row tile, and with strides a multiple of 4 KiB its rows
-/// all fall into the same L1 set. Here the op is tiled by column panels and,
-/// in each, the panel is first copied into a contiguous tensor (a fresh
-/// buffer after bufferization), which every row tile then reads in order.
-/// Returns the ops to vectorize: the panel copy and the contraction, or `op`
-/// alone when packing does not pay (short reductions: the attention's
-/// blocks; operands already contiguous).
+/// output's contiguous dim) when its rows are far apart (the projections'
+/// weights: 3 KiB for E = 768, 8 KiB for E = 2048): each step of a register
+/// tile reads `registerTileCols` elements of a new row, so a column panel is
+/// as many cache lines as the reduction has steps, streamed from L2 by every
+/// row tile, and with strides a multiple of 4 KiB all in one L1 set. Here
+/// the op is tiled by column panels and each panel read from a contiguous
+/// copy: of the whole operand, packed once before the loops, when it is
+/// defined outside them (a weight, see panelOfPackedSource); else of the
+/// panel alone, copied into a fresh tensor before its row tiles. Returns the
+/// ops to vectorize: the packing copy (if made here) and the contraction, or
+/// `op` alone when packing does not pay: rows near each other (the
+/// attention's blocks), or a single row tile (nothing re-reads the panel).
 static SmallVector<linalg::LinalgOp>
 packColumnPanels(RewriterBase &rewriter, linalg::LinalgOp op,
-                 const VectorizeOptions &options) {
+                 const VectorizeOptions &options, PackedSources &packed) {
   SmallVector<linalg::LinalgOp> unchanged = {op};
-  if (!linalg::isaContractionOpInterface(op) || op.getNumDpsInputs() != 2)
+  if (!linalg::isaContractionOpInterface(op) || op.getNumDpsInputs() != 2 ||
+      options.packMinStride < 0)
     return unchanged;
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  std::optional<unsigned> col = outputLoop(op, 0);
-  if (!col || ShapedType::isDynamic(ranges[*col]))
+  std::optional<unsigned> col = outputLoop(op, 0), row = outputLoop(op, 1);
+  if (!col || ShapedType::isDynamic(ranges[*col]) ||
+      (row && !ShapedType::isDynamic(ranges[*row]) &&
+       ranges[*row] <= options.registerTileRows))
     return unchanged;
-  int64_t reduction = 1;
-  for (auto [range, it] : llvm::zip_equal(ranges, iterators))
-    if (it == utils::IteratorType::reduction)
-      reduction = ShapedType::isDynamic(range) ? 0 : reduction * range;
   OpOperand *rhs = nullptr;
   for (OpOperand *input : op.getDpsInputOperands())
     if (loopOfResult(op.getMatchingIndexingMap(input), 0) == col)
       rhs = input;
-  if (!rhs || options.packMinReduction < 0 ||
-      reduction < options.packMinReduction ||
-      rowStrideOf(rhs->get()) <= options.registerTileCols)
+  if (!rhs)
+    return unchanged;
+  int64_t stride = rowStrideOf(rhs->get());
+  if (stride < options.packMinStride || stride <= options.registerTileCols)
     return unchanged;
 
   unsigned rhsNumber = rhs->getOperandNumber(); // `op` is replaced below.
@@ -425,6 +584,13 @@ packColumnPanels(RewriterBase &rewriter, linalg::LinalgOp op,
   if (!panelType.hasStaticShape())
     return {tiled};
   rewriter.setInsertionPoint(tiled);
+  SmallVector<linalg::LinalgOp> toVectorize;
+  if (Value fromPacked =
+          panelOfPackedSource(rewriter, panel.get(), packed, toVectorize)) {
+    rewriter.modifyOpInPlace(tiled, [&] { panel.set(fromPacked); });
+    toVectorize.push_back(tiled);
+    return toVectorize;
+  }
   Location loc = tiled->getLoc();
   auto copy = linalg::CopyOp::create(
       rewriter, loc, panel.get(),
@@ -601,9 +767,10 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
     }
     vectorizeTile(tileOp(rewriter, op, tiling));
   };
+  PackedSources packed;
   auto padPackAndVectorize = [&](linalg::LinalgOp op) {
-    for (linalg::LinalgOp part :
-         packColumnPanels(rewriter, padToStaticShape(rewriter, op), options))
+    for (linalg::LinalgOp part : packColumnPanels(
+             rewriter, padToStaticShape(rewriter, op), options, packed))
       vectorizeOp(part);
   };
   // Contractions first: the producers of their accumulators they fuse
@@ -680,7 +847,7 @@ struct MHAVectorizePass final
     options.registerTileRows = registerTileRows;
     options.registerTileCols = registerTileCols;
     options.chunk = chunk;
-    options.packMinReduction = packMinReduction;
+    options.packMinStride = packMinStride;
     IRRewriter rewriter(&getContext());
     if (failed(vectorizeLinalgOps(rewriter, getOperation(), options)))
       signalPassFailure();

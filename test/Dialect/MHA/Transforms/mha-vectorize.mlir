@@ -225,25 +225,104 @@ func.func @pad_reduction(%s: tensor<?x?xf32>, %init: tensor<?xf32>) -> tensor<?x
 
 // -----
 
-// A long reduction over a wide weight (a projection: 512 steps, rows 2048
-// elements apart): each 32-column panel of the weight is first copied into a
-// contiguous tensor, which the 8-row tiles then read in order.
+// A projection per head (a long reduction over a weight whose rows are 2048
+// elements apart): the weight, defined outside the loops, is packed once
+// before them into contiguous 32-column panels ([64, 512, 32], by an
+// scf.forall over the panels), and each head's register tiles read their
+// panel from it: no copy per head.
 
-// CHECK-LABEL: func.func @packed_projection
-// CHECK: scf.for %[[N:.+]] = %c0 to %c64 step %c32
-// CHECK:   %[[PANEL:.+]] = tensor.extract_slice %{{.*}}[0, %[[N]]] [512, 32] [1, 1] : tensor<512x{{64|2048}}xf32> to tensor<512x32xf32>
-// CHECK:   %[[PACKED0:.+]] = tensor.empty() : tensor<512x32xf32>
-// CHECK:   %[[PACKED:.+]] = scf.for %[[K:.+]] = %c0 to %c512 step %c1 iter_args(%[[P:.+]] = %[[PACKED0]]) -> (tensor<512x32xf32>)
-// CHECK:     %[[ROW:.+]] = tensor.extract_slice %[[PANEL]][%[[K]], 0] [1, 32]
-// CHECK:     tensor.insert_slice %[[ROW]] into %[[P]][%[[K]], 0] [1, 32]
-// CHECK:   scf.for %{{.*}} = %c0 to %c16 step %c8
+// CHECK-LABEL: func.func @packed_once
+// CHECK: %[[SPLIT:.+]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [512, 64, 32] : tensor<512x2048xf32> into tensor<512x64x32xf32>
+// CHECK: %[[PACKED:.+]] = scf.forall (%[[P:.+]]) in (64) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<64x512x32xf32>)
+// CHECK:   vector.transfer_read %[[SPLIT]][%{{.*}}, %[[P]], %{{.*}}]
+// CHECK: scf.for %[[H:.+]] = %c0 to %c2048 step %c64
+// CHECK-NOT: tensor.insert_slice %{{.*}} : tensor<1x32xf32> into tensor<512x32xf32>
+// CHECK:   scf.for %[[N:.+]] = %c0 to %c64 step %c32
 // CHECK:     scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x32xf32>)
-// CHECK:       vector.transfer_read %[[PACKED]]
+// CHECK:       %[[PANEL:.+]] = affine.apply #{{.*}}()[%[[N]], %[[H]]]
+// CHECK:       vector.transfer_read %[[PACKED]][%[[PANEL]], %{{.*}}, %c0]
 // CHECK:       vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
-func.func @packed_projection(%x: tensor<16x512xf32>, %w: tensor<512x2048xf32>, %y: tensor<16x64xf32>) -> tensor<16x64xf32> {
-  %panel = tensor.extract_slice %w[0, 0] [512, 64] [1, 1] : tensor<512x2048xf32> to tensor<512x64xf32>
-  %r = linalg.matmul ins(%x, %panel : tensor<16x512xf32>, tensor<512x64xf32>) outs(%y : tensor<16x64xf32>) -> tensor<16x64xf32>
-  return %r : tensor<16x64xf32>
+func.func @packed_once(%x: tensor<16x512xf32>, %w: tensor<512x2048xf32>, %y: tensor<16x2048xf32>) -> tensor<16x2048xf32> {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c2048 = arith.constant 2048 : index
+  %r = scf.for %h = %c0 to %c2048 step %c64 iter_args(%acc = %y) -> (tensor<16x2048xf32>) {
+    %panel = tensor.extract_slice %w[0, %h] [512, 64] [1, 1] : tensor<512x2048xf32> to tensor<512x64xf32>
+    %out = tensor.extract_slice %acc[0, %h] [16, 64] [1, 1] : tensor<16x2048xf32> to tensor<16x64xf32>
+    %m = linalg.matmul ins(%x, %panel : tensor<16x512xf32>, tensor<512x64xf32>) outs(%out : tensor<16x64xf32>) -> tensor<16x64xf32>
+    %next = tensor.insert_slice %m into %acc[0, %h] [16, 64] [1, 1] : tensor<16x64xf32> into tensor<16x2048xf32>
+    scf.yield %next : tensor<16x2048xf32>
+  }
+  return %r : tensor<16x2048xf32>
+}
+
+// -----
+
+// The same projection with a weight of its own per iteration (a slice that
+// drops the batch dim, made in the loop): each 32-column panel of it is
+// copied into a contiguous tensor, which the 8-row tiles then read in order.
+
+// CHECK-LABEL: func.func @packed_per_panel
+// CHECK: scf.for %[[B:.+]] = %c0 to %c2 step %c1
+// CHECK:   %[[W:.+]] = tensor.extract_slice %{{.*}}[%[[B]], 0, 0] [1, 512, 64] [1, 1, 1] : tensor<2x512x2048xf32> to tensor<512x64xf32>
+// CHECK:   scf.for %[[N:.+]] = %c0 to %c64 step %c32
+// CHECK:     %[[PANEL:.+]] = tensor.extract_slice %[[W]][0, %[[N]]] [512, 32] [1, 1] : tensor<512x64xf32> to tensor<512x32xf32>
+// CHECK:     %[[PACKED0:.+]] = tensor.empty() : tensor<512x32xf32>
+// CHECK:     %[[PACKED:.+]] = scf.for %[[K:.+]] = %c0 to %c512 step %c1 iter_args(%[[P:.+]] = %[[PACKED0]]) -> (tensor<512x32xf32>)
+// CHECK:       %[[ROW:.+]] = tensor.extract_slice %[[PANEL]][%[[K]], 0] [1, 32]
+// CHECK:       tensor.insert_slice %[[ROW]] into %[[P]][%[[K]], 0] [1, 32]
+// CHECK:     scf.for %{{.*}} = %c0 to %c16 step %c8
+// CHECK:       scf.for %{{.*}} = %c0 to %c512 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x32xf32>)
+// CHECK:         vector.transfer_read %[[PACKED]]
+// CHECK:         vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
+func.func @packed_per_panel(%x: tensor<2x16x512xf32>, %w: tensor<2x512x2048xf32>, %y: tensor<2x16x64xf32>) -> tensor<2x16x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %r = scf.for %b = %c0 to %c2 step %c1 iter_args(%acc = %y) -> (tensor<2x16x64xf32>) {
+    %xb = tensor.extract_slice %x[%b, 0, 0] [1, 16, 512] [1, 1, 1] : tensor<2x16x512xf32> to tensor<16x512xf32>
+    %wb = tensor.extract_slice %w[%b, 0, 0] [1, 512, 64] [1, 1, 1] : tensor<2x512x2048xf32> to tensor<512x64xf32>
+    %out = tensor.extract_slice %acc[%b, 0, 0] [1, 16, 64] [1, 1, 1] : tensor<2x16x64xf32> to tensor<16x64xf32>
+    %m = linalg.matmul ins(%xb, %wb : tensor<16x512xf32>, tensor<512x64xf32>) outs(%out : tensor<16x64xf32>) -> tensor<16x64xf32>
+    %next = tensor.insert_slice %m into %acc[%b, 0, 0] [1, 16, 64] [1, 1, 1] : tensor<16x64xf32> into tensor<2x16x64xf32>
+    scf.yield %next : tensor<2x16x64xf32>
+  }
+  return %r : tensor<2x16x64xf32>
+}
+
+// -----
+
+// A short reduction over rows far apart (the output projection of one head:
+// 64 steps over a weight with rows 768 elements apart, whose 64 rows of a
+// panel fall into few L1 sets) is packed too.
+
+// CHECK-LABEL: func.func @packed_short_reduction
+// CHECK: %[[PACKED:.+]] = scf.forall (%{{.*}}) in (24) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<24x64x32xf32>)
+// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x32xf32>)
+// CHECK:   vector.transfer_read %[[PACKED]]
+func.func @packed_short_reduction(%o: tensor<16x64xf32>, %w: tensor<64x768xf32>, %y: tensor<16x768xf32>) -> tensor<16x768xf32> {
+  %r = linalg.matmul ins(%o, %w : tensor<16x64xf32>, tensor<64x768xf32>) outs(%y : tensor<16x768xf32>) -> tensor<16x768xf32>
+  return %r : tensor<16x768xf32>
+}
+
+// -----
+
+// Not packed: a single row tile (8 rows: nothing reads a panel twice), and
+// rows near each other (64 elements apart: a key block of the attention).
+
+// CHECK-LABEL: func.func @not_packed
+// CHECK-NOT: scf.forall
+// CHECK-NOT: tensor.insert_slice
+// CHECK: vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
+// CHECK-NOT: scf.forall
+// CHECK: vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
+// CHECK-NOT: scf.forall
+// CHECK: return
+func.func @not_packed(%a: tensor<8x512xf32>, %w: tensor<512x2048xf32>, %y: tensor<8x2048xf32>,
+                      %p: tensor<64x64xf32>, %v: tensor<64x64xf32>, %acc: tensor<64x64xf32>) -> (tensor<8x2048xf32>, tensor<64x64xf32>) {
+  %r = linalg.matmul ins(%a, %w : tensor<8x512xf32>, tensor<512x2048xf32>) outs(%y : tensor<8x2048xf32>) -> tensor<8x2048xf32>
+  %s = linalg.matmul ins(%p, %v : tensor<64x64xf32>, tensor<64x64xf32>) outs(%acc : tensor<64x64xf32>) -> tensor<64x64xf32>
+  return %r, %s : tensor<8x2048xf32>, tensor<64x64xf32>
 }
 
 // -----

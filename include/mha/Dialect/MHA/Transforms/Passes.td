@@ -220,12 +220,18 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
       tile (upstream `tileConsumerAndFuseProducersUsingSCF`), then over its
       reductions, so the tile's accumulator starts in registers instead of
       being read from a buffer a separate pass wrote.
-    - a contraction reducing over at least `pack-min-reduction` elements
-      whose rhs rows are far apart (a projection's weight) is first tiled by
-      column panels, and each panel copied into a contiguous tensor that all
-      its row tiles read in order: streamed from a strided weight, the panel
-      would be re-read from L2 by every row tile, and with row strides a
-      multiple of 4 KiB its rows share one L1 set.
+    - a contraction whose rhs rows are at least `pack-min-stride` elements
+      apart (a projection's weight) and that has more than one row tile is
+      first tiled by column panels, each read from a contiguous copy that
+      all its row tiles read in order: streamed from a strided weight, the
+      panel would be re-read from L2 by every row tile, and with row strides
+      a multiple of 4 KiB its rows share one L1 set. An rhs defined outside
+      every loop (a weight) is packed whole, once, before the loops: split
+      into column panels and permuted so that each is contiguous, by a
+      `linalg.transpose` tiled as an `scf.forall` (threads); the loops then
+      read slices of it, instead of copying each panel for every query tile,
+      key tile, head and batch that uses it. Any other rhs has each panel
+      copied before its row tiles.
     - `linalg.transpose`: 16x16 blocks (`vector.transpose`, shuffles).
     - anything else (elementwise ops, row reductions, fills): steps of up to
       `chunk` elements along the innermost loop, the contiguous one in the
@@ -259,9 +265,9 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
            "from vector-width)">,
     Option<"chunk", "chunk", "int64_t", "64",
            "Elements per vector step of the other ops">,
-    Option<"packMinReduction", "pack-min-reduction", "int64_t", "256",
-           "Pack the strided rhs of contractions reducing over at least this "
-           "many elements (a negative value: never)">,
+    Option<"packMinStride", "pack-min-stride", "int64_t", "256",
+           "Read the rhs of contractions whose rows are at least this many "
+           "elements apart by packed column panels (a negative value: never)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

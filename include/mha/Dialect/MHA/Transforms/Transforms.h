@@ -116,10 +116,10 @@ struct VectorizeOptions {
   int64_t registerTileCols = 0;
   /// Elements per step along the innermost loop of the other ops.
   int64_t chunk = 64;
-  /// Contractions reducing over at least this many elements copy each
-  /// column panel of their rhs into a contiguous tensor first, when the rhs
-  /// is strided (negative: never).
-  int64_t packMinReduction = 256;
+  /// Contractions whose rhs rows are at least this many elements apart read
+  /// it by contiguous column panels: packed once per call when the rhs is
+  /// defined outside every loop, else copied per panel (negative: never).
+  int64_t packMinStride = 256;
 };
 
 /// The register tile [rows, cols] of f32 contractions for vector registers of
