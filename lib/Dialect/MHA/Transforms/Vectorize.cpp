@@ -379,138 +379,85 @@ static int64_t rowStrideOf(Value value) {
   return type.getRank() ? type.getShape().back() : 1;
 }
 
-/// Whole packed copies of contraction operands, made once per function
-/// call: per (source, panel width), the packed tensor.
-using PackedSources = llvm::DenseMap<std::pair<Value, int64_t>, Value>;
+namespace {
+/// A whole copy of a value in a blocked layout, made once per function call
+/// (see readFromBlockedCopy).
+struct BlockedCopy {
+  Value source;
+  SmallVector<int64_t> blockShape, order;
+  Value copy;
+};
+using BlockedCopies = SmallVector<BlockedCopy>;
+} // namespace
 
-/// Whether `offset` is a multiple of `width`: a constant, or the induction
-/// variable of an scf.for whose lower bound and step are (the column panel
-/// loop of packColumnPanels).
-static bool isMultipleOf(OpFoldResult offset, int64_t width) {
+/// Whether `offset` is a multiple of `size`: a constant, or the induction
+/// variable of an scf.for whose lower bound and step are (a loop over the
+/// blocks: key blocks, column panels).
+static bool isMultipleOf(OpFoldResult offset, int64_t size) {
   if (std::optional<int64_t> c = getConstantIntValue(offset))
-    return *c % width == 0;
+    return *c % size == 0;
   auto iv = dyn_cast<BlockArgument>(cast<Value>(offset));
   auto loop = iv ? dyn_cast<scf::ForOp>(iv.getOwner()->getParentOp()) : nullptr;
   if (!loop || loop.getInductionVar() != iv)
     return false;
   std::optional<int64_t> lb = getConstantIntValue(loop.getLowerBound());
   std::optional<int64_t> step = getConstantIntValue(loop.getStep());
-  return lb && step && *lb % width == 0 && *step % width == 0;
+  return lb && step && *lb % size == 0 && *step % size == 0;
 }
 
-/// `panel`, a [.., k, .., w] column panel of a contraction's rhs that is a
-/// chain of unit-stride slices, made in loops, of a value `src` defined
-/// outside every loop (a weight: a function argument or its reshape), read
-/// from a copy of the whole of `src` packed once before the loops instead: `src` [.., C] is
-/// split into C/w panels of w columns and permuted to
-/// [dims the panel takes one index of, panel, other dims, w], so that each
-/// panel is contiguous. The packed copy is made by a linalg.transpose tiled
-/// as an scf.forall over its first dim (it runs on threads too), which is
-/// appended to `created` for vectorization, and shared by every panel of
-/// `src` (`packed`). Returns the panel read from it, or nothing when
-/// `panel` is not such a slice.
-static Value panelOfPackedSource(RewriterBase &rewriter, Value panel,
-                                 PackedSources &packed,
+/// `block`, a value made in loops by a chain of unit-stride slices of a
+/// value `src` defined outside every loop (a weight, the keys), with its
+/// dims in the order `order` (the identity, or a transpose's permutation):
+/// read from a copy of the whole of `src` made once, before the loops, in
+/// which every such block is contiguous. Each dim of `src` the block takes
+/// part of is split into (blocks, block size) (the block's offsets along it
+/// must be multiples of its size); dims it takes one index of, and the
+/// block indices, go first, then the block's dims in `order`:
+///
+///   a [k, w] column panel of a weight [E, H, d] sliced [k, 1, w]:
+///     copy [H, d/w, k, w];
+///   a key block kᵀ [1, 1, d, kv] of keys [B, H, Sk, d] sliced [1, 1, kv, d]:
+///     copy [H, Sk/kv, 1, d, kv].
+///
+/// The copy is a linalg.transpose (of `src` reshaped to its split dims)
+/// tiled as an scf.forall over its first dim, so that it runs on threads;
+/// it is appended to `created` for vectorization, and shared by every block
+/// of `src` of the same shape and order (`copies`). Returns the block read
+/// from it (a slice, reshaped to the block's shape in `order`), or nothing
+/// when `block` is not such a slice.
+static Value readFromBlockedCopy(RewriterBase &rewriter, Value block,
+                                 ArrayRef<int64_t> order,
+                                 BlockedCopies &copies,
                                  SmallVector<linalg::LinalgOp> &created) {
-  auto panelType = cast<RankedTensorType>(panel.getType());
-  int64_t rank = panelType.getRank();
-  if (!panelType.hasStaticShape() || rank < 2)
+  auto blockType = cast<RankedTensorType>(block.getType());
+  int64_t rank = blockType.getRank();
+  if (!blockType.hasStaticShape() || rank == 0)
     return {};
-  int64_t width = panelType.getShape().back();
-  // Offsets of the panel in `src`, summed along the chain of slices.
+  ArrayRef<int64_t> sizes = blockType.getShape();
+  // Offsets of the block in `src`, summed along the chain of slices.
   SmallVector<SmallVector<OpFoldResult>> offsets(rank);
-  Value src = panel;
+  Value src = block;
   while (!isa<FunctionOpInterface>(src.getParentRegion()->getParentOp())) {
     auto slice = src.getDefiningOp<tensor::ExtractSliceOp>();
     if (!slice || slice.getSourceType().getRank() != rank ||
-        !llvm::all_of(slice.getMixedStrides(), isOneInteger) ||
-        !isMultipleOf(slice.getMixedOffsets().back(), width))
+        !llvm::all_of(slice.getMixedStrides(), isOneInteger))
       return {};
     for (auto [dim, offset] : llvm::enumerate(slice.getMixedOffsets()))
       offsets[dim].push_back(offset);
     src = slice.getSource();
   }
   auto srcType = cast<RankedTensorType>(src.getType());
-  if (src == panel || !srcType.hasStaticShape() ||
-      srcType.getShape().back() % width != 0)
+  if (src == block || !srcType.hasStaticShape())
     return {};
 
-  // [dims of one index, panel, other dims, w]: the permutation of the
-  // source split as [.., C/w, w].
-  SmallVector<int64_t> selected, others;
-  for (int64_t dim = 0; dim < rank - 1; ++dim) {
-    if (panelType.getDimSize(dim) == 1 && srcType.getDimSize(dim) > 1)
-      selected.push_back(dim);
-    else
-      others.push_back(dim);
-  }
-  SmallVector<int64_t> permutation = selected;
-  permutation.push_back(rank - 1);
-  llvm::append_range(permutation, others);
-  permutation.push_back(rank);
-  // The panel: the packed tensor's slice without the dims of one index,
-  // reshaped to the panel's shape (unit dims back in place).
-  SmallVector<int64_t> sliceShape;
-  for (int64_t dim : others)
-    sliceShape.push_back(panelType.getDimSize(dim));
-  sliceShape.push_back(width);
-  auto sliceType = RankedTensorType::get(sliceShape, panelType.getElementType());
-  std::optional<SmallVector<ReassociationIndices>> reassociation;
-  if (sliceType != panelType) {
-    reassociation =
-        getReassociationIndicesForCollapse(panelType.getShape(), sliceShape);
-    if (!reassociation)
-      return {};
-  }
-
-  Value &packedSrc = packed[{src, width}];
-  if (!packedSrc) {
-    OpBuilder::InsertionGuard guard(rewriter);
-    if (Operation *def = src.getDefiningOp())
-      rewriter.setInsertionPointAfter(def);
-    else
-      rewriter.setInsertionPointToStart(cast<BlockArgument>(src).getOwner());
-    Location loc = src.getLoc();
-    SmallVector<int64_t> split(srcType.getShape());
-    split.back() /= width;
-    split.push_back(width);
-    SmallVector<ReassociationIndices> groups;
-    for (int64_t dim = 0; dim < rank - 1; ++dim)
-      groups.push_back({dim});
-    groups.push_back({rank - 1, rank});
-    Value expanded = tensor::ExpandShapeOp::create(
-        rewriter, loc,
-        RankedTensorType::get(split, srcType.getElementType()), src, groups);
-    SmallVector<int64_t> packedShape =
-        llvm::map_to_vector(permutation, [&](int64_t d) { return split[d]; });
-    Value init = tensor::EmptyOp::create(rewriter, loc, packedShape,
-                                         srcType.getElementType());
-    auto transpose = linalg::TransposeOp::create(rewriter, loc, expanded,
-                                                 init, permutation);
-    // On threads: an scf.forall over the first dim.
-    SmallVector<OpFoldResult> tileSizes(packedShape.size(),
-                                        rewriter.getIndexAttr(0));
-    tileSizes[0] = rewriter.getIndexAttr(1);
-    scf::SCFTilingOptions options;
-    options.setTileSizes(tileSizes);
-    options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
-    FailureOr<scf::SCFTilingResult> tiled =
-        packedShape[0] > 1
-            ? scf::tileUsingSCF(rewriter,
-                                cast<TilingInterface>(transpose.getOperation()),
-                                options)
-            : FailureOr<scf::SCFTilingResult>(failure());
-    if (succeeded(tiled)) {
-      rewriter.replaceOp(transpose, tiled->replacements);
-      created.push_back(cast<linalg::LinalgOp>(tiled->tiledOps.front()));
-      packedSrc = tiled->replacements.front();
-    } else {
-      created.push_back(transpose);
-      packedSrc = transpose.getResult().front();
-    }
-  }
-
-  Location loc = panel.getLoc();
+  // The dims of `src` split as [.., blocks, block size, ..]: `split` is the
+  // reshaped shape, `outer` its dims of one index per block (block indices
+  // and dims the block takes one index of), `inner[d]` the reshaped dim of
+  // the block's dim d.
+  SmallVector<int64_t> split, outer, inner(rank);
+  SmallVector<ReassociationIndices> groups;
+  SmallVector<OpFoldResult> outerOffsets;
+  Location loc = block.getLoc();
   auto sum = [&](ArrayRef<OpFoldResult> terms, int64_t divisor) {
     AffineExpr expr = rewriter.getAffineConstantExpr(0);
     for (size_t i = 0; i < terms.size(); ++i)
@@ -518,22 +465,118 @@ static Value panelOfPackedSource(RewriterBase &rewriter, Value panel,
     return affine::makeComposedFoldedAffineApply(
         rewriter, loc, expr.floorDiv(divisor), terms);
   };
-  SmallVector<OpFoldResult> sliceOffsets, sliceSizes;
-  for (int64_t dim : permutation) {
-    sliceOffsets.push_back(dim == rank        ? rewriter.getIndexAttr(0)
-                           : dim == rank - 1 ? sum(offsets[rank - 1], width)
-                                             : sum(offsets[dim], 1));
-    sliceSizes.push_back(rewriter.getIndexAttr(
-        dim == rank ? width : dim == rank - 1 ? 1 : panelType.getDimSize(dim)));
+  for (int64_t dim = 0; dim < rank; ++dim) {
+    int64_t whole = srcType.getDimSize(dim), size = sizes[dim];
+    if (size > whole) // Only on a path not taken (the slices between are
+      return {};      // of dynamic size): nothing to read there.
+    ReassociationIndices group;
+    if (size == 1 && whole > 1) { // One index of it.
+      group.push_back(split.size());
+      outer.push_back(split.size());
+      outerOffsets.push_back(sum(offsets[dim], 1));
+      inner[dim] = -1;
+      split.push_back(whole);
+    } else if (size < whole) { // (blocks, block size).
+      if (whole % size != 0 ||
+          !llvm::all_of(offsets[dim], [&](OpFoldResult offset) {
+            return isMultipleOf(offset, size);
+          }))
+        return {};
+      group.push_back(split.size());
+      outer.push_back(split.size());
+      outerOffsets.push_back(sum(offsets[dim], size));
+      split.push_back(whole / size);
+      group.push_back(split.size());
+      inner[dim] = split.size();
+      split.push_back(size);
+    } else { // Whole.
+      group.push_back(split.size());
+      inner[dim] = split.size();
+      split.push_back(whole);
+    }
+    groups.push_back(group);
   }
-  SmallVector<OpFoldResult> strides(permutation.size(),
+  // The copy: outer dims, then the block's dims in `order`.
+  SmallVector<int64_t> permutation = outer, blockShape;
+  for (int64_t dim : order) {
+    if (inner[dim] < 0)
+      continue;
+    permutation.push_back(inner[dim]);
+    blockShape.push_back(sizes[dim]);
+  }
+  SmallVector<int64_t> orderedShape =
+      llvm::map_to_vector(order, [&](int64_t d) { return sizes[d]; });
+  std::optional<SmallVector<ReassociationIndices>> reassociation;
+  if (orderedShape != blockShape) {
+    reassociation = getReassociationIndicesForCollapse(orderedShape, blockShape);
+    if (!reassociation)
+      return {};
+  }
+
+  auto known = llvm::find_if(copies, [&](const BlockedCopy &c) {
+    return c.source == src && ArrayRef(c.blockShape) == sizes &&
+           ArrayRef(c.order) == order;
+  });
+  Value copy = known == copies.end() ? Value() : known->copy;
+  if (!copy) {
+    OpBuilder::InsertionGuard guard(rewriter);
+    if (Operation *def = src.getDefiningOp())
+      rewriter.setInsertionPointAfter(def);
+    else
+      rewriter.setInsertionPointToStart(cast<BlockArgument>(src).getOwner());
+    Location srcLoc = src.getLoc();
+    Type elementType = srcType.getElementType();
+    Value expanded = src;
+    if (split.size() != static_cast<size_t>(rank))
+      expanded = tensor::ExpandShapeOp::create(
+          rewriter, srcLoc, RankedTensorType::get(split, elementType), src,
+          groups);
+    SmallVector<int64_t> copyShape =
+        llvm::map_to_vector(permutation, [&](int64_t d) { return split[d]; });
+    Value init =
+        tensor::EmptyOp::create(rewriter, srcLoc, copyShape, elementType);
+    auto transpose = linalg::TransposeOp::create(rewriter, srcLoc, expanded,
+                                                 init, permutation);
+    // On threads: an scf.forall over the first dim.
+    FailureOr<scf::SCFTilingResult> tiled = failure();
+    if (copyShape.size() > 1 && copyShape[0] > 1) {
+      SmallVector<OpFoldResult> tileSizes(copyShape.size(),
+                                          rewriter.getIndexAttr(0));
+      tileSizes[0] = rewriter.getIndexAttr(1);
+      scf::SCFTilingOptions options;
+      options.setTileSizes(tileSizes);
+      options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+      tiled = scf::tileUsingSCF(
+          rewriter, cast<TilingInterface>(transpose.getOperation()), options);
+    }
+    if (succeeded(tiled)) {
+      rewriter.replaceOp(transpose, tiled->replacements);
+      created.push_back(cast<linalg::LinalgOp>(tiled->tiledOps.front()));
+      copy = tiled->replacements.front();
+    } else {
+      created.push_back(transpose);
+      copy = transpose.getResult().front();
+    }
+    copies.push_back({src, SmallVector<int64_t>(sizes),
+                      SmallVector<int64_t>(order), copy});
+  }
+
+  SmallVector<OpFoldResult> sliceOffsets = outerOffsets, sliceSizes;
+  sliceSizes.assign(outer.size(), rewriter.getIndexAttr(1));
+  for (int64_t size : blockShape) {
+    sliceOffsets.push_back(rewriter.getIndexAttr(0));
+    sliceSizes.push_back(rewriter.getIndexAttr(size));
+  }
+  SmallVector<OpFoldResult> strides(sliceSizes.size(),
                                     rewriter.getIndexAttr(1));
+  auto sliceType = RankedTensorType::get(blockShape, blockType.getElementType());
   Value slice = tensor::ExtractSliceOp::create(
-      rewriter, loc, sliceType, packedSrc, sliceOffsets, sliceSizes, strides);
-  if (sliceType == panelType)
+      rewriter, loc, sliceType, copy, sliceOffsets, sliceSizes, strides);
+  if (!reassociation)
     return slice;
-  return tensor::ExpandShapeOp::create(rewriter, loc, panelType, slice,
-                                       *reassociation);
+  return tensor::ExpandShapeOp::create(
+      rewriter, loc, RankedTensorType::get(orderedShape, sliceType.getElementType()),
+      slice, *reassociation);
 }
 
 /// Packing of a contraction's column operand (the rhs, read along the
@@ -544,14 +587,14 @@ static Value panelOfPackedSource(RewriterBase &rewriter, Value panel,
 /// row tile, and with strides a multiple of 4 KiB all in one L1 set. Here
 /// the op is tiled by column panels and each panel read from a contiguous
 /// copy: of the whole operand, packed once before the loops, when it is
-/// defined outside them (a weight, see panelOfPackedSource); else of the
+/// defined outside them (a weight, see readFromBlockedCopy); else of the
 /// panel alone, copied into a fresh tensor before its row tiles. Returns the
 /// ops to vectorize: the packing copy (if made here) and the contraction, or
 /// `op` alone when packing does not pay: rows near each other (the
 /// attention's blocks), or a single row tile (nothing re-reads the panel).
 static SmallVector<linalg::LinalgOp>
 packColumnPanels(RewriterBase &rewriter, linalg::LinalgOp op,
-                 const VectorizeOptions &options, PackedSources &packed) {
+                 const VectorizeOptions &options, BlockedCopies &copies) {
   SmallVector<linalg::LinalgOp> unchanged = {op};
   if (!linalg::isaContractionOpInterface(op) || op.getNumDpsInputs() != 2 ||
       options.packMinStride < 0)
@@ -585,8 +628,10 @@ packColumnPanels(RewriterBase &rewriter, linalg::LinalgOp op,
     return {tiled};
   rewriter.setInsertionPoint(tiled);
   SmallVector<linalg::LinalgOp> toVectorize;
-  if (Value fromPacked =
-          panelOfPackedSource(rewriter, panel.get(), packed, toVectorize)) {
+  SmallVector<int64_t> identity =
+      llvm::to_vector(llvm::seq<int64_t>(panelType.getRank()));
+  if (Value fromPacked = readFromBlockedCopy(rewriter, panel.get(), identity,
+                                             copies, toVectorize)) {
     rewriter.modifyOpInPlace(tiled, [&] { panel.set(fromPacked); });
     toVectorize.push_back(tiled);
     return toVectorize;
@@ -767,10 +812,10 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
     }
     vectorizeTile(tileOp(rewriter, op, tiling));
   };
-  PackedSources packed;
+  BlockedCopies copies;
   auto padPackAndVectorize = [&](linalg::LinalgOp op) {
     for (linalg::LinalgOp part : packColumnPanels(
-             rewriter, padToStaticShape(rewriter, op), options, packed))
+             rewriter, padToStaticShape(rewriter, op), options, copies))
       vectorizeOp(part);
   };
   // Contractions first: the producers of their accumulators they fuse
@@ -784,10 +829,27 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
       rest.push_back(op);
   }
   for (linalg::LinalgOp op : rest) {
-    if (op->use_empty())
+    if (op->use_empty()) {
       rewriter.eraseOp(op);
-    else
-      padPackAndVectorize(op);
+      continue;
+    }
+    // A transpose of a block of a value defined outside the loops (a key
+    // block, transposed for q·kᵀ) reads a copy of the value transposed
+    // block by block once, instead of transposing every block it visits
+    // (per query tile: S / q-tile-size times per call).
+    if (auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation())) {
+      SmallVector<linalg::LinalgOp> created;
+      rewriter.setInsertionPoint(transpose);
+      if (Value block = readFromBlockedCopy(rewriter, transpose.getInput(),
+                                            transpose.getPermutation(),
+                                            copies, created)) {
+        rewriter.replaceOp(transpose, block);
+        for (linalg::LinalgOp copy : created)
+          vectorizeOp(copy);
+        continue;
+      }
+    }
+    padPackAndVectorize(op);
   }
 
   // 2. Broadcasts folded into the contractions (reduction_to_contract), unit

@@ -327,6 +327,69 @@ func.func @not_packed(%a: tensor<8x512xf32>, %w: tensor<512x2048xf32>, %y: tenso
 
 // -----
 
+// A transpose of a block of a value defined outside the loops (a key block,
+// transposed for q·kᵀ) reads a copy of the value transposed block by block,
+// made once before the loops ([heads, key blocks, d, keys], on threads by an
+// scf.forall over the heads): no transpose in the key loop.
+
+// CHECK-LABEL: func.func @transposed_once
+// CHECK: %[[SPLIT:.+]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2], [3]] output_shape [2, 4, 64, 32] : tensor<2x256x32xf32> into tensor<2x4x64x32xf32>
+// CHECK: %[[KT:.+]] = scf.forall (%{{.*}}) in (2) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<2x4x32x64xf32>)
+// CHECK:   vector.transpose
+// CHECK: scf.for %[[H:.+]] = %c0 to %c2 step %c1
+// CHECK:   scf.for %[[J:.+]] = %c0 to %c256 step %c64
+// CHECK-NOT: vector.transpose
+// CHECK:     %[[B:.+]] = affine.apply #{{.*}}()[%[[J]]]
+// CHECK:     tensor.extract_slice %[[KT]][%[[H]], %[[B]], 0, 0] [1, 1, 32, 64] [1, 1, 1, 1] : tensor<2x4x32x64xf32> to tensor<32x64xf32>
+// CHECK-NOT: vector.transpose
+// CHECK: return
+func.func @transposed_once(%k: tensor<2x256x32xf32>, %out: tensor<2x32x64xf32>) -> tensor<2x32x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c64 = arith.constant 64 : index
+  %c256 = arith.constant 256 : index
+  %r = scf.for %h = %c0 to %c2 step %c1 iter_args(%o = %out) -> (tensor<2x32x64xf32>) {
+    %s = scf.for %j = %c0 to %c256 step %c64 iter_args(%acc = %o) -> (tensor<2x32x64xf32>) {
+      %kb = tensor.extract_slice %k[%h, %j, 0] [1, 64, 32] [1, 1, 1] : tensor<2x256x32xf32> to tensor<1x64x32xf32>
+      %e = tensor.empty() : tensor<1x32x64xf32>
+      %kt = linalg.transpose ins(%kb : tensor<1x64x32xf32>) outs(%e : tensor<1x32x64xf32>) permutation = [0, 2, 1]
+      %a = tensor.extract_slice %acc[%h, 0, 0] [1, 32, 64] [1, 1, 1] : tensor<2x32x64xf32> to tensor<1x32x64xf32>
+      %sum = linalg.add ins(%kt, %a : tensor<1x32x64xf32>, tensor<1x32x64xf32>) outs(%a : tensor<1x32x64xf32>) -> tensor<1x32x64xf32>
+      %next = tensor.insert_slice %sum into %acc[%h, 0, 0] [1, 32, 64] [1, 1, 1] : tensor<1x32x64xf32> into tensor<2x32x64xf32>
+      scf.yield %next : tensor<2x32x64xf32>
+    }
+    scf.yield %s : tensor<2x32x64xf32>
+  }
+  return %r : tensor<2x32x64xf32>
+}
+
+// -----
+
+// Blocks not aligned to their size (key blocks of 64 from key 32 on) are
+// transposed where they are read.
+
+// CHECK-LABEL: func.func @transposed_per_block
+// CHECK-NOT: scf.forall
+// CHECK: scf.for %{{.*}} = %c32 to %c224 step %c64
+// CHECK:   vector.transpose
+// CHECK: return
+func.func @transposed_per_block(%k: tensor<256x32xf32>, %out: tensor<32x64xf32>) -> tensor<32x64xf32> {
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %c224 = arith.constant 224 : index
+  %s = scf.for %j = %c32 to %c224 step %c64 iter_args(%acc = %out) -> (tensor<32x64xf32>) {
+    %kb = tensor.extract_slice %k[%j, 0] [64, 32] [1, 1] : tensor<256x32xf32> to tensor<64x32xf32>
+    %e = tensor.empty() : tensor<32x64xf32>
+    %kt = linalg.transpose ins(%kb : tensor<64x32xf32>) outs(%e : tensor<32x64xf32>) permutation = [1, 0]
+    %sum = linalg.add ins(%kt, %acc : tensor<32x64xf32>, tensor<32x64xf32>) outs(%acc : tensor<32x64xf32>) -> tensor<32x64xf32>
+    scf.yield %sum : tensor<32x64xf32>
+  }
+  return %s : tensor<32x64xf32>
+}
+
+// -----
+
 // A contraction whose accumulator starts as a fill (the zero scores of each
 // key block, which LICM hoists out of the key loop) has the fill fused into
 // each register tile: the reduction loop starts from a constant vector

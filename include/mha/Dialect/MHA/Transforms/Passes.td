@@ -232,7 +232,12 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
       read slices of it, instead of copying each panel for every query tile,
       key tile, head and batch that uses it. Any other rhs has each panel
       copied before its row tiles.
-    - `linalg.transpose`: 16x16 blocks (`vector.transpose`, shuffles).
+    - `linalg.transpose`: 16x16 blocks (`vector.transpose`, shuffles). A
+      transpose of a block the loops slice out of a value defined outside
+      them (a key block for `q·kᵀ`), aligned to its size, reads a copy of the
+      whole value transposed block by block, made once before the loops
+      like the packed weights, instead of transposing each block for every
+      query tile that visits it.
     - anything else (elementwise ops, row reductions, fills): steps of up to
       `chunk` elements along the innermost loop, the contiguous one in the
       ops `mha` builds.
