@@ -419,12 +419,22 @@ def MHACheckLoweredPass : Pass<"mha-check-lowered", "::mlir::ModuleOp"> {
 }
 
 def MHAApproximateExpPass : Pass<"mha-approximate-exp"> {
-  let summary = "Compute math.exp with upstream's polynomial approximation";
+  let summary = "Compute f32 math.exp as arithmetic (a polynomial)";
   let description = [{
-    Rewrites every f32 `math.exp` into upstream's polynomial approximation
-    (`populateMathPolynomialApproximationPatterns`): arithmetic only, so the
-    softmax's exponentials vectorize instead of calling libm's `expf` once per
-    element. `mha-lower-to-cpu` runs it before lowering to LLVM.
+    Rewrites every f32 `math.exp` into arithmetic, so that the softmax's
+    exponentials vectorize instead of calling libm's `expf` once per
+    element: x clamped to [-87.5, 88.8] (compare-and-select: NaN passes,
+    one min/max instruction each), n = roundeven(x · log2 e),
+    r = x - n · ln 2 in two FMAs (ln 2 split so that n times its first part
+    is exact), e^r by a degree-5 minimax polynomial with e^0 = 1 exactly,
+    times 2^n built from exponent bits. 15 vector ops where upstream's
+    approximation (`populateMathPolynomialApproximationPatterns`, used for
+    other element types) takes 22; the softmax's `exp` was 10-12 % of core
+    attention's time on an AVX2 host. Within 2 ulp of the exact value on
+    [-87, 88.72] (test/Integration/CPU/exp-approximation.test); -inf and
+    inputs below -87 (results under 1.7e-38) give exactly 0, which masked
+    scores rely on; inputs above 88.72 give inf; NaN gives NaN.
+    `mha-lower-to-cpu` runs it before lowering to LLVM.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
