@@ -454,17 +454,11 @@ static Value readFromBlockedCopy(RewriterBase &rewriter, Value block,
   // reshaped shape, `outer` its dims of one index per block (block indices
   // and dims the block takes one index of), `inner[d]` the reshaped dim of
   // the block's dim d.
+  // `outerIndex` holds, per outer dim, the block's dim and the size its
+  // offset is divided by.
   SmallVector<int64_t> split, outer, inner(rank);
+  SmallVector<std::pair<int64_t, int64_t>> outerIndex;
   SmallVector<ReassociationIndices> groups;
-  SmallVector<OpFoldResult> outerOffsets;
-  Location loc = block.getLoc();
-  auto sum = [&](ArrayRef<OpFoldResult> terms, int64_t divisor) {
-    AffineExpr expr = rewriter.getAffineConstantExpr(0);
-    for (size_t i = 0; i < terms.size(); ++i)
-      expr = expr + rewriter.getAffineSymbolExpr(i);
-    return affine::makeComposedFoldedAffineApply(
-        rewriter, loc, expr.floorDiv(divisor), terms);
-  };
   for (int64_t dim = 0; dim < rank; ++dim) {
     int64_t whole = srcType.getDimSize(dim), size = sizes[dim];
     if (size > whole) // Only on a path not taken (the slices between are
@@ -473,7 +467,7 @@ static Value readFromBlockedCopy(RewriterBase &rewriter, Value block,
     if (size == 1 && whole > 1) { // One index of it.
       group.push_back(split.size());
       outer.push_back(split.size());
-      outerOffsets.push_back(sum(offsets[dim], 1));
+      outerIndex.push_back({dim, 1});
       inner[dim] = -1;
       split.push_back(whole);
     } else if (size < whole) { // (blocks, block size).
@@ -484,7 +478,7 @@ static Value readFromBlockedCopy(RewriterBase &rewriter, Value block,
         return {};
       group.push_back(split.size());
       outer.push_back(split.size());
-      outerOffsets.push_back(sum(offsets[dim], size));
+      outerIndex.push_back({dim, size});
       split.push_back(whole / size);
       group.push_back(split.size());
       inner[dim] = split.size();
@@ -561,7 +555,17 @@ static Value readFromBlockedCopy(RewriterBase &rewriter, Value block,
                       SmallVector<int64_t>(order), copy});
   }
 
-  SmallVector<OpFoldResult> sliceOffsets = outerOffsets, sliceSizes;
+  // The block's index along each outer dim: its offsets summed, divided by
+  // the block size.
+  Location loc = block.getLoc();
+  SmallVector<OpFoldResult> sliceOffsets, sliceSizes;
+  for (auto [dim, divisor] : outerIndex) {
+    AffineExpr expr = rewriter.getAffineConstantExpr(0);
+    for (size_t i = 0; i < offsets[dim].size(); ++i)
+      expr = expr + rewriter.getAffineSymbolExpr(i);
+    sliceOffsets.push_back(affine::makeComposedFoldedAffineApply(
+        rewriter, loc, expr.floorDiv(divisor), offsets[dim]));
+  }
   sliceSizes.assign(outer.size(), rewriter.getIndexAttr(1));
   for (int64_t size : blockShape) {
     sliceOffsets.push_back(rewriter.getIndexAttr(0));
