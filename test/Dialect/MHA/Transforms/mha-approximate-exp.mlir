@@ -48,8 +48,8 @@ func.func @exp_vector(%x: vector<16xf32>) -> vector<16xf32> {
 
 // -----
 
-// Other element types are left to upstream's patterns (which take f32 only:
-// an f64 exp stays, for the libm call).
+// Other element types are left as they are (an f64 exp stays, for the libm
+// call).
 
 // CHECK-LABEL: func.func @exp_f64
 // CHECK: math.exp %{{.*}} : f64

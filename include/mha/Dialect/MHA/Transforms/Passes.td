@@ -428,8 +428,9 @@ def MHAApproximateExpPass : Pass<"mha-approximate-exp"> {
     r = x - n · ln 2 in two FMAs (ln 2 split so that n times its first part
     is exact), e^r by a degree-5 minimax polynomial with e^0 = 1 exactly,
     times 2^n built from exponent bits. 15 vector ops where upstream's
-    approximation (`populateMathPolynomialApproximationPatterns`, used for
-    other element types) takes 22; the softmax's `exp` was 10-12 % of core
+    approximation (`populateMathPolynomialApproximationPatterns`, also f32
+    only) takes 22; an exp of another element type is left as it is (a
+    libm call); the softmax's `exp` was 10-12 % of core
     attention's time on an AVX2 host. Within 2 ulp of the exact value on
     [-87, 88.72] (test/Integration/CPU/exp-approximation.test); -inf and
     inputs below -87 (results under 1.7e-38) give exactly 0, which masked
