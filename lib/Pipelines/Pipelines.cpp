@@ -81,6 +81,7 @@ void mha::buildVectorizationStage(OpPassManager &pm,
   vectorize.registerTileRows = options.registerTileRows;
   vectorize.registerTileCols = options.registerTileCols;
   vectorize.chunk = options.chunk;
+  vectorize.panelReductionTile = options.panelReductionTile;
   pm.addPass(createMHAVectorizePass(vectorize));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

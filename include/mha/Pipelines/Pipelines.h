@@ -83,6 +83,12 @@ struct LowerToCPUOptions : public EntryOptions<LowerToCPUOptions> {
       llvm::cl::desc("Elements per vector step of the other ops "
                      "(mha-vectorize)"),
       llvm::cl::init(64)};
+  PassOptions::Option<int64_t> panelReductionTile{
+      *this, "panel-reduction-tile",
+      llvm::cl::desc("Reduction steps per pass of the row tiles over a "
+                     "packed column panel of a weight (mha-vectorize); 0: "
+                     "the whole reduction"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> openMP{
       *this, "openmp",
       llvm::cl::desc("Run the parallel loop over (batch, query tile) on "

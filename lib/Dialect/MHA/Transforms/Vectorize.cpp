@@ -127,6 +127,13 @@ static RegisterTiling chooseRegisterTiling(linalg::LinalgOp op,
 
   std::optional<unsigned> col = outputLoop(op, 0), row = outputLoop(op, 1);
   if (isa<linalg::TransposeOp>(op) && col && row) {
+    // Blocks in the order of the input's dims: its rows are read one after
+    // another (its output is the copy, written in blocks either way).
+    AffineMap input = op.getMatchingIndexingMap(op.getDpsInputOperand(0));
+    tiling.interchange = llvm::map_to_vector(
+        input.getResults(), [](AffineExpr e) -> int64_t {
+          return cast<AffineDimExpr>(e).getPosition();
+        });
     setTile(tiling, ranges, *row, 16, /*halve=*/true);
     setTile(tiling, ranges, *col, 16, /*halve=*/true);
   } else if (linalg::isaContractionOpInterface(op) && col && row &&
@@ -531,12 +538,24 @@ static Value readFromBlockedCopy(RewriterBase &rewriter, Value block,
         tensor::EmptyOp::create(rewriter, srcLoc, copyShape, elementType);
     auto transpose = linalg::TransposeOp::create(rewriter, srcLoc, expanded,
                                                  init, permutation);
-    // On threads: an scf.forall over the first dim.
+    // On threads: an scf.forall over the copy's dim that walks the
+    // outermost non-unit dim of `src`, so that each thread reads whole,
+    // contiguous rows of `src` (a weight's column panels read one by one
+    // are 64-byte pieces of rows kilobytes apart, which the prefetchers do
+    // not follow across pages). A long dim (rows of a weight) goes up to 16
+    // rows a step, the transpose's register tile: the largest divisor.
     FailureOr<scf::SCFTilingResult> tiled = failure();
-    if (copyShape.size() > 1 && copyShape[0] > 1) {
+    const auto *outermost =
+        llvm::find_if(split, [](int64_t size) { return size > 1; });
+    if (copyShape.size() > 1 && outermost != split.end()) {
+      int64_t srcDim = outermost - split.begin();
+      int64_t loop = llvm::find(permutation, srcDim) - permutation.begin();
+      int64_t step = *outermost >= 64 ? 16 : 1;
+      while (*outermost % step != 0)
+        --step;
       SmallVector<OpFoldResult> tileSizes(copyShape.size(),
                                           rewriter.getIndexAttr(0));
-      tileSizes[0] = rewriter.getIndexAttr(1);
+      tileSizes[loop] = rewriter.getIndexAttr(step);
       scf::SCFTilingOptions options;
       options.setTileSizes(tileSizes);
       options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
@@ -581,6 +600,33 @@ static Value readFromBlockedCopy(RewriterBase &rewriter, Value block,
   return tensor::ExpandShapeOp::create(
       rewriter, loc, RankedTensorType::get(orderedShape, sliceType.getElementType()),
       slice, *reassociation);
+}
+
+/// `op`, the contraction of one column panel, with each static reduction
+/// longer than `chunk` cut into chunks of it by an scf.for around the op
+/// (the classic kc blocking): the row tiles then sweep one chunk of the
+/// panel, which stays in L1, before the next, instead of each row tile
+/// streaming the whole panel from L2. A chunk size that does not divide the
+/// range shrinks to its largest divisor, but not under half of `chunk`
+/// (the reduction then stays whole). `op` itself when nothing is cut.
+static linalg::LinalgOp chunkPanelReductions(RewriterBase &rewriter,
+                                             linalg::LinalgOp op,
+                                             int64_t chunk) {
+  if (chunk <= 0)
+    return op;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  RegisterTiling chunks;
+  chunks.tileSizes.assign(ranges.size(), 0);
+  for (auto [loop, iterator] : llvm::enumerate(op.getIteratorTypesArray())) {
+    chunks.interchange.push_back(loop);
+    if (iterator != utils::IteratorType::reduction ||
+        ShapedType::isDynamic(ranges[loop]))
+      continue;
+    setTile(chunks, ranges, loop, chunk, /*halve=*/false);
+    if (chunks.tileSizes[loop] < chunk / 2)
+      chunks.tileSizes[loop] = 0;
+  }
+  return tileOp(rewriter, op, chunks);
 }
 
 /// Packing of a contraction's column operand (the rhs, read along the
@@ -637,7 +683,8 @@ packColumnPanels(RewriterBase &rewriter, linalg::LinalgOp op,
   if (Value fromPacked = readFromBlockedCopy(rewriter, panel.get(), identity,
                                              copies, toVectorize)) {
     rewriter.modifyOpInPlace(tiled, [&] { panel.set(fromPacked); });
-    toVectorize.push_back(tiled);
+    toVectorize.push_back(
+        chunkPanelReductions(rewriter, tiled, options.panelReductionTile));
     return toVectorize;
   }
   Location loc = tiled->getLoc();
@@ -647,7 +694,8 @@ packColumnPanels(RewriterBase &rewriter, linalg::LinalgOp op,
                               panelType.getElementType())
           .getResult());
   rewriter.modifyOpInPlace(tiled, [&] { panel.set(copy.getResult(0)); });
-  return {cast<linalg::LinalgOp>(copy.getOperation()), tiled};
+  return {cast<linalg::LinalgOp>(copy.getOperation()),
+          chunkPanelReductions(rewriter, tiled, options.panelReductionTile)};
 }
 
 /// `loop` rebuilt with the bounds `lbs`/`ubs` and the initial values
@@ -764,6 +812,11 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
               "width), found "
            << options.registerTileRows << "x" << options.registerTileCols
            << " (chunk " << options.chunk << ")";
+  if (options.panelReductionTile < 0)
+    return root->emitError()
+           << "panel-reduction-tile must be positive, or 0 for the whole "
+              "reduction, found "
+           << options.panelReductionTile;
   MLIRContext *ctx = root->getContext();
 
   // 0. Parallel loops peeled, so that their tiles but the last have static
@@ -914,6 +967,7 @@ struct MHAVectorizePass final
     options.registerTileCols = registerTileCols;
     options.chunk = chunk;
     options.packMinStride = packMinStride;
+    options.panelReductionTile = panelReductionTile;
     IRRewriter rewriter(&getContext());
     if (failed(vectorizeLinalgOps(rewriter, getOperation(), options)))
       signalPassFailure();

@@ -4,9 +4,12 @@
 // RUN: mha-opt %s --split-input-file --mha-vectorize="vector-width=128" --canonicalize --cse | FileCheck %s --check-prefix=SSE
 // RUN: not mha-opt %s --split-input-file --mha-vectorize="register-tile-rows=-1" 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not mha-opt %s --split-input-file --mha-vectorize="vector-width=48" 2>&1 | FileCheck %s --check-prefix=WIDTH
+// RUN: mha-opt %s --split-input-file --mha-vectorize="panel-reduction-tile=128" --canonicalize --cse | FileCheck %s --check-prefix=CHUNK
+// RUN: not mha-opt %s --split-input-file --mha-vectorize="panel-reduction-tile=-1" 2>&1 | FileCheck %s --check-prefix=BAD-CHUNK
 
 // BAD: error: register tile sizes must be positive (0: from the vector width), found -1x32 (chunk 64)
 // WIDTH: error: vector width must be a positive multiple of 32 bits, found 48
+// BAD-CHUNK: error: panel-reduction-tile must be positive, or 0 for the whole reduction, found -1
 
 // The register tile defaults to the vector width: 8x32 for 512 bits (the
 // default), 4x16 for 256 (the same as register-tile-rows=4
@@ -85,9 +88,12 @@ func.func @rows(%s: tensor<32x64xf32>, %m: tensor<32xf32>) -> tensor<32xf32> {
   return %r : tensor<32xf32>
 }
 
+// A transpose: 16x16 blocks, in the order of its input's dims (the input's
+// rows read one block row after another).
 // CHECK-LABEL: func.func @transpose
-// CHECK: scf.for %{{.*}} = %c0 to %c64 step %c16
-// CHECK:   scf.for %{{.*}} = %c0 to %c32 step %c16
+// CHECK: scf.for %[[I:.+]] = %c0 to %c32 step %c16
+// CHECK:   scf.for %[[J:.+]] = %c0 to %c64 step %c16
+// CHECK:     vector.transfer_read %{{.*}}[%[[I]], %[[J]]]
 // CHECK:     vector.transpose %{{.*}}, [1, 0] : vector<16x16xf32> to vector<16x16xf32>
 // CHECK-NOT: linalg.
 func.func @transpose(%k: tensor<32x64xf32>, %kt: tensor<64x32xf32>) -> tensor<64x32xf32> {
@@ -227,14 +233,18 @@ func.func @pad_reduction(%s: tensor<?x?xf32>, %init: tensor<?xf32>) -> tensor<?x
 
 // A projection per head (a long reduction over a weight whose rows are 2048
 // elements apart): the weight, defined outside the loops, is packed once
-// before them into contiguous 32-column panels ([64, 512, 32], by an
-// scf.forall over the panels), and each head's register tiles read their
-// panel from it: no copy per head.
+// before them into contiguous 32-column panels ([64, 512, 32]), and each
+// head's register tiles read their panel from it: no copy per head. The
+// packing runs on threads by an scf.forall over blocks of 16 weight rows,
+// each sweeping its rows panel after panel (whole rows read in order, not
+// one 128-byte piece of each of 512 rows per panel).
 
 // CHECK-LABEL: func.func @packed_once
 // CHECK: %[[SPLIT:.+]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [512, 64, 32] : tensor<512x2048xf32> into tensor<512x64x32xf32>
-// CHECK: %[[PACKED:.+]] = scf.forall (%[[P:.+]]) in (64) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<64x512x32xf32>)
-// CHECK:   vector.transfer_read %[[SPLIT]][%{{.*}}, %[[P]], %{{.*}}]
+// CHECK: %[[PACKED:.+]] = scf.forall (%[[R:.+]]) = (0) to (512) step (16) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<64x512x32xf32>)
+// CHECK:   scf.for %[[P:.+]] = %c0 to %c64 step %c1
+// CHECK:     scf.for %[[C:.+]] = %c0 to %c32 step %c16
+// CHECK:       vector.transfer_read %[[SPLIT]][%[[R]], %[[P]], %[[C]]], %{{.*}} {in_bounds = [true, true, true]} : tensor<512x64x32xf32>, vector<16x1x16xf32>
 // CHECK: scf.for %[[H:.+]] = %c0 to %c2048 step %c64
 // CHECK-NOT: tensor.insert_slice %{{.*}} : tensor<1x32xf32> into tensor<512x32xf32>
 // CHECK:   scf.for %[[N:.+]] = %c0 to %c64 step %c32
@@ -242,6 +252,18 @@ func.func @pad_reduction(%s: tensor<?x?xf32>, %init: tensor<?xf32>) -> tensor<?x
 // CHECK:       %[[PANEL:.+]] = affine.apply #{{.*}}()[%[[N]], %[[H]]]
 // CHECK:       vector.transfer_read %[[PACKED]][%[[PANEL]], %{{.*}}, %c0]
 // CHECK:       vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
+
+// With panel-reduction-tile=128, the row tiles sweep the panel 128 rows at a
+// time (a 16 KiB chunk that stays in L1), carrying their accumulators
+// through memory between chunks.
+// CHUNK-LABEL: func.func @packed_once
+// CHUNK: scf.for %[[H:.+]] = %c0 to %c2048 step %c64
+// CHUNK:   scf.for %[[N:.+]] = %c0 to %c64 step %c32
+// CHUNK:     scf.for %[[K:.+]] = %c0 to %c512 step %c128
+// CHUNK:       scf.for %{{.*}} = %c0 to %c16 step %c8
+// CHUNK:         vector.transfer_read
+// CHUNK:         scf.for %{{.*}} = %c0 to %c128 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x32xf32>)
+// CHUNK:           vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
 func.func @packed_once(%x: tensor<16x512xf32>, %w: tensor<512x2048xf32>, %y: tensor<16x2048xf32>) -> tensor<16x2048xf32> {
   %c0 = arith.constant 0 : index
   %c64 = arith.constant 64 : index
@@ -297,9 +319,14 @@ func.func @packed_per_panel(%x: tensor<2x16x512xf32>, %w: tensor<2x512x2048xf32>
 // panel fall into few L1 sets) is packed too.
 
 // CHECK-LABEL: func.func @packed_short_reduction
-// CHECK: %[[PACKED:.+]] = scf.forall (%{{.*}}) in (24) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<24x64x32xf32>)
+// CHECK: %[[PACKED:.+]] = scf.forall (%{{.*}}) = (0) to (64) step (16) shared_outs(%{{.*}} = %{{.*}}) -> (tensor<24x64x32xf32>)
 // CHECK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x32xf32>)
 // CHECK:   vector.transfer_read %[[PACKED]]
+
+// No shorter than panel-reduction-tile: left whole.
+// CHUNK-LABEL: func.func @packed_short_reduction
+// CHUNK-NOT: step %c128
+// CHUNK: scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}} = %{{.*}}) -> (vector<8x32xf32>)
 func.func @packed_short_reduction(%o: tensor<16x64xf32>, %w: tensor<64x768xf32>, %y: tensor<16x768xf32>) -> tensor<16x768xf32> {
   %r = linalg.matmul ins(%o, %w : tensor<16x64xf32>, tensor<64x768xf32>) outs(%y : tensor<16x768xf32>) -> tensor<16x768xf32>
   return %r : tensor<16x768xf32>

@@ -228,11 +228,18 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
       a multiple of 4 KiB its rows share one L1 set. An rhs defined outside
       every loop (a weight) is packed whole, once, before the loops: split
       into column panels and permuted so that each is contiguous, by a
-      `linalg.transpose` tiled as an `scf.forall` (threads); the loops then
-      read slices of it, instead of copying each panel for every query tile,
-      key tile, head and batch that uses it. Any other rhs has each panel
-      copied before its row tiles.
-    - `linalg.transpose`: 16x16 blocks (`vector.transpose`, shuffles). A
+      `linalg.transpose` tiled as an `scf.forall` (threads) over blocks of
+      the weight's rows, each block swept panel after panel, so the weight
+      is read row after row; the loops then read slices of it, instead of
+      copying each panel for every query tile, key tile, head and batch that
+      uses it. Any other rhs has each panel copied before its row tiles.
+      With `panel-reduction-tile` > 0 the row tiles sweep a panel that many
+      reduction steps at a time (kc blocking: the chunk stays in L1 while
+      every row tile reads it); 0, the default, keeps the whole reduction
+      (no gain measured on an AVX2 host, where a [768 x 16] panel is 48 KiB;
+      AVX-512's [768 x 32] panels are 96 KiB).
+    - `linalg.transpose`: 16x16 blocks (`vector.transpose`, shuffles), in
+      the order of its input's dims. A
       transpose of a block the loops slice out of a value defined outside
       them (a key block for `q·kᵀ`), aligned to its size, reads a copy of the
       whole value transposed block by block, made once before the loops
@@ -273,6 +280,9 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
     Option<"packMinStride", "pack-min-stride", "int64_t", "256",
            "Read the rhs of contractions whose rows are at least this many "
            "elements apart by packed column panels (a negative value: never)">,
+    Option<"panelReductionTile", "panel-reduction-tile", "int64_t", "0",
+           "Reduction steps per pass of the row tiles over a packed column "
+           "panel, so that its chunk stays in L1 (0: the whole reduction)">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

@@ -120,6 +120,11 @@ struct VectorizeOptions {
   /// it by contiguous column panels: packed once per call when the rhs is
   /// defined outside every loop, else copied per panel (negative: never).
   int64_t packMinStride = 256;
+  /// Reduction steps per pass of the row tiles over a packed column panel
+  /// (the classic kc blocking): a chunk of the panel stays in L1 while every
+  /// row tile reads it, where the whole panel ([E x cols]: 48-96 KiB for
+  /// E = 768) would stream from L2 for each. 0: the whole reduction.
+  int64_t panelReductionTile = 0;
 };
 
 /// The register tile [rows, cols] of f32 contractions for vector registers of
