@@ -132,6 +132,9 @@ void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
     pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
   else
     pm.addNestedPass<func::FuncOp>(createForallToForLoopPass());
+  // Copies of strided subviews (partial tiles) as loops LLVM vectorizes, not
+  // calls of the runner library's element-by-element memrefCopy.
+  pm.addPass(createMHAStridedCopiesToLoopsPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // n-D vector transfers -> 1-D ones (unrolled), then the vector ops
   // -> LLVM with contractions as outer products of FMAs.
