@@ -23,8 +23,8 @@
 // CHECK:   omp.wsloop schedule(dynamic) {
 // CHECK:     omp.loop_nest
 // The contractions are register tiles of FMAs on 32 lanes (mha-vectorize:
-// 8 rows x 32 columns per reduction step), the softmax's exp is upstream's
-// polynomial approximation on vectors, not a libm call.
+// 8 rows x 32 columns per reduction step), the softmax's exp is the
+// polynomial of mha-approximate-exp on vectors, not a libm call.
 // CHECK-NOT: llvm.intr.exp
 // CHECK:       llvm.intr.fmuladd({{.*}}) : (vector<32xf32>, vector<32xf32>, vector<32xf32>) -> vector<32xf32>
 // CHECK-NOT: llvm.intr.exp

@@ -27,10 +27,10 @@ namespace {
 /// [-ln(2)/2, ln(2)/2] (two FMAs, ln(2) split into a part whose products with
 /// n are exact and the rest), e^r by a degree-5 polynomial (minimax relative
 /// error 1.1e-7 with e^0 = 1 exactly, 1.8e-7 evaluated in f32), 2^n from its
-/// exponent bits. The
-/// polynomial's coefficients are doubled and the exponent built for
-/// 2^(n - 1), so that n = 128 (x just below the overflow threshold) still has
-/// exponent bits and the product overflows to inf only where exp does.
+/// exponent bits. The polynomial's coefficients are doubled and the exponent
+/// built for 2^(n - 1), so that n = 128 (x just below the overflow threshold)
+/// still has exponent bits and the product overflows to inf only where exp
+/// does.
 ///
 /// x is first clamped to [-87.5, 88.8] by compare-and-select, which keeps
 /// NaN (a NaN operand fails both ordered compares) and compiles to one
@@ -79,9 +79,8 @@ struct ExpFromExponentBits final : OpRewritePattern<math::ExpOp> {
     // ln(2) = 0.693359375 (9 bits: n · it is exact) - 2.12194440e-4.
     Value r = fma(n, f32(-0.693359375f), x);
     r = fma(n, f32(2.12194440e-4f), r);
-    // 2 · e^r, Horner.
-    // Minimax relative error with e^0 = 1 exactly (the constant term is 1),
-    // doubled.
+    // 2 · e^r by Horner: the minimax coefficients (e^0 = 1 exactly: the
+    // constant term is 1), doubled.
     const float coefficients[] = {2.0f,
                                   1.9999996423721313f,
                                   0.99998193979263306f,
