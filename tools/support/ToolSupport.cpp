@@ -182,6 +182,16 @@ mha::createTargetMachine(const CPUTarget &target, bool pic) {
   return builder->createTargetMachine();
 }
 
+/// Whether `feature` is an instruction-set extension for computation (AVX,
+/// FMA, ...), not a tuning flag or a system feature.
+static bool isComputeExtension(StringRef feature) {
+  return llvm::any_of(
+      ArrayRef<StringRef>{"avx", "sse", "fma", "f16c", "amx", "bmi", "gfni",
+                          "vaes", "vpclmulqdq", "popcnt", "lzcnt", "movbe",
+                          "adx", "sha", "aes", "pclmul", "xop", "evex512"},
+      [&](StringRef prefix) { return feature.starts_with(prefix); });
+}
+
 llvm::Error mha::checkRunsOnHost(const llvm::TargetMachine &tm) {
   llvm::StringMap<bool> host = llvm::sys::getHostCPUFeatures();
   const llvm::MCSubtargetInfo *info = tm.getMCSubtargetInfo();
@@ -189,18 +199,11 @@ llvm::Error mha::checkRunsOnHost(const llvm::TargetMachine &tm) {
   // Only instruction-set extensions of computation count: virtual machines
   // hide system features (pku, mwaitx, ...) that the CPU they report has and
   // that compiled attention never uses.
-  auto computes = [](StringRef feature) {
-    return llvm::any_of(
-        ArrayRef<StringRef>{"avx", "sse", "fma", "f16c", "amx", "bmi", "gfni",
-                            "vaes", "vpclmulqdq", "popcnt", "lzcnt", "movbe",
-                            "adx", "sha", "aes", "pclmul", "xop", "evex512"},
-        [&](StringRef prefix) { return feature.starts_with(prefix); });
-  };
   SmallVector<StringRef> missing;
   for (const llvm::SubtargetFeatureKV &feature :
        info->getAllProcessorFeatures()) {
     auto it = host.find(feature.Key);
-    if (it != host.end() && !it->second && computes(feature.Key) &&
+    if (it != host.end() && !it->second && isComputeExtension(feature.Key) &&
         info->getFeatureBits().test(feature.Value))
       missing.push_back(feature.Key);
   }
@@ -223,10 +226,16 @@ int64_t mha::vectorWidthOf(const llvm::TargetMachine &tm) {
 }
 
 std::string mha::describeTargetMachine(const llvm::TargetMachine &tm) {
-  SmallVector<StringRef> features;
-  StringRef(tm.getTargetFeatureString()).split(features, ',', -1, false);
-  llvm::erase_if(features, [](StringRef f) { return !f.starts_with("+"); });
-  llvm::sort(features);
+  // The instruction-set extensions in effect: those the CPU's name implies
+  // and the explicit ones together (a named CPU's are all implied, the
+  // host's all explicit).
+  const llvm::MCSubtargetInfo *info = tm.getMCSubtargetInfo();
+  SmallVector<std::string> features;
+  for (const llvm::SubtargetFeatureKV &feature :
+       info->getAllProcessorFeatures())
+    if (isComputeExtension(feature.Key) &&
+        info->getFeatureBits().test(feature.Value))
+      features.push_back(("+" + StringRef(feature.Key)).str());
   return ("target: " + tm.getTargetTriple().str() + ", cpu " +
           tm.getTargetCPU() + ", features " + llvm::join(features, ","))
       .str();
