@@ -128,6 +128,8 @@ void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
   // time), or a serial scf.for. lower-affine comes after the passes that
   // make affine.apply ops: linalg-to-loops (head split, GQA head mapping)
   // and expand-strided-metadata (offsets of dynamic subviews, from tiling).
+  // The partial tiles' loops shared out with the full ones.
+  pm.addPass(createMHARejoinPeeledLoopsPass());
   if (openMP)
     pm.addNestedPass<func::FuncOp>(createForallToParallelLoopPass());
   else

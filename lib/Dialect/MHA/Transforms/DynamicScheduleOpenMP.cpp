@@ -1,12 +1,15 @@
 //===- DynamicScheduleOpenMP.cpp - balance parallel loops over threads ----===//
 //
-// omp.wsloop -> omp.wsloop schedule(dynamic): causal query tiles do unequal
-// work, so threads take them one at a time (see the pass description).
+// omp.wsloop -> omp.wsloop schedule(dynamic), iterations handed out last
+// first: causal query tiles do unequal work, growing with the tile's index,
+// so threads take them one at a time, the largest first (see the pass
+// description).
 //
 //===----------------------------------------------------------------------===//
 
 #include "mha/Dialect/MHA/Transforms/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 
 namespace mlir::mha {
@@ -16,6 +19,37 @@ namespace mlir::mha {
 
 using namespace mlir;
 
+/// Runs the iterations of `nest` in the reverse order: each induction
+/// variable `iv` of [lb, ub) step s is replaced by `lb + last - iv`, where
+/// `last = lb + ((ub - lb - 1) / s) * s` is its last value. The same
+/// iterations run, so this is only a change of order; bounds that include
+/// their upper value are left alone (convert-scf-to-openmp makes none).
+static void reverseIterationOrder(omp::LoopNestOp nest) {
+  if (nest.getLoopInclusive())
+    return;
+  Block &body = nest.getRegion().front();
+  OpBuilder builder = OpBuilder::atBlockBegin(&body);
+  Location loc = nest.getLoc();
+  for (auto [iv, lb, ub, step] :
+       llvm::zip(body.getArguments(), nest.getLoopLowerBounds(),
+                 nest.getLoopUpperBounds(), nest.getLoopSteps())) {
+    if (iv.use_empty())
+      continue;
+    Type type = iv.getType();
+    Value one = arith::ConstantOp::create(builder, loc, type,
+                                          builder.getIntegerAttr(type, 1));
+    Value span = arith::SubIOp::create(
+        builder, loc, arith::SubIOp::create(builder, loc, ub, lb), one);
+    // last - lb: the whole steps that fit in [lb, ub).
+    Value steps = arith::MulIOp::create(
+        builder, loc, arith::DivSIOp::create(builder, loc, span, step), step);
+    Value base = arith::AddIOp::create(
+        builder, loc, arith::AddIOp::create(builder, loc, lb, lb), steps);
+    auto reversed = arith::SubIOp::create(builder, loc, base, iv);
+    iv.replaceAllUsesExcept(reversed, reversed);
+  }
+}
+
 namespace {
 
 struct MHADynamicScheduleOpenMPPass final
@@ -24,8 +58,11 @@ struct MHADynamicScheduleOpenMPPass final
   void runOnOperation() override {
     auto dynamic = omp::ClauseScheduleKindAttr::get(
         &getContext(), omp::ClauseScheduleKind::Dynamic);
-    getOperation()->walk(
-        [&](omp::WsloopOp loop) { loop.setScheduleKindAttr(dynamic); });
+    getOperation()->walk([&](omp::WsloopOp loop) {
+      loop.setScheduleKindAttr(dynamic);
+      if (auto nest = dyn_cast<omp::LoopNestOp>(loop.getWrappedLoop()))
+        reverseIterationOrder(nest);
+    });
   }
 };
 

@@ -26,6 +26,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mha/Dialect/MHA/IR/MHADialect.h"
 #include "mha/Dialect/MHA/Transforms/Passes.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
@@ -780,6 +781,14 @@ mha::peelParallelLoop(RewriterBase &rewriter, LoopLikeOpInterface loop) {
         loops[i] = peeled->first;
         loops.push_back(peeled->second);
       }
+  if (loops.size() > 1 && !forall.getMapping()) {
+    SmallVector<Attribute> mapping;
+    for (unsigned dim = 0, e = forall.getRank(); dim < e; ++dim)
+      mapping.push_back(PeeledDimAttr::get(rewriter.getContext(), dim));
+    for (scf::ForallOp l : loops)
+      rewriter.modifyOpInPlace(
+          l, [&] { l.setMappingAttr(rewriter.getArrayAttr(mapping)); });
+  }
   return llvm::map_to_vector(
       loops, [](scf::ForallOp l) { return cast<LoopLikeOpInterface>(*l); });
 }

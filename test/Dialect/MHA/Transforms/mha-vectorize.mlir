@@ -138,14 +138,20 @@ func.func @booleans(%m: tensor<8x64xi1>, %s: tensor<8x64xf32>) -> tensor<8x64xf3
 
 // A parallel loop whose step does not divide its static range is peeled: the
 // full tiles keep the loop with static sizes (vectorized), the last partial
-// tile follows with its own static size (here 8 rows, a single iteration).
+// tile follows in a loop with its own static size (here 8 rows, a single
+// iteration). Both loops get the mapping #mha.peeled, which keeps the
+// canonicalizer from inlining the single iteration (so that
+// mha-rejoin-peeled-loops can join the loops again, on threads).
 
 // CHECK-LABEL: func.func @peel_static
 // CHECK: scf.forall (%[[I:.+]]) = (0) to (192) step (64)
 // CHECK:   tensor.extract_slice %{{.*}}[%[[I]], 0] [64, 32] [1, 1] : tensor<200x32xf32> to tensor<64x32xf32>
 // CHECK:   vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
+// CHECK: } {mapping = [#mha.peeled<0>]}
+// CHECK: scf.forall (%{{.+}}) = (192) to (200) step (64)
 // CHECK: vector.transfer_read %{{.*}}[%c192, %{{.*}}], %{{.*}} : tensor<200x64xf32>, vector<8x1xf32>
 // CHECK: vector.contract {{.*}} : vector<8x1xf32>, vector<1x32xf32> into vector<8x32xf32>
+// CHECK: } {mapping = [#mha.peeled<0>]}
 // CHECK-NOT: linalg.matmul
 func.func @peel_static(%a: tensor<200x64xf32>, %b: tensor<64x32xf32>, %init: tensor<200x32xf32>) -> tensor<200x32xf32> {
   %r = scf.forall (%i) = (0) to (200) step (64) shared_outs(%o = %init) -> (tensor<200x32xf32>) {
@@ -171,6 +177,7 @@ func.func @peel_static(%a: tensor<200x64xf32>, %b: tensor<64x32xf32>, %init: ten
 // CHECK: %[[SPLIT:.+]] = affine.apply #[[FULL]]()[%[[N:.+]]]
 // CHECK: %[[MAIN:.+]] = scf.forall (%{{.+}}) = (0) to (%[[SPLIT]]) step (64)
 // CHECK:   vector.contract
+// CHECK: } {mapping = [#mha.peeled<0>]}
 // CHECK: scf.forall (%{{.+}}) = (%[[SPLIT]]) to (%[[N]]) step (64) shared_outs(%{{.+}} = %[[MAIN]])
 // CHECK:   tensor.pad
 // CHECK:   } : tensor<?x64xf32> to tensor<64x64xf32>
@@ -178,6 +185,7 @@ func.func @peel_static(%a: tensor<200x64xf32>, %b: tensor<64x32xf32>, %init: ten
 // CHECK:   } : tensor<?x32xf32> to tensor<64x32xf32>
 // CHECK:   vector.contract
 // CHECK:   linalg.copy ins(%{{.*}} : tensor<?x32xf32>) outs(%{{.*}} : tensor<?x32xf32>)
+// CHECK: } {mapping = [#mha.peeled<0>]}
 // CHECK-NOT: linalg.matmul
 func.func @peel_dynamic(%a: tensor<?x64xf32>, %b: tensor<64x32xf32>, %init: tensor<?x32xf32>) -> tensor<?x32xf32> {
   %c0 = arith.constant 0 : index

@@ -36,6 +36,7 @@ def MHA_Dialect : Dialect {
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
   ];
+  let useDefaultAttributePrinterParser = 1;
 }
 
 /// Base class of every op of the dialect.

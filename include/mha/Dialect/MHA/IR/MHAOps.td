@@ -9,6 +9,7 @@
 #define MHA_DIALECT_MHA_IR_MHAOPS_TD
 
 include "mha/Dialect/MHA/IR/MHABase.td"
+include "mha/Dialect/MHA/IR/MHAAttrs.td"
 include "mlir/Interfaces/DestinationStyleOpInterface.td"
 include "mlir/Interfaces/InferTypeOpInterface.td"
 include "mlir/Interfaces/RuntimeVerifiableOpInterface.td"

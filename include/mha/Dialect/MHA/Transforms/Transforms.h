@@ -234,9 +234,21 @@ FailureOr<AttentionKeyLoop> tileAttentionKeys(RewriterBase &rewriter,
 /// scf::rewritePeeledMinMaxOp), so every tile of the first loop and of each
 /// peeled loop has static sizes (what the vectorizer takes), where before
 /// all of them were dynamic. The forall counterpart of upstream's
-/// scf::peelForLoopAndSimplifyBounds.
+/// scf::peelForLoopAndSimplifyBounds. The loops (when `loop` has no mapping)
+/// get the mapping `[#mha.peeled<0>, ...]`, which keeps the canonicalizer
+/// from folding a loop of one iteration away, until rejoinPeeledLoops.
 SmallVector<LoopLikeOpInterface> peelParallelLoop(RewriterBase &rewriter,
                                                   LoopLikeOpInterface loop);
+
+/// The scf.forall loops on memrefs that peelParallelLoop made of one loop
+/// (after bufferization) joined again into one scf.forall over their ranges
+/// together, whose body is an scf.if on the induction variable that runs the
+/// code of the loop the iteration belongs to (the full tiles' or the
+/// partial tile's, each with its static sizes), so that a parallel runtime
+/// shares all the iterations out at once. Loops with ops other than pure
+/// ones between them stay apart. Removes the `#mha.peeled` mapping from
+/// every loop.
+void rejoinPeeledLoops(RewriterBase &rewriter, Operation *root);
 
 /// Whether `op` has a static batch, query or key length of 0: there is
 /// nothing to tile, and the tiling entry points lower it to the reference

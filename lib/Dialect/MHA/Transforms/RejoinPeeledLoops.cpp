@@ -1,0 +1,149 @@
+//===- RejoinPeeledLoops.cpp - peeled parallel loops as one loop ----------===//
+//
+// The scf.forall loops that mha-vectorize peeled off one parallel loop (on
+// memrefs, after bufferization) become one scf.forall again, whose body
+// runs the full or the partial tile's code (see the pass description).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mha/Dialect/MHA/IR/MHADialect.h"
+#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Dialect/MHA/Transforms/Transforms.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
+
+namespace mlir::mha {
+#define GEN_PASS_DEF_MHAREJOINPEELEDLOOPSPASS
+#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+} // namespace mlir::mha
+
+using namespace mlir;
+
+/// The dim along which `second` continues `first`: the two have the same
+/// steps and the same bounds in every other dim, and `first` ends where
+/// `second` starts in that one. Loops on tensors (with results) never
+/// qualify: their bodies cannot move into an scf.if.
+static std::optional<unsigned> continuedDim(scf::ForallOp first,
+                                            scf::ForallOp second) {
+  if (first.getNumResults() || second.getNumResults() ||
+      first.getRank() != second.getRank() ||
+      first.getMapping() != second.getMapping() ||
+      first.getMixedStep() != second.getMixedStep())
+    return std::nullopt;
+  SmallVector<OpFoldResult> lbs1 = first.getMixedLowerBound(),
+                            ubs1 = first.getMixedUpperBound(),
+                            lbs2 = second.getMixedLowerBound(),
+                            ubs2 = second.getMixedUpperBound();
+  std::optional<unsigned> dim;
+  for (unsigned d = 0, e = first.getRank(); d < e; ++d) {
+    if (lbs1[d] == lbs2[d] && ubs1[d] == ubs2[d])
+      continue;
+    if (dim || ubs1[d] != lbs2[d])
+      return std::nullopt;
+    dim = d;
+  }
+  return dim;
+}
+
+/// Moves the body of `from` (its terminator dropped) into `to` before its
+/// terminator, with `ivs` for its induction variables.
+static void moveBody(RewriterBase &rewriter, scf::ForallOp from, Block *to,
+                     ValueRange ivs) {
+  Block *body = from.getBody();
+  rewriter.eraseOp(body->getTerminator());
+  rewriter.inlineBlockBefore(body, to->getTerminator(), ivs);
+}
+
+/// `first` and `second` (after it, continuing it along `dim`) as one loop
+/// at the place of `second`: its range the two ranges together, its body
+/// `scf.if iv < split` with the body of `first` then, of `second` else.
+static scf::ForallOp rejoin(RewriterBase &rewriter, scf::ForallOp first,
+                            scf::ForallOp second, unsigned dim) {
+  Location loc = second.getLoc();
+  rewriter.setInsertionPoint(second);
+  SmallVector<OpFoldResult> ubs = first.getMixedUpperBound();
+  OpFoldResult split = ubs[dim];
+  ubs[dim] = second.getMixedUpperBound()[dim];
+  auto joined = scf::ForallOp::create(
+      rewriter, loc, first.getMixedLowerBound(), ubs, first.getMixedStep(),
+      /*outputs=*/ValueRange(), first.getMapping());
+  rewriter.setInsertionPointToStart(joined.getBody());
+  SmallVector<Value> ivs(joined.getInductionVars());
+  Value inFirst = arith::CmpIOp::create(
+      rewriter, loc, arith::CmpIPredicate::slt, ivs[dim],
+      getValueOrCreateConstantIndexOp(rewriter, loc, split));
+  auto branch = scf::IfOp::create(rewriter, loc, inFirst,
+                                  /*withElseRegion=*/true);
+  moveBody(rewriter, first, branch.thenBlock(), ivs);
+  moveBody(rewriter, second, branch.elseBlock(), ivs);
+  rewriter.eraseOp(first);
+  rewriter.eraseOp(second);
+  return joined;
+}
+
+/// Whether peelParallelLoop made `loop` (its mapping is #mha.peeled).
+static bool isPeeled(scf::ForallOp loop) {
+  std::optional<ArrayAttr> mapping = loop.getMapping();
+  return mapping && !mapping->empty() &&
+         llvm::all_of(*mapping, llvm::IsaPred<mha::PeeledDimAttr>);
+}
+
+void mha::rejoinPeeledLoops(RewriterBase &rewriter, Operation *root) {
+  // Pairs in order: a loop peeled along several dims is split along the
+  // first dim, then each part along the second, ..., so the last split
+  // pairs are adjacent and rejoin first, and their results pair up next.
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    SmallVector<scf::ForallOp> loops;
+    root->walk([&](scf::ForallOp loop) {
+      if (isPeeled(loop))
+        loops.push_back(loop);
+    });
+    for (scf::ForallOp second : loops) {
+      // The closest peeled loop before `second`, with nothing but pure ops
+      // between (the iterations of the loops peeled off one loop are
+      // independent; ops with effects between them would see the first's
+      // writes). Loops peeled off two loops never continue each other's
+      // ranges with nothing between them: the second's full loop would be
+      // there.
+      scf::ForallOp first;
+      for (Operation *op = second->getPrevNode(); op; op = op->getPrevNode()) {
+        auto loop = dyn_cast<scf::ForallOp>(op);
+        if (loop && isPeeled(loop)) {
+          first = loop;
+          break;
+        }
+        if (!isPure(op))
+          break;
+      }
+      if (!first)
+        continue;
+      if (std::optional<unsigned> dim = continuedDim(first, second)) {
+        rejoin(rewriter, first, second, *dim);
+        changed = true;
+        break;
+      }
+    }
+  }
+  root->walk([&](scf::ForallOp loop) {
+    if (isPeeled(loop))
+      rewriter.modifyOpInPlace(loop, [&] { loop.setMappingAttr(nullptr); });
+  });
+}
+
+namespace {
+
+struct MHARejoinPeeledLoopsPass final
+    : mha::impl::MHARejoinPeeledLoopsPassBase<MHARejoinPeeledLoopsPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    mha::rejoinPeeledLoops(rewriter, getOperation());
+  }
+};
+
+} // namespace
