@@ -20,6 +20,7 @@ dtype=f32|f16|bf16 (the reference computes on the rounded inputs in float64;
 bf16 arrays go to mha-run as uint16 .npy of their bits, NumPy having no
 bfloat16, and the expected output stays f32),
 mask_dynamic=1 (every mask dim declared ?, even those of size 1),
+mask_dynamic_dims=<comma-separated mask dims declared ?> (the others static),
 masked_row=all (every score masked), zero_wq=1 (w_q = 0: all scores equal).
 
 Writes DIR/case.mlir (or uses --mlir FILE, whose @main must take the
@@ -46,7 +47,8 @@ CONFIG_DEFAULTS = dict(b=2, sq=5, sk=None, eq=16, ek=None, ev=None, h=2,
                        hkv=None, dk=None, dv=None, eo=None, bias=0, causal=0,
                        scale=None, seed=0, mask="none", mask_shape=None,
                        masked_row=None, weight_gain=1.0, dynamic="", cross=0,
-                       dtype="f32", mask_dynamic=0, zero_wq=0)
+                       dtype="f32", mask_dynamic=0, mask_dynamic_dims=None,
+                       zero_wq=0)
 
 
 def round_to_bf16(a):
@@ -213,6 +215,8 @@ def main():
         mdyn = {i for i, s in enumerate(symbols) if s in dyn and shape[i] != 1}
         if c["mask_dynamic"]:
             mdyn = set(range(rank))
+        if c["mask_dynamic_dims"]:
+            mdyn = {int(d) for d in c["mask_dynamic_dims"].split(",")}
         arrays["mask"] = (mask, tensor_type(shape, element, mdyn))
 
     expected = mha_reference.multi_head_attention(

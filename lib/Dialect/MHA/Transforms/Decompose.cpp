@@ -52,19 +52,33 @@ Value expandRuntimeMaskBroadcasts(OpBuilder &b, Location loc, Value mask,
     auto ifOp = scf::IfOp::create(
         b, loc, isOne,
         [&](OpBuilder &tb, Location tloc) {
-          // mask[.., 0, ..] (rank-reduced) broadcast along d.
+          // mask[.., 0:1, ..] with dim d folded into a neighbour, broadcast
+          // along d. Not a rank-reducing slice: with other unit dims (a batch
+          // of 1) which unit dim it drops is ambiguous, and after
+          // bufferization expand-strided-metadata, deciding by the (dynamic)
+          // strides, dropped the wrong one.
           int64_t rank = type.getRank();
           SmallVector<OpFoldResult> sizes =
               tensor::getMixedSizes(tb, tloc, current);
           SmallVector<OpFoldResult> fullSizes = sizes;
           sizes[d] = tb.getIndexAttr(1);
           fullSizes[d] = scoreSizes[scoreDim];
-          SmallVector<int64_t> rowShape(type.getShape());
-          rowShape.erase(rowShape.begin() + d);
-          Value row = tensor::ExtractSliceOp::create(
-              tb, tloc, RankedTensorType::get(rowShape, type.getElementType()),
+          SmallVector<int64_t> sliceShape(type.getShape());
+          sliceShape[d] = 1;
+          Value slice = tensor::ExtractSliceOp::create(
+              tb, tloc,
+              RankedTensorType::get(sliceShape, type.getElementType()),
               current, SmallVector<OpFoldResult>(rank, tb.getIndexAttr(0)),
               sizes, SmallVector<OpFoldResult>(rank, tb.getIndexAttr(1)));
+          SmallVector<ReassociationIndices> groups;
+          for (int64_t i = 0; i < rank; ++i)
+            if (i != int64_t(d))
+              groups.push_back({i});
+          int64_t into = d > 0 ? int64_t(d) - 1 : 0;
+          groups[into].insert(d > 0 ? groups[into].end()
+                                    : groups[into].begin(),
+                              int64_t(d));
+          Value row = tensor::CollapseShapeOp::create(tb, tloc, slice, groups);
           Value empty = tensor::EmptyOp::create(tb, tloc, fullSizes,
                                                 type.getElementType());
           Value expanded =
