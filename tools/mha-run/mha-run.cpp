@@ -333,7 +333,9 @@ int run(MLIRContext &context) {
   }
   if (llvm::Error error = mha::checkRunsOnHost(**codegenTarget))
     return badInput(llvm::toString(std::move(error)));
-  PassManager pm(&context);
+  // Anchored on the module (what the input is), so that --dump-pass-pipeline
+  // prints `builtin.module(...)`, which --pipeline takes back.
+  PassManager pm(&context, ModuleOp::getOperationName());
   if (llvm::Error error = mha::addPipeline(
           pm, pipelineName, mha::vectorWidthOf(**codegenTarget)))
     return badInput(llvm::toString(std::move(error)));
