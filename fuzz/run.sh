@@ -41,7 +41,9 @@ print(f"seeds from test/: {n}")
 PY
 /usr/bin/python3 "$here/gen_seeds.py" "$seeds" 300 "${SEED:-1}"
 
-export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
+# allow_user_poisoning=0: see test/lit.cfg.py (LLVM's allocators, shared by
+# our instrumented code and the uninstrumented libMLIR).
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0:allow_user_poisoning=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 step "Fuzzing for $seconds s"
 # -timeout: a BERT-sized seed through the six pipelines (GPU ones included)

@@ -254,7 +254,8 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
     tile is full and vectorizes without masks. Partial tiles: every
     `scf.forall` whose step does not divide its range (an odd or dynamic
     sequence length) is first peeled (`peelParallelLoop`), so that its tiles
-    but the last have static sizes instead of all being dynamic; an op still
+    but the last have static sizes instead of all being dynamic (the loops
+    get the mapping `#mha.peeled`, for `mha-rejoin-peeled-loops`); an op still
     of dynamic size (that last tile, the partial key block the tiling stage
     peels off) is padded to its static bound with upstream
     `linalg::rewriteAsPaddedOp` (zeros along parallel dims and a
@@ -491,15 +492,18 @@ def MHARejoinPeeledLoopsPass : Pass<"mha-rejoin-peeled-loops"> {
     others wait, and the full loop's last iterations leave threads idle
     too. With a causal mask the partial tile is also the one that sees the
     most keys. This pass, after bufferization, joins the loops that
-    `mha-vectorize` tagged `mha.peeled` back into one `scf.forall` over
+    `mha-vectorize` gave the mapping `#mha.peeled` (which also keeps the
+    canonicalizer from inlining a partial loop of one iteration) back into
+    one `scf.forall` over
     their ranges together, whose body is `scf.if` on the induction variable:
     the full tiles' code (static sizes) or the partial tile's. The threads
     then share all the iterations, and `mha-dynamic-schedule-openmp` hands
     the partial tile out first. Loops peeled along several dims join pair by
     pair. On tensors the bodies end in `tensor.parallel_insert_slice`, which
     cannot move into an `scf.if`, hence after bufferization. Loops with ops
-    other than pure ones between them stay apart; the tags are removed.
-    `mha-lower-to-cpu` runs it before `scf-forall-to-parallel`.
+    other than pure ones between them stay apart; the mapping is removed
+    from every loop. `mha-lower-to-cpu` runs it before the parallel loops
+    become OpenMP loops (or serial ones, with `openmp=false`).
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::mha::MHADialect",
