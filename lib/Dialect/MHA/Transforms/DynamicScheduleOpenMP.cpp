@@ -1,9 +1,9 @@
 //===- DynamicScheduleOpenMP.cpp - balance parallel loops over threads ----===//
 //
-// omp.wsloop -> omp.wsloop schedule(dynamic), iterations handed out last
-// first: causal query tiles do unequal work, growing with the tile's index,
-// so threads take them one at a time, the largest first (see the pass
-// description).
+// omp.wsloop -> omp.wsloop schedule(dynamic), optionally with the
+// iterations handed out last first: causal query tiles do unequal work,
+// growing with the tile's index, so threads take them one at a time (see the
+// pass description).
 //
 //===----------------------------------------------------------------------===//
 
@@ -55,12 +55,14 @@ namespace {
 struct MHADynamicScheduleOpenMPPass final
     : mha::impl::MHADynamicScheduleOpenMPPassBase<
           MHADynamicScheduleOpenMPPass> {
+  using Base::Base;
   void runOnOperation() override {
     auto dynamic = omp::ClauseScheduleKindAttr::get(
         &getContext(), omp::ClauseScheduleKind::Dynamic);
     getOperation()->walk([&](omp::WsloopOp loop) {
       loop.setScheduleKindAttr(dynamic);
-      if (auto nest = dyn_cast<omp::LoopNestOp>(loop.getWrappedLoop()))
+      auto nest = dyn_cast<omp::LoopNestOp>(loop.getWrappedLoop());
+      if (reverse && nest)
         reverseIterationOrder(nest);
     });
   }

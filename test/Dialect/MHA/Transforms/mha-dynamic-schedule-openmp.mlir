@@ -1,9 +1,14 @@
-// RUN: mha-opt %s --mha-dynamic-schedule-openmp | FileCheck %s
-// RUN: mha-opt %s --mha-dynamic-schedule-openmp --canonicalize | FileCheck %s --check-prefix=FOLD
+// RUN: mha-opt %s --mha-dynamic-schedule-openmp=reverse | FileCheck %s
+// RUN: mha-opt %s --mha-dynamic-schedule-openmp=reverse --canonicalize | FileCheck %s --check-prefix=FOLD
+// RUN: mha-opt %s --mha-dynamic-schedule-openmp | FileCheck %s --check-prefix=PLAIN
 
-// Every OpenMP work-sharing loop gets schedule(dynamic), its iterations
-// handed out last first: causal query tiles do unequal work, growing with
-// their index, so threads take them one at a time, the largest first.
+// Every OpenMP work-sharing loop gets schedule(dynamic); with `reverse` its
+// iterations are handed out last first (causal query tiles do unequal work,
+// growing with their index: the largest first). Without, the order stays.
+// PLAIN-LABEL: func.func @tiles
+// PLAIN: omp.wsloop schedule(dynamic) {
+// PLAIN-NOT: arith.subi
+// PLAIN: memref.store %{{.*}}, %{{.*}}[%arg2]
 
 // Each induction variable of [lb, ub) step s becomes
 // lb + lb + ((ub - lb - 1) / s) * s - iv: its last value first, lb last.
