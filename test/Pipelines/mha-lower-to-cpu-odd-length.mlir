@@ -1,5 +1,6 @@
 // RUN: mha-opt %s --mha-lower-to-cpu --mlir-print-ir-after=mha-rejoin-peeled-loops 2>&1 >/dev/null | FileCheck %s
 // RUN: mha-opt %s --mha-lower-to-cpu | FileCheck %s --check-prefix=LLVM
+// RUN: mha-opt %s --mha-lower-to-cpu --mlir-print-ir-after=mha-dynamic-schedule-openmp 2>&1 >/dev/null | FileCheck %s --check-prefix=ORDER
 
 // A sequence length that is not a multiple of the tiles (S = 200: three
 // query tiles of 64 and one of 8, key tiles likewise). mha-vectorize peels
@@ -26,7 +27,24 @@
 // CHECK:   }
 // CHECK-NOT: #mha.peeled
 
+// On OpenMP, the loops are scheduled dynamically; the query tiles' loop,
+// whose causal key loops (still marked `mha.causal_key_loop` at that stage)
+// grow with the tile, also hands its tiles out last first. The packs and
+// projections of equal work keep their order.
+// ORDER-LABEL: IR Dump After MHADynamicScheduleOpenMPPass
+// ORDER-COUNT-2: omp.loop_nest (%{{.+}}) : index = (%c0) to (%c256) step (%c16) {
+// ORDER-NEXT:      memref.alloca_scope
+// ORDER:         omp.loop_nest (%{{.+}}, %[[K:.+]]) : index = (%c0, %c0) to (%c4, %c200) step (%c1, %c64) collapse(2) {
+// ORDER-NEXT:      memref.alloca_scope
+// ORDER-NEXT:        arith.cmpi slt, %[[K]], %c192
+// ORDER:         omp.loop_nest (%[[I:.+]]) : index = (%c0) to (%c200) step (%c64) {
+// ORDER-NOT:       memref.alloca_scope
+// ORDER:           %[[REV:.+]] = arith.subi %{{.+}}, %[[I]] : index
+// ORDER:           arith.cmpi slt, %[[REV]], %c192
+// ORDER:           } {mha.causal_key_loop}
+
 // LLVM: llvm.func @layer
+// LLVM-NOT: mha.causal_key_loop
 // LLVM-NOT: mha.peeled
 func.func @layer(%x: tensor<1x200x256xf32>, %wq: tensor<256x256xf32>, %wk: tensor<256x256xf32>, %wv: tensor<256x256xf32>, %wo: tensor<256x256xf32>) -> tensor<1x200x256xf32> {
   %y = mha.multi_head_attention %x, %x, %x, %wq, %wk, %wv, %wo {num_heads = 4 : i64, causal}

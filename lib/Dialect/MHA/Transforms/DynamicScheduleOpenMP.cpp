@@ -1,16 +1,18 @@
 //===- DynamicScheduleOpenMP.cpp - balance parallel loops over threads ----===//
 //
-// omp.wsloop -> omp.wsloop schedule(dynamic), optionally with the
-// iterations handed out last first: causal query tiles do unequal work,
-// growing with the tile's index, so threads take them one at a time (see the
-// pass description).
+// omp.wsloop -> omp.wsloop schedule(dynamic), the causal query tiles'
+// loops (and optionally all) with the iterations handed out last first:
+// causal query tiles do unequal work, growing with the tile's index, so
+// threads take them one at a time, largest first (see the pass description).
 //
 //===----------------------------------------------------------------------===//
 
 #include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Dialect/MHA/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHADYNAMICSCHEDULEOPENMPPASS
@@ -50,6 +52,18 @@ static void reverseIterationOrder(omp::LoopNestOp nest) {
   }
 }
 
+/// Whether an iteration of `nest` runs a causal key loop (marked by
+/// tileAttentionKeys): its work then grows with the iteration's index.
+static bool holdsCausalKeyLoop(omp::LoopNestOp nest) {
+  return nest
+      ->walk([](scf::ForOp loop) {
+        return loop->hasAttr(mha::kCausalKeyLoopAttrName)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
 namespace {
 
 struct MHADynamicScheduleOpenMPPass final
@@ -62,7 +76,7 @@ struct MHADynamicScheduleOpenMPPass final
     getOperation()->walk([&](omp::WsloopOp loop) {
       loop.setScheduleKindAttr(dynamic);
       auto nest = dyn_cast<omp::LoopNestOp>(loop.getWrappedLoop());
-      if (reverse && nest)
+      if (nest && (reverse || (reverseCausal && holdsCausalKeyLoop(nest))))
         reverseIterationOrder(nest);
     });
   }

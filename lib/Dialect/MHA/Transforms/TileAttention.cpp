@@ -49,6 +49,7 @@ FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
                                                    bool decompose) {
   assert(kvTileSize > 0 && "the key tile size must be positive");
   OpBuilder::InsertionGuard guard(rewriter);
+  bool causal = op.getCausal(); // `op` is replaced next.
   FailureOr<OnlineAttentionOp> online = convertToOnlineAttention(rewriter, op);
   if (failed(online))
     return failure();
@@ -87,6 +88,14 @@ FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
         patterns);
     if (failed(applyPatternsGreedily(keyLoop.getRegion(), std::move(patterns))))
       return failure();
+  }
+  // Causal: the key range ends at the diagonal, so the loop's trip count
+  // grows with the query tile's position; mha-dynamic-schedule-openmp hands
+  // the query tiles whose body holds such a loop out largest first.
+  if (causal) {
+    keyLoop->setAttr(kCausalKeyLoopAttrName, rewriter.getUnitAttr());
+    if (partial)
+      partial->setAttr(kCausalKeyLoopAttrName, rewriter.getUnitAttr());
   }
   SmallVector<OnlineAttentionOp> blocks;
   keyLoop->walk([&](OnlineAttentionOp b) { blocks.push_back(b); });

@@ -1,14 +1,20 @@
 // RUN: mha-opt %s --mha-dynamic-schedule-openmp=reverse | FileCheck %s
 // RUN: mha-opt %s --mha-dynamic-schedule-openmp=reverse --canonicalize | FileCheck %s --check-prefix=FOLD
 // RUN: mha-opt %s --mha-dynamic-schedule-openmp | FileCheck %s --check-prefix=PLAIN
+// RUN: mha-opt %s --mha-dynamic-schedule-openmp="reverse-causal=false" | FileCheck %s --check-prefix=NATURAL
 
 // Every OpenMP work-sharing loop gets schedule(dynamic); with `reverse` its
-// iterations are handed out last first (causal query tiles do unequal work,
-// growing with their index: the largest first). Without, the order stays.
+// iterations are handed out last first. By default only the loops whose
+// iterations run a causal key loop (`mha.causal_key_loop`) are: causal query
+// tiles do unequal work, growing with their index (the largest first);
+// loops of equal work keep their order.
 // PLAIN-LABEL: func.func @tiles
 // PLAIN: omp.wsloop schedule(dynamic) {
 // PLAIN-NOT: arith.subi
 // PLAIN: memref.store %{{.*}}, %{{.*}}[%arg2]
+// NATURAL-LABEL: func.func @tiles
+// NATURAL-NOT: arith.subi
+// NATURAL: memref.store %{{.*}}, %{{.*}}[%arg2]
 
 // Each induction variable of [lb, ub) step s becomes
 // lb + lb + ((ub - lb - 1) / s) * s - iv: its last value first, lb last.
@@ -87,6 +93,39 @@ func.func @inclusive(%buf: memref<16xf32>) {
     omp.wsloop {
       omp.loop_nest (%i) : index = (%c0) to (%c15) inclusive step (%c1) {
         memref.store %one, %buf[%i] : memref<16xf32>
+        omp.yield
+      }
+    }
+    omp.terminator
+  }
+  return
+}
+
+// The query tiles of causal attention: the key loop in each iteration ends
+// at the diagonal, so the default reverses this loop (and `reverse-causal=false`
+// keeps it in order).
+// PLAIN-LABEL: func.func @causal_query_tiles
+// PLAIN: omp.wsloop schedule(dynamic) {
+// PLAIN:   omp.loop_nest (%[[I:.*]]) : index =
+// PLAIN:     %[[REV:.*]] = arith.subi %{{.*}}, %[[I]] : index
+// PLAIN:     scf.for %{{.*}} = %{{.*}} to %[[REV]]
+// PLAIN:     } {mha.causal_key_loop}
+// NATURAL-LABEL: func.func @causal_query_tiles
+// NATURAL: omp.loop_nest (%[[I:.*]]) : index =
+// NATURAL-NOT: arith.subi
+// NATURAL:     scf.for %{{.*}} = %{{.*}} to %[[I]]
+func.func @causal_query_tiles(%buf: memref<16xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %c16 = arith.constant 16 : index
+  %one = arith.constant 1.0 : f32
+  omp.parallel {
+    omp.wsloop {
+      omp.loop_nest (%i) : index = (%c0) to (%c16) step (%c4) {
+        scf.for %j = %c0 to %i step %c1 {
+          memref.store %one, %buf[%j] : memref<16xf32>
+        } {mha.causal_key_loop}
         omp.yield
       }
     }

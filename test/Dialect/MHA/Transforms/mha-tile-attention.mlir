@@ -56,6 +56,9 @@
 // CHECK:     %[[ACC_SCALED:.+]] = linalg.generic {{.*}} ins(%[[ALPHA]] : tensor<1x1x64xf32>) outs(%[[ACC]] : tensor<1x1x64x8xf32>)
 // CHECK:     %[[NEW_ACC:.+]] = linalg.generic {{.*}} ins(%[[P]], %{{.*}} : tensor<1x1x64x32xf32>, tensor<1x1x32x8xf32>) outs(%[[ACC_SCALED]] : tensor<1x1x64x8xf32>)
 // CHECK:     scf.yield %[[NEW_ACC]], %[[NEW_MAX]], %[[NEW_SUM]]
+// Both key loops end at the diagonal: their trip count grows with the query
+// tile, which mha-dynamic-schedule-openmp reads from this attribute.
+// CHECK:   } {mha.causal_key_loop}
 // CHECK:   %[[R:.+]]:3 = scf.for %[[J1:.+]] = %[[FULL]] to %[[END]] step %c32 iter_args(%{{.*}} = %[[R0]]#0, %{{.*}} = %[[R0]]#1, %{{.*}} = %[[R0]]#2)
 // CHECK:     %[[KT_SIZE:.+]] = affine.apply #[[KT]](%[[J1]])[%[[END]]]
 // CHECK:     tensor.extract_slice %[[MT]][0, %[[J1]]] [64, %[[KT_SIZE]]]
@@ -63,6 +66,7 @@
 // CHECK:     %[[BLOCK_LAST:.+]] = arith.subi %[[KT_SIZE]], %c1
 // CHECK:     arith.cmpi sgt, %[[BLOCK_LAST]], %{{.*}}
 // CHECK:     scf.yield
+// CHECK:   } {mha.causal_key_loop}
 // CHECK:   %[[O:.+]] = linalg.generic {{.*}} ins(%[[R]]#0, %[[R]]#2 : tensor<1x1x64x8xf32>, tensor<1x1x64xf32>) outs(%[[DEST]] : tensor<1x1x64x8xf32>)
 // CHECK:     arith.divf
 // CHECK:   scf.forall.in_parallel
@@ -91,6 +95,7 @@ func.func @causal_gqa_bool_mask(%q: tensor<1x2x256x16xf32>, %k: tensor<1x1x256x1
 // CHECK-NOT: scf.if
 // CHECK-NOT: arith.cmpi sle
 // CHECK:     scf.yield
+// CHECK-NOT: mha.causal_key_loop
 // CHECK:   linalg.generic
 // CHECK:     arith.truncf %{{.*}} : f32 to f16
 func.func @dynamic_not_causal(%q: tensor<2x4x?x8xf16>, %k: tensor<2x4x?x8xf16>, %init: tensor<2x4x?x8xf16>) -> tensor<2x4x?x8xf16> {

@@ -467,23 +467,29 @@ def MHADynamicScheduleOpenMPPass : Pass<"mha-dynamic-schedule-openmp"> {
     iterations of the tiled loop nest are independent (each owns its rows of
     the result), so the results do not depend on the schedule.
 
-    With `reverse`, the iterations are also handed out in the reverse order (each induction
-    variable runs from its last value down to its lower bound): a causal
-    query tile's work grows with its index, and taking the largest first
-    leaves the small ones to even out the threads' finishing times at the
-    end (longest processing time first). In the natural order the largest
-    tile comes last and one thread works on it alone: GPT-2 causal S=1024
-    (8 query tiles, 2 threads) spends ~5 % of the query loop's time waiting
-    at its end (median 66.7 → 61.4 ms with `reverse`). It is off by default:
-    the reversed order also applies to the loops of equal work (the
-    once-per-call weight packs read their rows in descending blocks), and
-    BERT-base S=128 measured 7-18 % slower in median calls with it (three
-    interleaved A/B runs on an AVX2 host). `mha-lower-to-cpu` runs it after
-    `convert-scf-to-openmp`.
+    The loops whose iterations run a causal key loop (an `scf.for` that
+    `mha-tile-attention` / `mha-fuse-layer` marked `mha.causal_key_loop`: its
+    key range ends at the diagonal) also hand their iterations out in the
+    reverse order (each induction variable runs from its last value down to
+    its lower bound; `reverse-causal`, on by default): a causal query tile's
+    work grows with its index, and taking the largest first leaves the small
+    ones to even out the threads' finishing times at the end (longest
+    processing time first). In the natural order the largest tile comes last
+    and one thread works on it alone: GPT-2 causal S=1024 (8 query tiles, 2
+    threads) spent ~5 % of the query loop's time waiting at its end (median
+    66.7 → 61.4 ms reversed). `reverse` reverses every loop, the ones of
+    equal work too; that is off by default: the once-per-call weight packs
+    then read their rows in descending blocks, and BERT-base S=128 measured
+    7-18 % slower in median calls with it (three interleaved A/B runs on an
+    AVX2 host). `mha-lower-to-cpu` runs this pass after
+    `convert-scf-to-openmp`, while the key loops are still `scf.for`.
   }];
   let options = [
     Option<"reverse", "reverse", "bool", /*default=*/"false",
-           "Hand the iterations out last first">,
+           "Hand the iterations of every loop out last first">,
+    Option<"reverseCausal", "reverse-causal", "bool", /*default=*/"true",
+           "Hand the iterations of the loops that run causal key loops out "
+           "last first">,
   ];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::omp::OpenMPDialect"];

@@ -201,6 +201,13 @@ LogicalResult stageKernelBuffers(RewriterBase &rewriter, Operation *root);
 /// Checks that the tile sizes are positive; the error names `op`.
 LogicalResult checkTileOptions(Operation *op, const TileOptions &options);
 
+/// The unit attribute tileAttentionKeys puts on the key loops of a causal
+/// op: their trip count grows with the query tile's position (the key range
+/// ends at the diagonal). mha-dynamic-schedule-openmp reads it to hand the
+/// parallel iterations that hold such a loop out last first.
+inline constexpr llvm::StringLiteral kCausalKeyLoopAttrName =
+    "mha.causal_key_loop";
+
 /// What tileAttentionKeys made.
 struct AttentionKeyLoop {
   /// The scf.for over key tiles, carrying the online-softmax state.
