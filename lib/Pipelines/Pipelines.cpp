@@ -85,6 +85,9 @@ void mha::buildVectorizationStage(OpPassManager &pm,
   pm.addPass(createMHAVectorizePass(vectorize));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
+  // The peeled loops run as one parallel loop after bufferization: each gets
+  // its own buffers, whatever its trip count. Last, or CSE would undo it.
+  pm.addPass(createMHAPrivatizePeeledLoopsPass());
 }
 
 /// One-shot bufferization of the whole module. Identity layouts at function

@@ -3,6 +3,9 @@
 // The scf.forall loops that mha-vectorize peeled off one parallel loop (on
 // memrefs, after bufferization) become one scf.forall again, whose body
 // runs the full or the partial tile's code (see the pass description).
+// Before bufferization, each peeled loop gets its own copy of the tensors
+// from outside that it writes, so that no two of them share a buffer once
+// joined.
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,16 +15,82 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Bufferization/IR/BufferizableOpInterface.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
 
 namespace mlir::mha {
+#define GEN_PASS_DEF_MHAPRIVATIZEPEELEDLOOPSPASS
 #define GEN_PASS_DEF_MHAREJOINPEELEDLOOPSPASS
 #include "mha/Dialect/MHA/Transforms/Passes.h.inc"
 } // namespace mlir::mha
 
 using namespace mlir;
+
+/// Whether peelParallelLoop made `loop` (its mapping is #mha.peeled).
+static bool isPeeled(scf::ForallOp loop) {
+  std::optional<ArrayAttr> mapping = loop.getMapping();
+  return mapping && !mapping->empty() &&
+         llvm::all_of(*mapping, llvm::IsaPred<mha::PeeledDimAttr>);
+}
+
+void mha::privatizePeeledLoops(RewriterBase &rewriter, Operation *root) {
+  // Which operands bufferize to a write, as one-shot bufferization's
+  // interfaces say (ops without the interface count as writing).
+  bufferization::BufferizationOptions options;
+  bufferization::AnalysisState state(options);
+  SmallVector<scf::ForallOp> loops;
+  root->walk([&](scf::ForallOp loop) {
+    if (isPeeled(loop))
+      loops.push_back(loop);
+  });
+  for (scf::ForallOp loop : loops) {
+    Region &body = loop.getRegion();
+    // One copy per loop of each tensor from outside: made at the start of
+    // the body, so it dominates every use there.
+    DenseMap<Value, Value> copies;
+    auto privateCopy = [&](Value tensor) -> Value {
+      Value &copy = copies[tensor];
+      if (copy)
+        return copy;
+      OpBuilder::InsertionGuard guard(rewriter);
+      rewriter.setInsertionPointToStart(loop.getBody());
+      if (auto empty = tensor.getDefiningOp<tensor::EmptyOp>()) {
+        // Nothing to copy: a new empty tensor of the same sizes.
+        copy = rewriter.clone(*empty)->getResult(0);
+      } else {
+        // Sizes come from the copied tensor.
+        copy = bufferization::AllocTensorOp::create(
+            rewriter, tensor.getLoc(), cast<RankedTensorType>(tensor.getType()),
+            /*dynamicSizes=*/ValueRange(), /*copy=*/tensor);
+      }
+      return copy;
+    };
+    SmallVector<OpOperand *> written;
+    body.walk([&](Operation *op) {
+      for (OpOperand &operand : op->getOpOperands()) {
+        Value value = operand.get();
+        if (!isa<RankedTensorType>(value.getType()) ||
+            body.isAncestor(value.getParentRegion()))
+          continue;
+        // An empty tensor is privatized whatever the use (its buffer is
+        // only ever what a loop writes into it); another tensor where the
+        // use may write into its buffer.
+        if (value.getDefiningOp<tensor::EmptyOp>() ||
+            state.bufferizesToMemoryWrite(operand))
+          written.push_back(&operand);
+      }
+    });
+    for (OpOperand *operand : written) {
+      Value copy = privateCopy(operand->get());
+      rewriter.modifyOpInPlace(operand->getOwner(),
+                               [&] { operand->set(copy); });
+    }
+  }
+}
 
 /// The dim along which `second` continues `first`: the two have the same
 /// steps and the same bounds in every other dim, and `first` ends where
@@ -85,13 +154,6 @@ static scf::ForallOp rejoin(RewriterBase &rewriter, scf::ForallOp first,
   return joined;
 }
 
-/// Whether peelParallelLoop made `loop` (its mapping is #mha.peeled).
-static bool isPeeled(scf::ForallOp loop) {
-  std::optional<ArrayAttr> mapping = loop.getMapping();
-  return mapping && !mapping->empty() &&
-         llvm::all_of(*mapping, llvm::IsaPred<mha::PeeledDimAttr>);
-}
-
 void mha::rejoinPeeledLoops(RewriterBase &rewriter, Operation *root) {
   // Pairs in order: a loop peeled along several dims is split along the
   // first dim, then each part along the second, ..., so the last split
@@ -137,6 +199,14 @@ void mha::rejoinPeeledLoops(RewriterBase &rewriter, Operation *root) {
 }
 
 namespace {
+
+struct MHAPrivatizePeeledLoopsPass final
+    : mha::impl::MHAPrivatizePeeledLoopsPassBase<MHAPrivatizePeeledLoopsPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    mha::privatizePeeledLoops(rewriter, getOperation());
+  }
+};
 
 struct MHARejoinPeeledLoopsPass final
     : mha::impl::MHARejoinPeeledLoopsPassBase<MHARejoinPeeledLoopsPass> {

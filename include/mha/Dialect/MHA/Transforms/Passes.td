@@ -495,6 +495,34 @@ def MHADynamicScheduleOpenMPPass : Pass<"mha-dynamic-schedule-openmp"> {
                            "::mlir::omp::OpenMPDialect"];
 }
 
+def MHAPrivatizePeeledLoopsPass : Pass<"mha-privatize-peeled-loops"> {
+  let summary = "Give each loop mha-vectorize peeled its own copy of the "
+                "tensors from outside it that it writes (before bufferization)";
+  let description = [{
+    One-shot bufferization gives each iteration of an `scf.forall` its own
+    buffer for a tensor defined outside the loop and written inside
+    (`check-parallel-regions`), but only when the loop has more than one
+    iteration: a loop of one iteration writes in place. The loops
+    `mha-vectorize` peels (mapping `#mha.peeled`) often have one iteration
+    (the partial tile; the one full tile of a length between one and two
+    tiles), and `mha-rejoin-peeled-loops` later runs them as iterations of
+    one parallel loop, where a shared buffer is a data race: with
+    `loop-invariant-code-motion` hoisting the empty tensor of a key block's
+    kᵀ out of the query loop, two threads wrote their kᵀ into one buffer
+    (B=1, 64 < Sq < 128 and a key length that is not a multiple of the key
+    tile gave wrong results on 2 threads). This pass makes the privatization
+    explicit for every peeled loop, whatever its trip count: each use in
+    its body of an empty tensor from outside reads a new `tensor.empty` made
+    at the start of the body, and each use of another tensor from outside
+    that may write into its buffer reads a `bufferization.alloc_tensor`
+    copy of it. Run it last before bufferization: CSE would merge the
+    copies of empty tensors back into the one outside. `mha-lower-to-cpu`
+    runs it at the end of its vectorization stage.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def MHARejoinPeeledLoopsPass : Pass<"mha-rejoin-peeled-loops"> {
   let summary = "Join the parallel loops mha-vectorize peeled off one loop "
                 "back into one (on memrefs)";
@@ -517,7 +545,9 @@ def MHARejoinPeeledLoopsPass : Pass<"mha-rejoin-peeled-loops"> {
     cannot move into an `scf.if`, hence after bufferization. Loops with ops
     other than pure ones between them stay apart; the mapping is removed
     from every loop. `mha-lower-to-cpu` runs it before the parallel loops
-    become OpenMP loops (or serial ones, with `openmp=false`).
+    become OpenMP loops (or serial ones, with `openmp=false`). The joined
+    iterations run concurrently, so the loops must not share a buffer they
+    write: bufferize after `mha-privatize-peeled-loops`.
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect",
                            "::mlir::mha::MHADialect",

@@ -247,6 +247,17 @@ FailureOr<AttentionKeyLoop> tileAttentionKeys(RewriterBase &rewriter,
 SmallVector<LoopLikeOpInterface> peelParallelLoop(RewriterBase &rewriter,
                                                   LoopLikeOpInterface loop);
 
+/// Gives each scf.forall on tensors that peelParallelLoop made (mapping
+/// `#mha.peeled`) its own copy of every tensor defined outside it that its
+/// body may write into: a new tensor.empty for an empty one, a
+/// bufferization.alloc_tensor copy of any other, at the start of the body.
+/// One-shot bufferization privatizes such buffers per iteration only in
+/// loops of more than one iteration; a peeled loop often has one (the
+/// partial tile, or a single full tile), so without this the loops would
+/// share buffers that rejoinPeeledLoops then makes concurrent. Run it last
+/// before bufferization (CSE would merge the copies back).
+void privatizePeeledLoops(RewriterBase &rewriter, Operation *root);
+
 /// The scf.forall loops on memrefs that peelParallelLoop made of one loop
 /// (after bufferization) joined again into one scf.forall over their ranges
 /// together, whose body is an scf.if on the induction variable that runs the
