@@ -106,6 +106,12 @@ cl::opt<double> rtol("rtol", cl::desc("Relative tolerance"), cl::init(1e-4),
 cl::opt<unsigned> benchmark("benchmark",
                             cl::desc("Time N calls after a warm-up call"),
                             cl::init(0), cl::cat(category));
+cl::opt<unsigned> repeat(
+    "repeat",
+    cl::desc("Call the function N times and require bitwise equal results "
+             "(catches races, which are intermittent); the first call's "
+             "results are the ones written and compared"),
+    cl::init(1), cl::cat(category));
 cl::opt<bool> printTarget(
     "print-target",
     cl::desc("Print the target triple, CPU and features the JIT compiles "
@@ -584,36 +590,61 @@ int run(MLIRContext &context) {
     (*engine)->dumpToObjectFile(dumpObjectFile);
 
   // Unpack the results (strided reads: they need not be contiguous).
-  SmallVector<NpyArray> results;
-  size_t at = 0;
-  for (Type type : signature.getResults()) {
-    auto tensor = cast<RankedTensorType>(type);
-    int64_t rank = tensor.getRank();
-    NpyArray array;
-    array.dtype = dtypeFor(tensor.getElementType()).str();
-    size_t elementSize = NpyArray::elementSize(array.dtype);
-    auto *aligned = reinterpret_cast<const char *>(resultStruct[at + 1]);
-    int64_t offset = resultStruct[at + 2];
-    ArrayRef<int64_t> sizes(&resultStruct[at + 3], rank);
-    ArrayRef<int64_t> strides(&resultStruct[at + 3 + rank], rank);
-    array.shape.assign(sizes.begin(), sizes.end());
-    int64_t n = array.numElements();
-    array.data.resize(n * elementSize);
-    for (int64_t i = 0; i < n; ++i) {
-      int64_t rest = i, linear = offset;
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        linear += (rest % sizes[d]) * strides[d];
-        rest /= sizes[d];
+  auto unpackResults = [&]() {
+    SmallVector<NpyArray> results;
+    size_t at = 0;
+    for (Type type : signature.getResults()) {
+      auto tensor = cast<RankedTensorType>(type);
+      int64_t rank = tensor.getRank();
+      NpyArray array;
+      array.dtype = dtypeFor(tensor.getElementType()).str();
+      size_t elementSize = NpyArray::elementSize(array.dtype);
+      auto *aligned = reinterpret_cast<const char *>(resultStruct[at + 1]);
+      int64_t offset = resultStruct[at + 2];
+      ArrayRef<int64_t> sizes(&resultStruct[at + 3], rank);
+      ArrayRef<int64_t> strides(&resultStruct[at + 3 + rank], rank);
+      array.shape.assign(sizes.begin(), sizes.end());
+      int64_t n = array.numElements();
+      array.data.resize(n * elementSize);
+      for (int64_t i = 0; i < n; ++i) {
+        int64_t rest = i, linear = offset;
+        for (int64_t d = rank - 1; d >= 0; --d) {
+          linear += (rest % sizes[d]) * strides[d];
+          rest /= sizes[d];
+        }
+        std::memcpy(array.data.data() + i * elementSize,
+                    aligned + linear * elementSize, elementSize);
       }
-      std::memcpy(array.data.data() + i * elementSize,
-                  aligned + linear * elementSize, elementSize);
+      results.push_back(std::move(array));
+      at += 3 + 2 * rank;
     }
-    results.push_back(std::move(array));
-    at += 3 + 2 * rank;
-  }
-  freeResults();
+    freeResults();
+    return results;
+  };
+  SmallVector<NpyArray> results = unpackResults();
 
   int status = kOk;
+  // Races and other nondeterminism: every further call must give bitwise
+  // the first call's results.
+  for (unsigned call_ = 1; call_ < repeat; ++call_) {
+    if (llvm::Error error = call())
+      return callFailed(std::move(error));
+    SmallVector<NpyArray> again = unpackResults();
+    for (auto [i, result] : llvm::enumerate(again)) {
+      if (result.data == results[i].data)
+        continue;
+      size_t elementSize = NpyArray::elementSize(result.dtype), differ = 0;
+      for (size_t e = 0, n = result.data.size() / elementSize; e < n; ++e)
+        differ += std::memcmp(result.data.data() + e * elementSize,
+                              results[i].data.data() + e * elementSize,
+                              elementSize) != 0;
+      llvm::outs() << llvm::formatv("result {0}: call {1} of {2} differs "
+                                    "bitwise from call 1 in {3} element(s): "
+                                    "NONDETERMINISTIC\n",
+                                    i, call_ + 1, unsigned(repeat), differ);
+      status = kMismatch;
+    }
+  }
   for (auto [i, result] : llvm::enumerate(results)) {
     if (!outputs.empty()) {
       if (llvm::Error error = writeNpy(stripAt(outputs[i]), result))
