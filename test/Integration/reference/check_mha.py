@@ -21,7 +21,9 @@ bf16 arrays go to mha-run as uint16 .npy of their bits, NumPy having no
 bfloat16, and the expected output stays f32),
 mask_dynamic=1 (every mask dim declared ?, even those of size 1),
 mask_dynamic_dims=<comma-separated mask dims declared ?> (the others static),
-masked_row=all (every score masked), zero_wq=1 (w_q = 0: all scores equal).
+masked_row=all (every score masked), zero_wq=1 (w_q = 0: all scores equal),
+core=1 (one mha.attention on head-split inputs q, k, v instead of the layer;
+with causal_offset=<int> and key_transposed=1).
 
 Writes DIR/case.mlir (or uses --mlir FILE, whose @main must take the
 arguments in the order generated here: query, [key, value,] w_q, w_k, w_v,
@@ -48,7 +50,7 @@ CONFIG_DEFAULTS = dict(b=2, sq=5, sk=None, eq=16, ek=None, ev=None, h=2,
                        scale=None, seed=0, mask="none", mask_shape=None,
                        masked_row=None, weight_gain=1.0, dynamic="", cross=0,
                        dtype="f32", mask_dynamic=0, mask_dynamic_dims=None,
-                       zero_wq=0)
+                       zero_wq=0, core=0, causal_offset=None, key_transposed=0)
 
 
 def round_to_bf16(a):
@@ -72,7 +74,8 @@ def parse_config(pairs):
             sys.exit(f"check_mha.py: unknown key '{key}'")
         config[key] = value
     ints = ["b", "sq", "sk", "eq", "ek", "ev", "h", "hkv", "dk", "dv", "eo",
-            "bias", "causal", "seed", "cross", "mask_dynamic", "zero_wq"]
+            "bias", "causal", "seed", "cross", "mask_dynamic", "zero_wq",
+            "core", "causal_offset", "key_transposed"]
     for key in ints:
         if config[key] is not None:
             config[key] = int(config[key])
@@ -109,10 +112,11 @@ def check_aot(args, case, inputs, expected_path):
         prefix = os.path.join(args.workdir, "aot-" + pipeline.split("{")[0],
                               "layer")
         output = prefix + "-result.npy"
-        for command in (
-                [args.mha_aot, case, f"--pipeline={pipeline}", "-o", prefix] +
-                args.mha_run_arg,
-                [prefix] + inputs + ["-o", output]):
+        compile_ = [args.mha_aot, case, f"--pipeline={pipeline}", "-o",
+                    prefix] + args.mha_run_arg
+        execute = [prefix] + args.aot_run_arg + inputs + ["-o", output]
+        first = None
+        for i, command in enumerate([compile_] + [execute] * args.aot_repeat):
             result = subprocess.run(command, stdout=subprocess.PIPE,
                                     stderr=subprocess.STDOUT, text=True)
             for line in result.stdout.splitlines():
@@ -120,51 +124,75 @@ def check_aot(args, case, inputs, expected_path):
             if result.returncode:
                 status = 1
                 break
-        else:
+            if i == 0:
+                continue
             got = np.load(output)
-            error = np.abs(got.astype(np.float64) - expected.astype(np.float64))
-            ok = got.shape == expected.shape and np.allclose(
-                got, expected, atol=float(args.atol), rtol=float(args.rtol))
-            print(f"[{label}] result 0 vs expected.npy: max abs error "
-                  f"{error.max() if error.size else 0:e}: "
-                  f"{'OK' if ok else 'MISMATCH'}")
-            status = status or (0 if ok else 1)
+            if first is None:
+                first = got
+                error = np.abs(got.astype(np.float64) -
+                               expected.astype(np.float64))
+                ok = got.shape == expected.shape and np.allclose(
+                    got, expected, atol=float(args.atol), rtol=float(args.rtol))
+                print(f"[{label}] result 0 vs expected.npy: max abs error "
+                      f"{error.max() if error.size else 0:e}: "
+                      f"{'OK' if ok else 'MISMATCH'}")
+                status = status or (0 if ok else 1)
+            elif got.tobytes() != first.tobytes():
+                print(f"[{label}] run {i} differs bitwise from run 1: "
+                      "NONDETERMINISTIC")
+                status = 1
     return status
 
 
-def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--mha-run", required=True)
-    parser.add_argument("--workdir", required=True)
-    parser.add_argument("--pipeline", action="append",
-                        help="mha-run --pipeline value (repeatable; default "
-                             "loops and cpu)")
-    parser.add_argument("--atol", default="1e-4")
-    parser.add_argument("--rtol", default="1e-4")
-    parser.add_argument("--benchmark", type=int, default=0)
-    parser.add_argument("--mha-run-arg", action="append", default=[],
-                        help="extra mha-run argument (repeatable), e.g. "
-                        "--target-cpu=haswell")
-    parser.add_argument("--mlir", help="use this file instead of generating one")
-    parser.add_argument("--mha-aot",
-                        help="compile each --pipeline ahead of time with this "
-                        "mha-aot and run the executable it writes instead of "
-                        "mha-run ([aot PIPELINE] reports)")
-    parser.add_argument("config", nargs="*")
-    args = parser.parse_args()
-    c = parse_config(args.config)
-    os.makedirs(args.workdir, exist_ok=True)
-    rng = np.random.default_rng(c["seed"])
+NP_TYPES = {"f32": np.float32, "f16": np.float16, "bf16": np.float32}
 
+
+def caster(dtype):
+    """Rounds float arrays to the element type (bf16 kept in float32)."""
+    if dtype == "bf16":
+        return lambda a: round_to_bf16(np.asarray(a, np.float32))
+    return lambda a: np.asarray(a).astype(NP_TYPES[dtype])
+
+
+def draw_mask(c, rng, cast, arrays, dyn):
+    """The mask of the config (None without one), added to `arrays`."""
+    if c["mask"] == "none":
+        return None
+    sq, sk = c["sq"], c["sk"]
+    shape = ([int(d) for d in c["mask_shape"].split(",")]
+             if c["mask_shape"] else [sq, sk])
+    if c["mask"] == "bool":
+        mask = rng.uniform(0, 1, shape) < 0.7
+        element = "i1"
+    else:
+        mask = cast(np.where(rng.uniform(0, 1, shape) < 0.7,
+                             rng.uniform(-2, 2, shape), -np.inf))
+        element = c["dtype"]
+    if c["masked_row"] is not None:
+        rows = slice(None) if c["masked_row"] == "all" else c["masked_row"]
+        mask[..., rows, :] = False if c["mask"] == "bool" else -np.inf
+    # The mask's Sq/Sk/B dims are dynamic where the data's are (unless 1).
+    rank = len(shape)
+    symbols = {2: ["sq", "sk"], 3: ["b", "sq", "sk"],
+               4: ["b", "h", "sq", "sk"]}[rank]
+    mdyn = {i for i, s in enumerate(symbols) if s in dyn and shape[i] != 1}
+    if c["mask_dynamic"]:
+        mdyn = set(range(rank))
+    if c["mask_dynamic_dims"]:
+        mdyn = {int(d) for d in c["mask_dynamic_dims"].split(",")}
+    arrays["mask"] = (mask, tensor_type(shape, element, mdyn))
+    return mask
+
+
+
+def layer_case(c, rng):
+    """The layer's inputs (name -> (array, IR type)), its IR and the
+    reference output."""
     b, sq, sk, h, hkv = c["b"], c["sq"], c["sk"], c["h"], c["hkv"]
     dk, dv = c["dk"], c["dv"]
     gain = c["weight_gain"]
-    np_type = {"f32": np.float32, "f16": np.float16,
-               "bf16": np.float32}[c["dtype"]]
     element_type = c["dtype"]
-    bf16 = c["dtype"] == "bf16"
-    cast = (lambda a: round_to_bf16(np.asarray(a, np.float32))) if bf16 else \
-        (lambda a: np.asarray(a).astype(np_type))
+    cast = caster(c["dtype"])
     uniform = lambda *shape: cast(rng.uniform(-1, 1, shape))
     # Weights scaled by 1/sqrt(fan-in) keep activations O(1).
     weight = lambda n, m: cast(rng.uniform(-1, 1, (n, m)) * gain / np.sqrt(n))
@@ -194,31 +222,7 @@ def main():
             arrays[name] = (cast(uniform(n) * 0.5),
                             tensor_type((n,), element_type))
         biases = tuple(arrays[n][0] for n in ["b_q", "b_k", "b_v", "b_o"])
-    mask = None
-    if c["mask"] != "none":
-        shape = ([int(d) for d in c["mask_shape"].split(",")]
-                 if c["mask_shape"] else [sq, sk])
-        if c["mask"] == "bool":
-            mask = rng.uniform(0, 1, shape) < 0.7
-            element = "i1"
-        else:
-            mask = cast(np.where(rng.uniform(0, 1, shape) < 0.7,
-                                 rng.uniform(-2, 2, shape), -np.inf))
-            element = element_type
-        if c["masked_row"] is not None:
-            rows = slice(None) if c["masked_row"] == "all" else c["masked_row"]
-            mask[..., rows, :] = False if c["mask"] == "bool" else -np.inf
-        # The mask's Sq/Sk/B dims are dynamic where the data's are (unless 1).
-        rank = len(shape)
-        symbols = {2: ["sq", "sk"], 3: ["b", "sq", "sk"],
-                   4: ["b", "h", "sq", "sk"]}[rank]
-        mdyn = {i for i, s in enumerate(symbols) if s in dyn and shape[i] != 1}
-        if c["mask_dynamic"]:
-            mdyn = set(range(rank))
-        if c["mask_dynamic_dims"]:
-            mdyn = {int(d) for d in c["mask_dynamic_dims"].split(",")}
-        arrays["mask"] = (mask, tensor_type(shape, element, mdyn))
-
+    mask = draw_mask(c, rng, cast, arrays, dyn)
     expected = mha_reference.multi_head_attention(
         query, key, value, arrays["w_q"][0], arrays["w_k"][0], arrays["w_v"][0],
         arrays["w_o"][0], biases=biases, mask=mask, num_heads=h,
@@ -253,6 +257,98 @@ def main():
           f"         {{{', '.join(attrs)}}}\n"
           f"         : ({', '.join(operand_types)}) -> {out_type}\n"
           f"  return %y : {out_type}\n}}\n")
+    return arrays, ir, expected
+
+
+def core_case(c, rng):
+    """core=1: one mha.attention on head-split inputs q [B, H, Sq, dk],
+    k [B, Hkv, Sk, dk] (or kᵀ [B, Hkv, dk, Sk] with key_transposed=1) and
+    v [B, Hkv, Sk, dv], with causal_offset=<int> as an operand."""
+    b, sq, sk, h, hkv = c["b"], c["sq"], c["sk"], c["h"], c["hkv"]
+    dk, dv, t = c["dk"], c["dv"], c["dtype"]
+    cast = caster(t)
+    uniform = lambda *shape: cast(rng.uniform(-1, 1, shape))
+    dyn = set(c["dynamic"].split(",")) - {""}
+    dims = lambda *names: {i for i, n in enumerate(names) if n in dyn}
+    q, k, v = uniform(b, h, sq, dk), uniform(b, hkv, sk, dk), uniform(b, hkv, sk, dv)
+    arrays = {"q": (q, tensor_type(q.shape, t, dims("b", "", "sq")))}
+    if c["key_transposed"]:
+        kt = np.ascontiguousarray(k.transpose(0, 1, 3, 2))
+        arrays["k"] = (kt, tensor_type(kt.shape, t, dims("b", "", "", "sk")))
+    else:
+        arrays["k"] = (k, tensor_type(k.shape, t, dims("b", "", "sk")))
+    arrays["v"] = (v, tensor_type(v.shape, t, dims("b", "", "sk")))
+    mask = draw_mask(c, rng, cast, arrays, dyn)
+    offset = c["causal_offset"]
+    expected = mha_reference.attention(q, k, v, mask=mask, scale=c["scale"],
+                                       causal=bool(c["causal"]),
+                                       causal_offset=offset)
+    out_type = tensor_type((b, h, sq, dv), t, dims("b", "", "sq"))
+    body = []
+    sizes = []
+    for d, name in [(0, "b"), (2, "sq")]:
+        if name in dyn:
+            body.append(f"  %c{d} = arith.constant {d} : index")
+            body.append(f"  %{name} = tensor.dim %q, %c{d} : {arrays['q'][1]}")
+            sizes.append(f"%{name}")
+    body.append(f"  %init = tensor.empty({', '.join(sizes)}) : {out_type}")
+    clauses = ""
+    if mask is not None:
+        clauses += f" mask(%mask : {arrays['mask'][1]})"
+    if offset is not None:
+        body.append(f"  %offset = arith.constant {offset} : index")
+        clauses += " causal_offset(%offset)"
+    attrs = []
+    if c["scale"] is not None:
+        attrs.append(f"scale = {c['scale']!r} : f32")
+    if c["causal"]:
+        attrs.append("causal")
+    if c["key_transposed"]:
+        attrs.append("key_transposed")
+    signature = ", ".join(f"%{n}: {arrays[n][1]}" for n in arrays)
+    types = ", ".join(arrays[n][1] for n in ["q", "k", "v"])
+    ir = (f"func.func @main({signature}) -> {out_type} {{\n" +
+          "\n".join(body) + "\n"
+          f"  %y = mha.attention ins(%q, %k, %v : {types}){clauses}\n"
+          f"         outs(%init : {out_type}) {{{', '.join(attrs)}}}"
+          f" -> {out_type}\n"
+          f"  return %y : {out_type}\n}}\n")
+    return arrays, ir, expected
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--mha-run", required=True)
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--pipeline", action="append",
+                        help="mha-run --pipeline value (repeatable; default "
+                             "loops and cpu)")
+    parser.add_argument("--atol", default="1e-4")
+    parser.add_argument("--rtol", default="1e-4")
+    parser.add_argument("--benchmark", type=int, default=0)
+    parser.add_argument("--mha-run-arg", action="append", default=[],
+                        help="extra mha-run argument (repeatable), e.g. "
+                        "--target-cpu=haswell")
+    parser.add_argument("--mlir", help="use this file instead of generating one")
+    parser.add_argument("--mha-aot",
+                        help="compile each --pipeline ahead of time with this "
+                        "mha-aot and run the executable it writes instead of "
+                        "mha-run ([aot PIPELINE] reports)")
+    parser.add_argument("--aot-run-arg", action="append", default=[],
+                        help="extra argument of the executable mha-aot "
+                        "writes (repeatable), e.g. --threads=2")
+    parser.add_argument("--aot-repeat", type=int, default=1,
+                        help="run the executable this many times: every "
+                        "run's result must be bitwise the first's")
+    parser.add_argument("config", nargs="*")
+    args = parser.parse_args()
+    c = parse_config(args.config)
+    os.makedirs(args.workdir, exist_ok=True)
+    rng = np.random.default_rng(c["seed"])
+
+    arrays, ir, expected = (core_case if c["core"] else layer_case)(c, rng)
+    names = list(arrays)
+    np_type = NP_TYPES[c["dtype"]]
+    bf16 = c["dtype"] == "bf16"
     case = args.mlir or os.path.join(args.workdir, "case.mlir")
     if not args.mlir:
         with open(case, "w") as f:

@@ -6,7 +6,8 @@ lowering code: the integration tests hold every lowering to these numbers.
     multi_head_attention(query, key, value, w_q, w_k, w_v, w_o,
                          biases=None, mask=None, num_heads=H,
                          num_kv_heads=None, scale=None, causal=False)
-    attention(q, k, v, mask=None, scale=None, causal=False)
+    attention(q, k, v, mask=None, scale=None, causal=False,
+              causal_offset=None)
 """
 
 import numpy as np
@@ -25,13 +26,15 @@ def _broadcast_mask(mask, b, h, sq, sk):
     return np.broadcast_to(mask, (b, h, sq, sk))
 
 
-def attention(q, k, v, mask=None, scale=None, causal=False):
+def attention(q, k, v, mask=None, scale=None, causal=False,
+              causal_offset=None):
     """Scaled dot-product attention on head-split arrays.
 
     q [B, H, Sq, dk], k [B, Hkv, Sk, dk], v [B, Hkv, Sk, dv] -> [B, H, Sq, dv].
     Query head h reads kv head h // (H // Hkv). A bool mask is True where
-    attention is allowed; a float mask is added to the scaled scores. Causal is
-    bottom-right aligned. A row with no visible key gives zeros.
+    attention is allowed; a float mask is added to the scaled scores. Causal:
+    query i sees key j iff j <= i + causal_offset (default Sk - Sq: bottom-right
+    aligned). A row with no visible key gives zeros.
     """
     q = np.asarray(q, np.float64)
     k = np.asarray(k, np.float64)
@@ -57,7 +60,8 @@ def attention(q, k, v, mask=None, scale=None, causal=False):
     if causal:
         i = np.arange(sq)[:, None]
         j = np.arange(sk)[None, :]
-        visible &= (j <= i + (sk - sq))[None, None]
+        offset = sk - sq if causal_offset is None else causal_offset
+        visible &= (j <= i + offset)[None, None]
     scores = np.where(visible, scores, -np.inf)
     # initial=-inf: a row with no key at all (Sk = 0) sees no key.
     row_max = scores.max(axis=-1, keepdims=True, initial=-np.inf)

@@ -1,0 +1,304 @@
+#!/usr/bin/env python3
+"""Randomized differential tester: seeded draws of attention configurations
+crossed with pipelines, pipeline options and thread counts, each run against
+the independent numpy reference (through check_mha.py).
+
+    difftest.py --mha-run BIN [--mha-aot BIN] --workdir DIR
+                [--seed S] [--count N | --minutes M]
+                [--targets loops,cpu,vulkan,aot] [--no-minimize]
+
+A trial is one configuration (the layer, or with core=1 one mha.attention:
+B, Sq, Sk drawn as 1, around the tile sizes in use +-1, or long; E, H, Hkv
+(GQA/MQA), dk != dv, kdim/vdim, causal and causal_offset, key_transposed,
+masks of every rank, element type and broadcast, bias, static or dynamic
+dims, f32/f16/bf16) on one target drawn for it: `loops`, `cpu` with drawn
+options (query/key tile sizes, register tiles, chunk, panel reduction,
+openmp on/off, raise-attention), `vulkan` (static shapes; its tile sizes) or
+an `mha-aot` executable of `cpu`; on 1, 2 or more threads than cores, with
+threaded runs repeated (`--repeat`: every call bitwise equal to the first,
+since races are intermittent). Results must match the reference at the
+suite's tolerances (f32 1e-4; f16 2e-3/1e-2; bf16 2e-2/3e-2).
+
+Each trial prints one line (`trial N: <target> <config>: OK|FAILED`); a
+failure is then minimized (smaller sizes, fewer features, one thread where
+it still fails) and printed as a check_mha.py command line to turn into a lit
+regression test. The last line is `N of M trials OK` (exit 1 if any failed).
+--count runs a fixed sample (what CI runs); --minutes runs a campaign until
+the time is up. Same seed, same trials.
+"""
+
+import argparse
+import os
+import random
+import shlex
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+CHECK = os.path.join(HERE, "check_mha.py")
+TOLERANCES = {"f32": ("1e-4", "1e-4"), "f16": ("2e-3", "1e-2"),
+              "bf16": ("2e-2", "3e-2")}
+TARGETS = ["loops", "cpu", "vulkan", "aot"]
+# How often each target is drawn (the cpu pipeline has the most options).
+WEIGHTS = {"loops": 1, "cpu": 5, "vulkan": 2, "aot": 1}
+
+
+def lengths_around(rng, tile, long_ok):
+    """A length drawn as 1, a tile boundary +-1, a random one below three
+    tiles, or (rarely) a long one."""
+    r = rng.random()
+    if r < 0.1:
+        return 1
+    if r < 0.6:
+        return max(1, rng.choice([tile - 1, tile, tile + 1, 2 * tile - 1,
+                                  2 * tile, 2 * tile + 1]))
+    if r < 0.95 or not long_ok:
+        return rng.randint(1, 3 * tile)
+    return rng.randint(300, 1100)
+
+
+def draw_target(rng, targets):
+    """(target, pipeline text, q tile, kv tile) for one trial."""
+    target = rng.choices(targets, [WEIGHTS[t] for t in targets])[0]
+    if target == "loops":
+        return target, "loops", 64, 64
+    if target == "vulkan":
+        q, kv = rng.choice([16, 32, 64]), rng.choice([8, 16, 32, 64])
+        options = [f"q-tile-size={q}", f"kv-tile-size={kv}"]
+        return target, "vulkan{" + " ".join(options) + "}", q, kv
+    # cpu, or cpu ahead of time.
+    options = []
+    q = rng.choice([0, 0, 0, 1, 7, 16, 24, 32, 64, 128])
+    kv = rng.choice([64, 64, 8, 16, 32, 48, 100, 128])
+    if q:
+        options.append(f"q-tile-size={q}")
+    if kv != 64:
+        options.append(f"kv-tile-size={kv}")
+    if rng.random() < 0.3:
+        options.append(f"register-tile-rows={rng.choice([1, 2, 3, 4, 8])}")
+    if rng.random() < 0.3:
+        options.append(f"register-tile-cols={rng.choice([8, 16, 24, 32])}")
+    if rng.random() < 0.15:
+        options.append(f"chunk={rng.choice([8, 16, 32])}")
+    if rng.random() < 0.15:
+        options.append(f"panel-reduction-tile={rng.choice([8, 16, 128])}")
+    if rng.random() < 0.15:
+        options.append("openmp=false")
+    if rng.random() < 0.2:
+        options.append("raise-attention=false")
+    pipeline = "cpu{" + " ".join(options) + "}" if options else "cpu"
+    return target, pipeline, q or 64, kv
+
+
+def draw_config(rng, q_tile, kv_tile, static, long_ok):
+    hkv = rng.choice([1, 1, 2, 3, 4])
+    h = hkv * rng.choice([1, 2, 3])
+    b = rng.choice([1, 1, 2, 3])
+    sq = lengths_around(rng, q_tile, long_ok)
+    sk = lengths_around(rng, kv_tile, long_ok) if rng.random() < 0.7 else sq
+    core = rng.random() < 0.25
+    dk = rng.choice([1, 3, 8, 16, 32, 64])
+    c = dict(b=b, sq=sq, sk=sk, h=h, hkv=hkv, dk=dk,
+             dv=dk if rng.random() < 0.5 else rng.choice([1, 4, 8, 16, 40]),
+             causal=int(rng.random() < 0.4), seed=rng.randint(0, 10**6))
+    if core:
+        c["core"] = 1
+        if c["causal"] and rng.random() < 0.5:
+            c["causal_offset"] = rng.randint(-sq, sk)
+        if rng.random() < 0.3:
+            c["key_transposed"] = 1
+    else:
+        c["eq"] = rng.choice([4, 12, 16, 32, 48, 64, 96])
+        if rng.random() < 0.4:
+            c["cross"] = 1
+            c["ek"] = rng.choice([4, 12, 32, 64])
+            c["ev"] = rng.choice([4, 12, 32, 64])
+        c["eo"] = rng.choice([c["eq"], 3, 8, 16, 40])
+        c["bias"] = int(rng.random() < 0.4)
+    if rng.random() < 0.25:
+        c["scale"] = rng.choice([0.05, 0.5, 2.0])
+    mask = rng.choice(["none", "none", "bool", "float"])
+    if mask != "none":
+        c["mask"] = mask
+        # Rank 3 ([B, Sq, Sk]) is the layer's; a rank-4 mask broadcasts
+        # its dims of size 1.
+        rank = rng.choice([2, 4] if core else [2, 3, 4])
+        full = {2: [sq, sk], 3: [b, sq, sk], 4: [b, h, sq, sk]}[rank]
+        shape = [1 if rank == 4 and rng.random() < 0.3 else d for d in full]
+        c["mask_shape"] = ",".join(map(str, shape))
+        if rng.random() < 0.2 and shape[-2] != 1:
+            c["masked_row"] = rng.randrange(sq)
+    dyn = [d for d in ("b", "sq", "sk") if rng.random() < 0.25]
+    if dyn and not static:
+        c["dynamic"] = ",".join(dyn)
+    c["dtype"] = rng.choices(["f32", "f16", "bf16"], [6, 1, 1])[0]
+    return c
+
+
+def draw_trial(rng, targets, long_ok):
+    target, pipeline, q_tile, kv_tile = draw_target(rng, targets)
+    config = draw_config(rng, q_tile, kv_tile, static=target == "vulkan",
+                         long_ok=long_ok)
+    if target == "vulkan" and config["dtype"] == "bf16":
+        config["dtype"] = "f16"  # Vulkan kernels take f32 and f16.
+    threads = 1
+    if target in ("cpu", "aot") and "openmp=false" not in pipeline:
+        threads = rng.choice([1, 2, 2, 4, 8])
+    return dict(target=target, pipeline=pipeline, threads=threads,
+                repeat=4 if threads > 1 else 1, config=config)
+
+
+def command(args, trial, workdir):
+    """The check_mha.py command line of a trial."""
+    c = trial["config"]
+    atol, rtol = TOLERANCES[c.get("dtype", "f32")]
+    cmd = [sys.executable, CHECK, "--mha-run", args.mha_run, "--workdir",
+           workdir, "--pipeline", trial["pipeline"], f"--atol={atol}",
+           f"--rtol={rtol}"]
+    if trial["target"] == "aot":
+        cmd += ["--mha-aot", args.mha_aot,
+                "--aot-run-arg=--threads", f"--aot-run-arg={trial['threads']}",
+                f"--aot-repeat={trial['repeat']}"]
+    elif trial["target"] == "cpu":
+        cmd += [f"--mha-run-arg=--threads={trial['threads']}",
+                f"--mha-run-arg=--repeat={trial['repeat']}"]
+    return cmd + [f"{k}={v}" for k, v in c.items()]
+
+
+def run(args, trial, workdir):
+    result = subprocess.run(command(args, trial, workdir),
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                            text=True)
+    return result.returncode == 0, result.stdout
+
+
+def describe(trial):
+    c = " ".join(f"{k}={v}" for k, v in trial["config"].items())
+    return (f"{trial['target']} --pipeline='{trial['pipeline']}' "
+            f"threads={trial['threads']}: {c}")
+
+
+def simpler(trial):
+    """Trials one step simpler than `trial`, most promising first."""
+    c = trial["config"]
+    out = []
+
+    def with_config(**changes):
+        new = dict(c)
+        for k, v in changes.items():
+            if v is None:
+                new.pop(k, None)
+            else:
+                new[k] = v
+        out.append(dict(trial, config=new))
+
+    if trial["threads"] > 2:
+        out.append(dict(trial, threads=2))
+    for key in ("mask", "dynamic", "scale", "key_transposed"):
+        if key in c:
+            extra = {"mask_shape": None, "masked_row": None} \
+                if key == "mask" else {}
+            with_config(**{key: None}, **extra)
+    if c.get("dtype", "f32") != "f32":
+        with_config(dtype="f32")
+    for key in ("bias", "causal"):
+        if c.get(key):
+            with_config(**{key: None, "causal_offset": None})
+    if c.get("masked_row") is not None:
+        with_config(masked_row=None)
+    if "mask_shape" in c:
+        shape = [int(d) for d in c["mask_shape"].split(",")]
+        if len(shape) > 2:
+            full = [c["b"], c["h"], c["sq"], c["sk"]][-len(shape):]
+            if shape[-2:] == full[-2:]:
+                with_config(mask_shape=",".join(map(str, shape[-2:])))
+    if c["b"] > 1:
+        with_config(b=1, mask=None, mask_shape=None, masked_row=None)
+    if c["h"] > c["hkv"]:
+        with_config(h=c["hkv"], mask=None, mask_shape=None, masked_row=None)
+    if c["hkv"] > 1:
+        with_config(h=c["h"] // c["hkv"], hkv=1, mask=None, mask_shape=None,
+                    masked_row=None)
+    for key in ("sq", "sk"):
+        n = c[key]
+        for m in sorted({n // 2, n - 1}):
+            if 1 <= m < n:
+                with_config(**{key: m, "mask": None, "mask_shape": None,
+                               "masked_row": None, "causal_offset": None})
+    for key in ("dk", "dv", "eq", "ek", "ev", "eo"):
+        if key in c and c[key] > 4 and not (key == "eq" and "dk" in c and
+                                             c["dk"] * c["h"] > c[key] // 2):
+            with_config(**{key: c[key] // 2})
+    if trial["threads"] == 2:
+        out.append(dict(trial, threads=1, repeat=1))
+    return out
+
+
+def minimize(args, trial, workdir, budget_s=120):
+    """The smallest trial found (greedily) that still fails."""
+    deadline = time.time() + budget_s
+    progress = True
+    while progress and time.time() < deadline:
+        progress = False
+        for candidate in simpler(trial):
+            if time.time() > deadline:
+                break
+            ok, _ = run(args, candidate, workdir)
+            if not ok:
+                trial, progress = candidate, True
+                break
+    return trial
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--mha-run", required=True)
+    parser.add_argument("--mha-aot")
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--count", type=int, default=20)
+    parser.add_argument("--minutes", type=float,
+                        help="run a campaign this long instead of --count")
+    parser.add_argument("--targets", default="loops,cpu,vulkan,aot")
+    parser.add_argument("--long", action="store_true",
+                        help="also draw long sequences (300-1100)")
+    parser.add_argument("--no-minimize", action="store_true")
+    args = parser.parse_args()
+    targets = [t for t in args.targets.split(",") if t]
+    unknown = set(targets) - set(TARGETS)
+    if unknown:
+        parser.error(f"unknown target(s) {', '.join(sorted(unknown))}")
+    if "aot" in targets and not args.mha_aot:
+        parser.error("the aot target needs --mha-aot")
+    rng = random.Random(args.seed)
+    deadline = time.time() + args.minutes * 60 if args.minutes else None
+    trials = failures = 0
+    start = time.time()
+    while (trials < args.count) if deadline is None else \
+            (time.time() < deadline):
+        trial = draw_trial(rng, targets, args.long or deadline is not None)
+        workdir = os.path.join(args.workdir, str(trials % 8))
+        ok, output = run(args, trial, workdir)
+        print(f"trial {trials}: {describe(trial)}: {'OK' if ok else 'FAILED'}",
+              flush=True)
+        trials += 1
+        if ok:
+            continue
+        failures += 1
+        print(output)
+        if not args.no_minimize:
+            small = minimize(args, trial, os.path.join(args.workdir, "min"))
+            print(f"  minimized: {describe(small)}")
+            print("  reproduce: " + " ".join(
+                shlex.quote(a) for a in command(
+                    args, small, os.path.join(args.workdir, "repro"))),
+                flush=True)
+    print(f"{trials - failures} of {trials} trials OK "
+          f"({time.time() - start:.0f} s)")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
