@@ -26,7 +26,9 @@ class MaskInput:
     is attended, and `padding_fill` is added to the scores where it is 0
     (ONNX Runtime's key padding mask). `constant`: the mask's values when
     the model holds them (an argument after the runtime ones, saved with the
-    weights).
+    weights). `key_pad`: keys the mask is short of along its last (static)
+    dim, appended as not attended (ONNX Attention pads a short attn_mask
+    with -inf, a boolean one with false); it does not broadcast there.
     """
     name: str
     shape: tuple
@@ -35,6 +37,7 @@ class MaskInput:
     true_attends: bool = True
     padding_fill: Optional[float] = None
     constant: Optional[np.ndarray] = None
+    key_pad: int = 0
 
     def element_type(self, elt):
         if self.padding_fill is not None:
@@ -130,6 +133,34 @@ class _Emitter:
             f"permutation = [{', '.join(map(str, perm))}]"), out_shape
 
 
+# -inf, as arith.constant spells it per float type.
+_NEG_INF = {"f32": "0xFF800000", "f16": "0xFC00"}
+
+
+def _pad_keys(em, value, shape, m, elt):
+    """`value` (a mask of `shape`) with m.key_pad not-attended keys appended
+    along its last dim: a fill and an insert_slice, which every pipeline
+    bufferizes. Returns the new (value, shape, type)."""
+    e = m.element_type(elt)
+    if m.is_bool:
+        hidden = "false" if m.true_attends else "true"
+        fill = em.value(f"arith.constant {hidden}")
+    else:
+        fill = em.value(f"arith.constant {_NEG_INF[e]} : {e}")
+    mtype = tensor_type(shape, e)
+    dyn = em.dims(value, shape, mtype)
+    padded = shape[:-1] + [shape[-1] + m.key_pad]
+    ptype = tensor_type(padded, e)
+    init = em.empty(padded, e, [d for d in dyn if d is not None])
+    init = em.value(f"linalg.fill ins({fill} : {e}) outs({init} : {ptype}) "
+                    f"-> {ptype}")
+    sizes = ", ".join(str(s) if d is None else d for s, d in zip(shape, dyn))
+    zeros, ones = ", ".join(["0"] * len(shape)), ", ".join(["1"] * len(shape))
+    value = em.value(f"tensor.insert_slice {value} into {init}[{zeros}] "
+                     f"[{sizes}] [{ones}] : {mtype} into {ptype}")
+    return value, padded, ptype
+
+
 def _mask_to_mha(em, layer, elt, args, sizes):
     """One mask operand [B|1, H|1, Sq, Sk] from the frontend's masks."""
     if not layer.masks:
@@ -152,6 +183,8 @@ def _mask_to_mha(em, layer, elt, args, sizes):
     for m in layer.masks:
         value, shape, dims = args[m.name], list(m.shape), m.dims
         mtype = tensor_type(shape, m.element_type(elt))
+        if m.key_pad:
+            value, shape, mtype = _pad_keys(em, value, shape, m, elt)
         if "N" in dims:  # [B*H, ...] split into [B, H, ...]
             i = dims.index("N")
             new_shape = shape[:i] + [full["B"], full["H"]] + shape[i + 1:]

@@ -4,13 +4,14 @@
 
 The model's graph is one attention layer: per input a projection (MatMul
 with a weight initializer, optionally an Add of a bias initializer), an
-ONNX `Attention` (opset 23: 3-d inputs with q_num_heads/kv_num_heads,
+ONNX `Attention` (opsets 23-25: 3-d inputs with q_num_heads/kv_num_heads,
 is_causal, scale, an optional attn_mask) or `com.microsoft.MultiHeadAttention`
 (ONNX Runtime's: num_heads, scale, unidirectional, a packed q/k/v bias, a
 [B, Sk] int32 key padding mask and an additive attention_bias), then the
 output projection. It becomes NAME.mlir (one mha.multi_head_attention; the
 graph inputs, then the weights, as arguments), NAME.weights/*.npy and
-NAME.rsp (docs/Integration.md). What does not fit is an error naming it.
+NAME.rsp (docs/Integration.md). An input, output or attribute the importer
+does not implement is an error naming it (exit code 1), never dropped.
 """
 import argparse
 import sys
@@ -27,6 +28,29 @@ _FLOAT = {onnx.TensorProto.FLOAT: np.float32,
 
 class ImportError_(Exception):
     pass
+
+
+# Each operator's inputs and outputs by position, and the attributes the
+# importer reads: any other attribute, and an unsupported input or output
+# that is present, stops the import (an ignored one would change numbers).
+_ATTENTION_INPUTS = ("Q", "K", "V", "attn_mask", "past_key", "past_value",
+                     "nonpad_kv_seqlen")
+_ATTENTION_OUTPUTS = ("Y", "present_key", "present_value", "qk_matmul_output")
+_ATTENTION_ATTRS = {"q_num_heads", "kv_num_heads", "is_causal", "scale",
+                    "softcap", "softmax_precision", "qk_matmul_output_mode",
+                    "left_window_size", "right_window_size"}
+_MS_INPUTS = ("query", "key", "value", "bias", "key_padding_mask",
+              "attention_bias", "past_key", "past_value",
+              "past_sequence_length", "cache_indirection")
+_MS_OUTPUTS = ("output", "present_key", "present_value", "qk")
+_MS_ATTRS = {"num_heads", "scale", "unidirectional", "mask_filter_value"}
+# Present, these need a KV cache, key lengths or outputs mha does not have.
+_REFUSED = {"Attention": ("past_key", "past_value", "nonpad_kv_seqlen",
+                          "present_key", "present_value"),
+            "MultiHeadAttention": ("past_key", "past_value",
+                                   "past_sequence_length",
+                                   "cache_indirection", "present_key",
+                                   "present_value", "qk")}
 
 
 
@@ -47,10 +71,64 @@ def _attrs(node):
     return {a.name: onnx.helper.get_attribute_value(a) for a in node.attribute}
 
 
+def _dims(value_info):
+    """Per dim its size, its name (dim_param) or None: dims of one name
+    are the same size."""
+    return tuple(d.dim_value if d.HasField("dim_value") else
+                 (d.dim_param or None)
+                 for d in value_info.type.tensor_type.shape.dim)
+
+
 def _shape(value_info):
-    dims = value_info.type.tensor_type.shape.dim
-    return tuple(d.dim_value if d.HasField("dim_value") else None
-                 for d in dims)
+    return tuple(d if isinstance(d, int) else None
+                 for d in _dims(value_info))
+
+
+def _dim_text(d):
+    return "?" if d is None else f"'{d}'" if isinstance(d, str) else str(d)
+
+
+def _check_node(att, a):
+    """Refuses what `att` has beyond what the importer implements, by the
+    operator's own names; returns its inputs and outputs by those names
+    ('' where absent)."""
+    ms = att.op_type == "MultiHeadAttention"
+    op = "com.microsoft.MultiHeadAttention" if ms else "Attention"
+    in_names = _MS_INPUTS if ms else _ATTENTION_INPUTS
+    out_names = _MS_OUTPUTS if ms else _ATTENTION_OUTPUTS
+    if len(att.input) > len(in_names) or len(att.output) > len(out_names):
+        _fail(f"{op} has {len(att.input)} inputs and {len(att.output)} "
+              f"outputs; the importer knows {len(in_names)} "
+              f"({', '.join(in_names)}) and {len(out_names)} "
+              f"({', '.join(out_names)})")
+    for k in sorted(set(a) - (_MS_ATTRS if ms else _ATTENTION_ATTRS)):
+        _fail(f"{op} attribute {k} is not supported")
+    ins = dict(zip(in_names, list(att.input) + [""] * len(in_names)))
+    outs = dict(zip(out_names, list(att.output) + [""] * len(out_names)))
+    for n in _REFUSED[att.op_type]:
+        if ins.get(n) or outs.get(n):
+            kind = "input" if n in in_names else "output"
+            _fail(f"{op} {kind} {n} is not supported")
+    if not ms:
+        for k, default, meaning in (("softcap", 0.0, "no soft cap"),
+                                    ("left_window_size", -1, "unbounded"),
+                                    ("right_window_size", -1, "unbounded")):
+            if a.get(k, default) != default:
+                _fail(f"Attention attribute {k} = {a[k]} is not supported "
+                      f"(only {default}: {meaning})")
+        if outs["qk_matmul_output"] and a.get("qk_matmul_output_mode", 0) != 3:
+            _fail("Attention output qk_matmul_output is supported after the "
+                  "softmax only (qk_matmul_output_mode = 3)")
+    scale = a.get("scale")
+    if scale is not None and not (np.isfinite(scale) and scale > 0):
+        _fail(f"{op} attribute scale = {scale} is not supported (mha's "
+              f"scale is positive and finite)")
+    if not all(list(att.input[:3]) + [""] * (3 - len(att.input))):
+        if not ms:
+            _fail("Attention needs Q, K and V")
+        _fail(f"{op} without key and value inputs (packed QKV or KV) is not "
+              f"supported")
+    return ins, outs
 
 
 class _Graph:
@@ -86,8 +164,9 @@ class _Graph:
             node = self.producer[name]
         if node is None or node.op_type != "MatMul" or \
                 node.input[1] not in self.inits:
+            found = "a graph input" if node is None else node.op_type
             _fail(f"the {what} input is not a MatMul with a weight "
-                  f"initializer")
+                  f"initializer (found {found})")
         x, w = node.input[0], self.inits[node.input[1]]
         if w.ndim != 2:
             _fail(f"the {what} weight is not 2-d")
@@ -117,11 +196,31 @@ def import_model(model, out_dir, name="main", inputs=None):
         _fail("MultiHeadAttention must be in the com.microsoft domain")
     if not ms and att.domain not in ("", "ai.onnx"):
         _fail(f"Attention in domain '{att.domain}' is not ONNX's")
-    ins = list(att.input) + [""] * 8
-    q_in, k_in, v_in = ins[0], ins[1], ins[2]
+    ins, outs = _check_node(att, a)
+    q_in, k_in, v_in = list(att.input)[:3]
     xq, wq, bq = g.projection(q_in, "query")
     xk, wk, bk = g.projection(k_in, "key")
     xv, wv, bv = g.projection(v_in, "value")
+    # A MatMul keeps its input's rank: Q, K and V have the graph inputs'.
+    for x, what in ((xq, "query"), (xk, "key"), (xv, "value")):
+        if x not in g.inputs:
+            _fail(f"'{x}' is not a graph input")
+        if not g.inputs[x].type.tensor_type.HasField("shape"):
+            _fail(f"the {what} input '{x}' has no shape")
+        rank = len(_dims(g.inputs[x]))
+        if rank == 4 and not ms:
+            _fail("Attention on 4-d Q, K, V ([batch, heads, seq, head_size], "
+                  "heads already split) is not supported: the importer takes "
+                  "3-d [batch, seq, hidden] inputs with q_num_heads and "
+                  "kv_num_heads")
+        if rank != 3:
+            _fail(f"the {what} input '{x}' has rank {rank}; the importer "
+                  f"takes 3-d [batch, seq, hidden] inputs")
+    q_elem = g.inputs[xq].type.tensor_type.elem_type
+    elt = _FLOAT.get(q_elem)
+    if elt is None:
+        _fail("the inputs are neither float nor float16")
+    q_dtype = _np_dtype(q_elem)
     masks = []
     causal = False
     if ms:
@@ -129,33 +228,38 @@ def import_model(model, out_dir, name="main", inputs=None):
         if h is None:
             _fail("MultiHeadAttention has no num_heads")
         hkv = h
-        if ins[3]:  # packed q/k/v bias, added after the projections
-            if ins[3] not in g.inits:
+        if ins["bias"]:  # packed q/k/v bias, added after the projections
+            if ins["bias"] not in g.inits:
                 _fail("the MultiHeadAttention bias is not an initializer")
             if bq is not None or bk is not None or bv is not None:
                 _fail("both Add nodes and the MultiHeadAttention bias")
-            bq, bk, bv = np.split(g.inits[ins[3]], 3)
-        if any(ins[6:8]):
-            _fail("past key/value inputs are not supported")
+            bq, bk, bv = np.split(g.inits[ins["bias"]], 3)
         causal = bool(a.get("unidirectional", 0))
         fill = float(a.get("mask_filter_value", -10000.0))
-        kpm_name, bias_name = ins[4], ins[5]
+        kpm_name, bias_name = ins["key_padding_mask"], ins["attention_bias"]
+        heads_q = heads_kv = "num_heads"
     else:
         h, hkv = a.get("q_num_heads"), a.get("kv_num_heads")
         if h is None or hkv is None:
             _fail("Attention on 3-d inputs needs q_num_heads and kv_num_heads")
-        if ins[4] or ins[5]:
-            _fail("past_key/past_value are not supported")
-        if a.get("softcap", 0.0) != 0.0:
-            _fail("softcap is not supported")
-        outs = list(att.output) + [""] * 4
-        if outs[1] or outs[2]:
-            _fail("present_key/present_value outputs are not supported")
-        if outs[3] and a.get("qk_matmul_output_mode", 0) != 3:
-            _fail("qk_matmul_output is supported after the softmax only "
-                  "(qk_matmul_output_mode = 3)")
+        precision = a.get("softmax_precision")
+        if precision is not None and precision != q_elem:
+            name_of = onnx.TensorProto.DataType.Name
+            _fail(f"Attention attribute softmax_precision = "
+                  f"{name_of(precision)} is not supported (only the inputs' "
+                  f"type, {name_of(q_elem)})")
         causal = bool(a.get("is_causal", 0))
-        kpm_name, bias_name = "", ins[3]
+        kpm_name, bias_name = "", ins["attn_mask"]
+        heads_q, heads_kv = "q_num_heads", "kv_num_heads"
+    if h <= 0 or hkv <= 0 or h % hkv:
+        _fail(f"{heads_q} = {h} is not a positive multiple of {heads_kv} = "
+              f"{hkv}")
+    for w, n, what in ((wq, h, "query"), (wk, hkv, "key"), (wv, hkv, "value")):
+        if w.shape[1] % n:
+            _fail(f"the {what} projection's width {w.shape[1]} does not "
+                  f"split into {n} heads")
+    if wq.shape[1] // h != wk.shape[1] // hkv:
+        _fail("the query and key heads differ in size")
     scale = a.get("scale")
 
     # The output projection.
@@ -172,19 +276,13 @@ def import_model(model, out_dir, name="main", inputs=None):
             _fail("the output projection adds something other than a bias "
                   "initializer")
         bo, out = g.inits[other], add.output[0]
-    weights_out = "" if ms else (list(att.output) + [""] * 4)[3]
+    weights_out = "" if ms else outs["qk_matmul_output"]
     if [o.name for o in g.outputs] != [out] + ([weights_out] if weights_out
                                                else []):
         _fail("the graph's outputs are not the output projection (and the "
               "attention probabilities)")
 
-    for x in (xq, xk, xv):
-        if x not in g.inputs:
-            _fail(f"'{x}' is not a graph input")
     sq_shape, sk_shape = _shape(g.inputs[xq]), _shape(g.inputs[xk])
-    elt = _FLOAT.get(g.inputs[xq].type.tensor_type.elem_type)
-    if elt is None:
-        _fail("the inputs are neither float nor float16")
     layer = Layer(num_heads=h, num_kv_heads=hkv, w_q=wq, w_k=wk, w_v=wv,
                   w_o=wo, b_q=bq, b_k=bk, b_v=bv, b_o=bo, scale=scale,
                   batch=sq_shape[0], q_len=sq_shape[1], kv_len=sk_shape[1])
@@ -202,36 +300,86 @@ def import_model(model, out_dir, name="main", inputs=None):
                   "bottom-right; they agree only then)")
         layer.causal = True
 
-    # Masks (graph inputs, or initializers: then constant arguments).
+    # Masks (graph inputs, or initializers: then constant arguments), each
+    # checked against the scores [B, H, Sq, Sk] it applies to: a size the
+    # importer cannot prove right would make IR that mha-run rejects, or
+    # read out of bounds.
+    qd, kd = _dims(g.inputs[xq]), _dims(g.inputs[xk])
+    target = {"B": qd[0], "H": h, "Q": qd[1], "K": kd[1]}
+    meaning = {"B": "batch size", "H": "number of heads",
+               "Q": "query length", "K": "key length"}
 
-    def mask_input(nm, dims_for_rank, is_bool, true_attends=True):
+    def mask_input(role, nm, dims_for_rank, broadcast, pad_keys=False):
+        """`role`: the ONNX input's name; `broadcast`: the dims (of BHQK)
+        that may be 1; `pad_keys`: a static last dim shorter than the keys
+        is padded as not attended (ONNX Attention's attn_mask)."""
         if nm in g.inputs:
-            shape = _shape(g.inputs[nm])
+            shape = _dims(g.inputs[nm])
+            dtype = _np_dtype(g.inputs[nm].type.tensor_type.elem_type)
         elif nm in g.inits:
-            shape = g.inits[nm].shape
+            shape, dtype = g.inits[nm].shape, g.inits[nm].dtype
         else:
-            _fail(f"mask '{nm}' is neither a graph input nor an initializer")
+            _fail(f"{role} '{nm}' is neither a graph input nor an "
+                  f"initializer")
         dims = dims_for_rank.get(len(shape))
         if dims is None:
-            _fail(f"mask '{nm}' has rank {len(shape)}")
-        return MaskInput(nm, tuple(shape), dims, is_bool, true_attends,
-                         constant=g.inits.get(nm))
-
-    def etype(nm):
-        if nm in g.inits:
-            return g.inits[nm].dtype
-        t = g.inputs[nm].type.tensor_type.elem_type
-        return _np_dtype(t)
-    if bias_name:
-        # Right-aligned (numpy) broadcasting to [B, H, Sq, Sk].
-        is_bool = etype(bias_name) == np.bool_
-        masks.append(mask_input(bias_name, {2: "QK", 3: "HQK", 4: "BHQK"},
-                                is_bool))
+            forms = " or ".join(
+                "[" + ", ".join({"Q": "Sq", "K": "Sk"}.get(c, c) for c in d) +
+                "]" for d in dims_for_rank.values())
+            _fail(f"{role} '{nm}' has rank {len(shape)}; the importer takes "
+                  f"{forms}")
+        key_pad = 0
+        for i, (c, d) in enumerate(zip(dims, shape)):
+            t = target[c]
+            if d is not None and d == t or c in broadcast and d == 1:
+                continue
+            static = isinstance(d, int) and isinstance(t, int)
+            if c == "K" and pad_keys:
+                if static and d < t:
+                    key_pad = t - d
+                    continue
+                if static:
+                    _fail(f"{role} '{nm}' dimension {i} is {d}, longer than "
+                          f"the key length ({t})")
+                _fail(f"{role} '{nm}' dimension {i} ({_dim_text(d)}) is not "
+                      f"known to be the key length ({_dim_text(t)}); ONNX "
+                      f"pads a shorter mask with -inf, which the importer "
+                      f"does for static lengths only")
+            allowed = (f"1 or the {meaning[c]}" if c in broadcast
+                       else f"the {meaning[c]}")
+            if static:
+                _fail(f"{role} '{nm}' dimension {i} is {d}, not {allowed} "
+                      f"({t})")
+            _fail(f"{role} '{nm}' dimension {i} ({_dim_text(d)}) is not "
+                  f"known to be {allowed} ({_dim_text(t)})")
+        mask = MaskInput(nm, tuple(d if isinstance(d, int) else None
+                                   for d in shape), dims,
+                         dtype == np.bool_, constant=g.inits.get(nm),
+                         key_pad=key_pad)
+        return mask, dtype
+    if bias_name and not ms:
+        # ONNX: broadcast right-aligned to [B, H, Sq, Sk], a short last dim
+        # padded with -inf (false).
+        mask, dtype = mask_input("attn_mask", bias_name,
+                                 {2: "QK", 3: "HQK", 4: "BHQK"}, "BHQ",
+                                 pad_keys=True)
+        if dtype not in (np.bool_, q_dtype):
+            _fail(f"attn_mask '{bias_name}' is {dtype}, neither bool nor "
+                  f"the inputs' type ({q_dtype})")
+        masks.append(mask)
+    if bias_name and ms:
+        mask, dtype = mask_input("attention_bias", bias_name,
+                                 {2: "QK", 3: "HQK", 4: "BHQK"}, "BH")
+        if dtype != q_dtype:
+            _fail(f"attention_bias '{bias_name}' is {dtype}, not the "
+                  f"query's type ({q_dtype})")
+        masks.append(mask)
     if kpm_name:
-        if etype(kpm_name) != np.int32:
-            _fail("the key padding mask is not int32")
-        masks.append(mask_input(kpm_name, {2: "BK"}, False))
-        masks[-1].padding_fill = fill
+        mask, dtype = mask_input("key_padding_mask", kpm_name, {2: "BK"}, "")
+        if dtype != np.int32:
+            _fail(f"key_padding_mask '{kpm_name}' is {dtype}, not int32")
+        mask.is_bool, mask.padding_fill = False, fill
+        masks.append(mask)
     layer.masks = masks
     return write(layer, out_dir, name, inputs)
 

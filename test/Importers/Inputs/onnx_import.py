@@ -1,7 +1,10 @@
 """Builds ONNX attention layers with the onnx helper API (opset 23, IR
 version 10), evaluates each graph's semantics with numpy (as the ONNX and
 ONNX Runtime operator specs define them, independently of the importer),
-and imports it with mha_importers.onnx_mha into DIR/NAME/.
+and imports it with mha_importers.onnx_mha into DIR/NAME/. Where the
+installed onnx has Attention (1.23 has, Debian's 1.12 has not), ONNX's own
+onnx.reference.ReferenceEvaluator runs each ONNX graph too and must agree
+with the numpy evaluation.
 
 Usage: onnx_import.py DIR
 """
@@ -12,6 +15,12 @@ import onnx
 from onnx import helper, numpy_helper, TensorProto
 
 from mha_importers.onnx_mha import import_model
+
+try:
+    from onnx.reference import ReferenceEvaluator
+    HAS_REFERENCE = onnx.defs.has("Attention")
+except ImportError:
+    HAS_REFERENCE = False
 
 out = sys.argv[1]
 rng = np.random.default_rng(5)
@@ -43,6 +52,11 @@ def onnx_attention(q, k, v, mask, qh, kvh, causal, scale):
     if causal:  # upper-left aligned
         s = s + np.where(np.tril(np.ones((sq, sk), bool)), 0, -np.inf)
     if mask is not None:
+        # A last dim shorter than the keys is padded with -inf (false), not
+        # broadcast.
+        pad = [(0, 0)] * (mask.ndim - 1) + [(0, sk - mask.shape[-1])]
+        mask = np.pad(mask, pad, constant_values=False if mask.dtype == bool
+                      else -np.inf)
         s = s + (np.where(mask, 0, -np.inf) if mask.dtype == bool else mask)
     y = softmax_rows(s) @ v
     b = y.shape[0]
@@ -92,10 +106,24 @@ def projections(names, x_names, ws, bs):
     return nodes
 
 
-def save(name, m, inputs, expected):
+checked = []
+
+
+def save(name, m, inputs, expected, expected_qk=None):
     onnx.save(m, f"{out}/{name}.onnx")
     import_model(m, f"{out}/{name}", inputs=inputs)
     np.save(f"{out}/{name}/expected.npy", expected.astype(np.float32))
+    if expected_qk is not None:
+        np.save(f"{out}/{name}/expected_qk.npy",
+                expected_qk.astype(np.float32))
+    if HAS_REFERENCE and m.opset_import[-1].domain != "com.microsoft":
+        # The graph inputs are the runtime arguments, in order.
+        feeds = dict(zip([i.name for i in m.graph.input], inputs.values()))
+        got = ReferenceEvaluator(m).run(None, feeds)
+        for g, e in zip(got, [expected, expected_qk]):
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5,
+                                       err_msg=f"{name} vs onnx.reference")
+        checked.append(name)
 
 
 # 1. Self-attention, GQA (4 query heads, 2 key/value heads), causal,
@@ -203,15 +231,46 @@ qh, kh = heads(x @ w["wq"], 2), heads(x @ w["wk"], 2)
 probs = softmax_rows(qh @ np.swapaxes(kh, -1, -2) / np.sqrt(8))
 a = onnx_attention(x @ w["wq"], x @ w["wk"], x @ w["wv"], None, 2, 2, False,
                    None)
-save("qk_output", m, {"query": x}, a @ w["wo"])
-np.save(f"{out}/qk_output/expected_qk.npy", probs.astype(np.float32))
+save("qk_output", m, {"query": x}, a @ w["wo"], expected_qk=probs)
 
-# 6. Something the importer refuses: softcap.
-x = randn(1, 4, 8)
-w = dict(wq=randn(8, 8), wk=randn(8, 8), wv=randn(8, 8), wo=randn(8, 8))
+# 6. A float attn_mask [Sq, 1], shorter than the keys: ONNX pads its last
+#    dim with -inf (every query sees key 0 only), it does not broadcast it.
+x = randn(1, 6, 16)
+fmask = randn(6, 1)
+w = dict(wq=randn(16, 16, scale=0.3), wk=randn(16, 16, scale=0.3),
+         wv=randn(16, 16, scale=0.3), wo=randn(16, 16, scale=0.3))
 nodes = projections("qkv", "xxx", [0, 0, 0], [None] * 3)
-nodes.append(helper.make_node("Attention", ["q", "k", "v"], ["a"],
-                              q_num_heads=2, kv_num_heads=2, softcap=30.0))
+nodes.append(helper.make_node("Attention", ["q", "k", "v", "m"], ["a"],
+                              q_num_heads=2, kv_num_heads=2))
 nodes.append(helper.make_node("MatMul", ["a", "wo"], ["y"]))
-onnx.save(model(nodes, [helper.make_tensor_value_info("x", F32, [1, 4, 8])],
-                w, [1, 4, 8]), f"{out}/softcap.onnx")
+m = model(nodes, [helper.make_tensor_value_info("x", F32, [1, 6, 16]),
+                  helper.make_tensor_value_info("m", F32, [6, 1])],
+          w, [1, 6, 16])
+a = onnx_attention(x @ w["wq"], x @ w["wk"], x @ w["wv"], fmask, 2, 2, False,
+                   None)
+save("short_float_mask", m, {"query": x, "m": fmask}, a @ w["wo"])
+
+# 7. A boolean attn_mask [Sq, Sk - 2] with a dynamic query length: the last
+#    two keys padded with false (not attended).
+xq, xkv = randn(2, 5, 16), randn(2, 9, 16)
+bmask = rng.random((5, 7)) < 0.6
+bmask[:, 0] = True
+w = dict(wq=randn(16, 16, scale=0.3), wk=randn(16, 8, scale=0.3),
+         wv=randn(16, 8, scale=0.3), wo=randn(16, 16, scale=0.3))
+nodes = projections("qkv", ["xq", "xkv", "xkv"], [0, 0, 0], [None] * 3)
+nodes.append(helper.make_node("Attention", ["q", "k", "v", "m"], ["a"],
+                              q_num_heads=4, kv_num_heads=2))
+nodes.append(helper.make_node("MatMul", ["a", "wo"], ["y"]))
+m = model(nodes, [helper.make_tensor_value_info("xq", F32, [2, "sq", 16]),
+                  helper.make_tensor_value_info("xkv", F32, [2, 9, 16]),
+                  helper.make_tensor_value_info("m", TensorProto.BOOL,
+                                                ["sq", 7])],
+          w, [2, "sq", 16])
+a = onnx_attention(xq @ w["wq"], xkv @ w["wk"], xkv @ w["wv"], bmask, 4, 2,
+                   False, None)
+save("short_bool_mask", m, {"query": xq, "key": xkv, "m": bmask},
+     a @ w["wo"])
+
+print(f"onnx {onnx.__version__}: " +
+      (f"onnx.reference agrees on {', '.join(checked)}" if HAS_REFERENCE
+       else "no Attention in onnx.reference, numpy only"))

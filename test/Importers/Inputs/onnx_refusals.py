@@ -1,0 +1,122 @@
+"""Builds ONNX attention layers that mha_importers.onnx_mha must refuse, one
+per input, output, attribute or shape it does not implement, saves each as
+DIR/NAME.onnx and runs the importer's command line on it in this process
+(one Python start for all). Prints "NAME: exit CODE: MESSAGE" per model,
+MESSAGE without the prefix naming the program and the file.
+
+Usage: onnx_refusals.py DIR
+"""
+import contextlib
+import io
+import sys
+
+import numpy as np
+import onnx
+from onnx import helper, numpy_helper, TensorProto
+
+from mha_importers.onnx_mha import main
+
+out = sys.argv[1]
+F32, BOOL, I32, I64 = (TensorProto.FLOAT, TensorProto.BOOL, TensorProto.INT32,
+                       TensorProto.INT64)
+w8 = np.full((8, 8), 0.1, np.float32)
+
+
+def layer(attrs=None, inputs=("q", "k", "v"), outputs=("a",), x=(1, 4, 8),
+          extra=(), nodes=(), weights=None, ms=False, heads=True, opset=23):
+    """x [1, 4, 8] (x=None: no shape) projected by MatMuls into q, k, v, the
+    attention node (two heads unless `heads` is false) with `attrs`, and the
+    output MatMul. `extra`: more graph inputs (name, element type, shape);
+    `nodes`: more nodes before the attention; `weights`: replacements for
+    w8."""
+    w = {**dict(wq=w8, wk=w8, wv=w8, wo=w8), **(weights or {})}
+    base = {} if not heads else dict(num_heads=2) if ms else \
+        dict(q_num_heads=2, kv_num_heads=2)
+    graph = [helper.make_node("MatMul", ["x", f"w{n}"], [n]) for n in "qkv"]
+    graph += list(nodes)
+    graph.append(helper.make_node(
+        "MultiHeadAttention" if ms else "Attention", list(inputs),
+        list(outputs), domain="com.microsoft" if ms else "",
+        **{**base, **(attrs or {})}))
+    graph.append(helper.make_node("MatMul", ["a", "wo"], ["y"]))
+    g = helper.make_graph(
+        graph, "attention",
+        [helper.make_tensor_value_info("x", F32, x)] +
+        [helper.make_tensor_value_info(*e) for e in extra],
+        [helper.make_tensor_value_info("y", F32, None)],
+        [numpy_helper.from_array(np.ascontiguousarray(a), n)
+         for n, a in w.items()])
+    opsets = [helper.make_opsetid("", opset)]
+    if ms:
+        opsets.append(helper.make_opsetid("com.microsoft", 1))
+    m = helper.make_model(g, opset_imports=opsets)
+    m.ir_version = 10
+    return m
+
+
+def ms_layer(attrs=None, **kw):
+    return layer(attrs, ms=True, **kw)
+
+
+def mask(elem_type, shape):
+    return dict(inputs=("q", "k", "v", "m"), extra=[("m", elem_type, shape)])
+
+
+cases = {
+    # Attention (ai.onnx): inputs and outputs of a KV cache.
+    "softcap": layer(dict(softcap=30.0)),
+    "nonpad_kv_seqlen": layer(inputs=("q", "k", "v", "", "", "", "n"),
+                              extra=[("n", I64, [1])], opset=24),
+    "past_key": layer(inputs=("q", "k", "v", "", "pk", "pv"),
+                      extra=[("pk", F32, [1, 2, 3, 4]),
+                             ("pv", F32, [1, 2, 3, 4])]),
+    "present_key": layer(outputs=("a", "pk")),
+    "qk_mode_0": layer(outputs=("a", "", "", "qk")),
+    "too_many_inputs": layer(inputs=("q", "k", "v", "", "", "", "", "z")),
+    "no_value": layer(inputs=("q", "k")),
+    # Attributes not at their defaults, or unknown.
+    "left_window_size": layer(dict(left_window_size=2), opset=25),
+    "right_window_size": layer(dict(right_window_size=0), opset=25),
+    "softmax_precision": layer(dict(softmax_precision=TensorProto.FLOAT16)),
+    "unknown_attribute": layer(dict(sliding=1)),
+    "scale": layer(dict(scale=-1.0)),
+    "kv_num_heads": layer(dict(q_num_heads=2, kv_num_heads=3)),
+    "q_num_heads": layer(dict(q_num_heads=3, kv_num_heads=3)),
+    "head_size": layer(weights=dict(wk=w8[:, :4], wv=w8[:, :4])),
+    # Q, K, V that are not 3-d projections.
+    "4d": layer(heads=False, x=(1, 2, 4, 8)),
+    "no_shape": layer(x=None),
+    "transpose": layer(inputs=("qt", "k", "v"), nodes=[
+        helper.make_node("Transpose", ["q"], ["qt"], perm=[0, 2, 1])]),
+    # attn_mask shapes and types ([B, H, Sq, Sk] = [1, 2, 4, 4]).
+    "mask_longer": layer(**mask(F32, [4, 6])),
+    "mask_heads": layer(**mask(F32, [3, 4, 4])),
+    "mask_dynamic_keys": layer(**mask(BOOL, [4, "n"])),
+    "mask_dynamic_queries": layer(**mask(BOOL, ["n", 4])),
+    "mask_rank": layer(**mask(F32, [1, 1, 1, 4, 4])),
+    "mask_type": layer(**mask(I64, [4, 4])),
+    # com.microsoft.MultiHeadAttention.
+    "ms_past_sequence_length": ms_layer(
+        inputs=("q", "k", "v", "", "", "", "", "", "p"),
+        extra=[("p", I32, [1])]),
+    "ms_cache_indirection": ms_layer(
+        inputs=("q", "k", "v", "", "", "", "", "", "", "c"),
+        extra=[("c", I32, [1, 1, 4])]),
+    "ms_qk": ms_layer(outputs=("a", "", "", "qk")),
+    "ms_unknown_attribute": ms_layer(dict(do_rotary=1)),
+    "ms_packed_qkv": ms_layer(inputs=("q",)),
+    "ms_key_padding_mask": ms_layer(inputs=("q", "k", "v", "", "kpm"),
+                                    extra=[("kpm", I32, [1, 3])]),
+    "ms_key_lengths": ms_layer(inputs=("q", "k", "v", "", "kpm"),
+                               extra=[("kpm", I32, [1])]),
+    "ms_attention_bias": ms_layer(inputs=("q", "k", "v", "", "", "ab"),
+                                 extra=[("ab", BOOL, [1, 2, 4, 4])]),
+}
+for name, m in cases.items():
+    path = f"{out}/{name}.onnx"
+    onnx.save(m, path)
+    text = io.StringIO()
+    with contextlib.redirect_stderr(text), contextlib.redirect_stdout(text):
+        code = main([path, "-o", f"{out}/{name}"])
+    message = text.getvalue().strip().split(f"{path}: ")[-1]
+    print(f"{name}: exit {code}: {message}")
