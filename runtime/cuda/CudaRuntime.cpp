@@ -94,9 +94,18 @@ void *mgpuModuleLoadJIT(void *data, int optLevel) {
   return module;
 }
 
+/// Host code compiled ahead of time unloads its modules from a global
+/// destructor, which may run after the driver has shut down at exit
+/// (CUDA_ERROR_DEINITIALIZED): the driver has unloaded them then, nothing is
+/// left to do.
 void mgpuModuleUnload(void *module) {
-  makeCurrent();
-  check(cuModuleUnload(static_cast<CUmodule>(module)), "cuModuleUnload");
+  CUresult result = cuCtxSetCurrent(context());
+  if (result == CUDA_ERROR_DEINITIALIZED)
+    return;
+  check(result, "cuCtxSetCurrent");
+  result = cuModuleUnload(static_cast<CUmodule>(module));
+  if (result != CUDA_ERROR_DEINITIALIZED)
+    check(result, "cuModuleUnload");
 }
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
