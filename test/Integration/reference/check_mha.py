@@ -127,6 +127,8 @@ def check_aot(args, case, inputs, expected_path):
             if i == 0:
                 continue
             got = np.load(output)
+            if got.dtype == np.uint16:  # bf16 bits (NumPy has no bfloat16)
+                got = (got.astype(np.uint32) << 16).view(np.float32)
             if first is None:
                 first = got
                 error = np.abs(got.astype(np.float64) -
