@@ -40,3 +40,24 @@ function(mha_add_library name)
     ARCHIVE DESTINATION lib COMPONENT ${name})
   set_property(GLOBAL APPEND PROPERTY MHA_EXPORTED_LIBS ${name})
 endfunction()
+
+# The RUNPATH installed binaries get: our lib/ ($ORIGIN/../lib, where the
+# runtimes are) and the library directory of the LLVM/MLIR they were built
+# against, for libMLIR.so.22.1 and libLLVM.so.22.1. Debian's
+# /usr/lib/llvm-22/lib is not on the loader's search path, and our prefix
+# need not be LLVM's. (add_llvm_executable installs with $ORIGIN/../lib only:
+# right for LLVM's own tools, which are installed beside libLLVM; its build
+# RUNPATH names LLVM's directory, which is why the build tree's tools ran.)
+set(MHA_INSTALL_RPATH "\$ORIGIN/../lib")
+if(NOT LLVM_LIBRARY_DIR IN_LIST CMAKE_CXX_IMPLICIT_LINK_DIRECTORIES)
+  list(APPEND MHA_INSTALL_RPATH "${LLVM_LIBRARY_DIR}")
+endif()
+
+# mha_install_tool(name): installs the executable `name` into bin/, with that
+# RUNPATH. Everything it finds at run time is under the prefix or LLVM's
+# (tools/support: the runtimes in lib/ beside bin/), so the prefix can be
+# moved as a whole.
+function(mha_install_tool name)
+  set_target_properties(${name} PROPERTIES INSTALL_RPATH "${MHA_INSTALL_RPATH}")
+  install(TARGETS ${name} RUNTIME DESTINATION bin)
+endfunction()

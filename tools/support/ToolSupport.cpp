@@ -21,6 +21,7 @@
 #include "llvm/MC/TargetRegistry.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
@@ -258,33 +259,64 @@ llvm::Expected<GPURuntime> mha::gpuRuntimeOf(ModuleOp module) {
                 : (cuda ? GPURuntime::CUDA : GPURuntime::None);
 }
 
+/// Where our runtime libraries are: lib/ beside the bin/ the running tool is
+/// in. The build tree and an installed prefix are laid out alike (bin/ and
+/// lib/ side by side), so this one rule serves both, wherever the prefix was
+/// installed or moved to; no path of the build tree is compiled in. The
+/// executable's path comes from the kernel (/proc/self/exe: symlinks
+/// resolved), as the loader's $ORIGIN does.
+static std::string runtimeLibraryPath(StringRef fileName) {
+  static int anchor;
+  std::string tool = llvm::sys::fs::getMainExecutable(nullptr, &anchor);
+  SmallString<256> path(llvm::sys::path::parent_path(tool));
+  llvm::sys::path::append(path, MHA_RUNTIME_DIR_FROM_BIN, fileName);
+  llvm::sys::path::remove_dots(path, /*remove_dot_dot=*/true);
+  return path.str().str();
+}
+
+/// The runtime `fileName` where the tools look for it, or an error naming
+/// that place.
+static llvm::Expected<std::string> findRuntime(StringRef what,
+                                               StringRef fileName) {
+  std::string path = runtimeLibraryPath(fileName);
+  if (llvm::sys::fs::exists(path))
+    return path;
+  return llvm::createStringError(
+      "the lowered code runs on " + what + ", but its runtime '" + path +
+      "' is not there (the tools load it from the lib/ directory beside "
+      "their bin/: install or copy the tools together with it)");
+}
+
 llvm::Expected<std::string> mha::gpuRuntimeLibrary(GPURuntime runtime) {
   switch (runtime) {
   case GPURuntime::None:
     return "";
   case GPURuntime::Vulkan:
-#ifdef MHA_VULKAN_RUNTIME_LIB
-    if (llvm::sys::fs::exists(MHA_VULKAN_RUNTIME_LIB))
-      return MHA_VULKAN_RUNTIME_LIB;
-#endif
+#ifdef MHA_VULKAN_RUNTIME_NAME
+    return findRuntime("Vulkan", MHA_VULKAN_RUNTIME_NAME);
+#else
     return llvm::createStringError(
         "the lowered code runs on Vulkan, but the tools were built without "
         "the Vulkan runtime (no Vulkan headers and loader when they were "
         "configured: install libvulkan-dev and rebuild)");
-  case GPURuntime::CUDA:
-#ifdef MHA_CUDA_RUNTIME_LIB
-    if (llvm::sys::fs::exists(MHA_CUDA_RUNTIME_LIB))
-      return MHA_CUDA_RUNTIME_LIB;
 #endif
+  case GPURuntime::CUDA:
+#ifdef MHA_CUDA_RUNTIME_NAME
+    return findRuntime("CUDA", MHA_CUDA_RUNTIME_NAME);
+#else
     return llvm::createStringError(
         "the lowered code runs on CUDA, but the tools were built without the "
         "CUDA runtime (no CUDA toolkit when they were configured: install "
         "one under /usr/local/cuda, or Debian's nvidia-cuda-toolkit, and "
         "rebuild)");
+#endif
   }
   llvm_unreachable("unknown GPU runtime");
 }
 
+/// LLVM's, beside the libMLIR.so the tools link (the tools' RUNPATH names
+/// that directory too): one OpenMP runtime for the process, the one LLVM's
+/// OpenMP lowering targets.
 StringRef mha::openMPLibrary() { return MHA_OPENMP_LIB; }
 
 void mha::setDefaultCUDARoot() {

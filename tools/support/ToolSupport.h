@@ -103,8 +103,9 @@ enum class GPURuntime { None, Vulkan, CUDA };
 /// Fails when kernels of the module target more than one runtime.
 llvm::Expected<GPURuntime> gpuRuntimeOf(ModuleOp module);
 
-/// The path of the built runtime library for `runtime` ("" for None), or an
-/// error saying why it is not there.
+/// The path of the runtime library for `runtime` ("" for None): in the lib/
+/// directory beside the running tool's bin/, in the build tree and in an
+/// installed (or moved) prefix alike; or an error saying why it is not there.
 llvm::Expected<std::string> gpuRuntimeLibrary(GPURuntime runtime);
 
 /// Points $CUDA_ROOT at /usr/local/cuda when it is unset and a toolkit is
@@ -112,7 +113,8 @@ llvm::Expected<std::string> gpuRuntimeLibrary(GPURuntime runtime);
 /// in NVVM kernels) through it.
 void setDefaultCUDARoot();
 
-/// LLVM's OpenMP runtime, which the CPU pipeline's parallel loops call.
+/// LLVM's OpenMP runtime, which the CPU pipeline's parallel loops call: the
+/// one in the library directory of the LLVM the tools were built with.
 StringRef openMPLibrary();
 
 } // namespace mha
