@@ -7,8 +7,10 @@
 #===----------------------------------------------------------------------===#
 set -euo pipefail
 # PyTorch cross-checks the numpy reference (test/Integration/torch-cross-check.test);
-# the importer tests build PyTorch modules and ONNX models (test/Importers).
-EXTRA_PACKAGES="python3-torch python3-onnx ${EXTRA_PACKAGES:-}"
+# the importer tests build PyTorch modules and ONNX models (test/Importers);
+# LLVM's ThreadSanitizer runtime runs the threaded code under TSan
+# (test/Integration/CPU/tsan.test, test/Tools/mha-aot/sanitize-thread.test).
+EXTRA_PACKAGES="python3-torch python3-onnx libclang-rt-22-dev ${EXTRA_PACKAGES:-}"
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
 
 step "Running the test suite"

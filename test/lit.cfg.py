@@ -149,6 +149,28 @@ if os.path.exists("/usr/local/cuda/bin/ptxas") or shutil.which("ptxas"):
     if os.path.exists("/usr/local/cuda/bin/ptxas"):
         config.environment.setdefault("CUDA_ROOT", "/usr/local/cuda")
 
+# ThreadSanitizer for mha-aot --sanitize=thread: LLVM's TSan runtime (Debian's
+# libclang-rt-22-dev) under the C compiler mha-aot uses, Archer (libomp-22-dev)
+# beside libomp, and a kernel that lets a TSan program map its memory (some
+# address randomization settings and sandboxes do not).
+def tsan_runs():
+    import tempfile
+    if not os.path.exists(os.path.join(config.llvm_lib_dir, "libarcher.so")):
+        return False
+    with tempfile.TemporaryDirectory() as tmp:
+        exe = os.path.join(tmp, "tsan")
+        try:
+            built = subprocess.run(
+                [config.c_compiler, "-fsanitize=thread", "-x", "c", "-", "-o", exe],
+                input=b"int main(void) { return 0; }\n",
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            return built.returncode == 0 and subprocess.call(
+                [exe], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0
+        except OSError:
+            return False
+if tsan_runs():
+    config.available_features.add("tsan")
+
 # Sanitizer builds: UBSan and ASan reports fail the test that triggers them.
 # The stock mlir-opt does not carry the ASan runtime, so it cannot load an
 # instrumented plugin: those tests are unsupported there.

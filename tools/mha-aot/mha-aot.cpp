@@ -16,6 +16,9 @@
 // LLVM's OpenMP runtime for the CPU pipeline's parallel loops, the Vulkan or
 // CUDA runtime of runtime/ for GPU kernels.
 //
+// --sanitize=thread instruments all three for ThreadSanitizer, to look for
+// data races between the threads of the parallel loops (docs/Reliability.md).
+//
 // Exit codes: 0 success, 2 bad usage or input, 3 compilation or link failed.
 //
 //===----------------------------------------------------------------------===//
@@ -35,9 +38,12 @@
 #include "mlir/Target/LLVMIR/Export.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/IR/IRBuilder.h"
+#include "llvm/IR/InstIterator.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
 #include "llvm/IR/Module.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -83,6 +89,13 @@ cl::opt<std::string> symbolName(
              "with characters that C does not allow as '_')"),
     cl::cat(category));
 mha::CPUTargetFlags targetFlags(category);
+enum class Sanitizer { None, Thread };
+cl::opt<Sanitizer> sanitizer(
+    "sanitize", cl::desc("Instrument the outputs for a sanitizer"),
+    cl::values(clEnumValN(Sanitizer::Thread, "thread",
+                          "ThreadSanitizer: data races between threads; the "
+                          "executable loads LLVM's Archer OpenMP tool")),
+    cl::init(Sanitizer::None), cl::cat(category));
 cl::opt<std::string> cCompiler(
     "cc",
     cl::desc("C compiler that compiles the wrapper and links (default: the "
@@ -518,6 +531,79 @@ runtimeLibraries(const llvm::Module &module, mha::GPURuntime gpuRuntime) {
   return libraries;
 }
 
+/// Runs the textual LLVM pass pipeline `pipeline` on `module`, without a
+/// target machine.
+llvm::Error runPasses(llvm::Module &module, StringRef pipeline) {
+  llvm::LoopAnalysisManager lam;
+  llvm::FunctionAnalysisManager fam;
+  llvm::CGSCCAnalysisManager cgam;
+  llvm::ModuleAnalysisManager mam;
+  llvm::PassBuilder builder;
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  llvm::ModulePassManager passes;
+  if (llvm::Error error = builder.parsePassPipeline(passes, pipeline))
+    return error;
+  passes.run(module, mam);
+  return llvm::Error::success();
+}
+
+/// ThreadSanitizer's instrumentation of the optimized module (its functions
+/// were marked `sanitize_thread` before the optimizer, which then leaves out
+/// the transformations that could introduce races, such as speculative
+/// loads; clang does the same). TSan checks loads and stores of 1, 2, 4, 8
+/// and 16 bytes only, and passes over masked ones, while the vector code's
+/// are mostly wider (a vector<16xf32> row of a register tile is 64 bytes):
+///  - masked loads and stores become conditional scalar ones
+///    (`scalarize-masked-mem-intrin` without a target machine, for which no
+///    masked access is legal);
+///  - every other access TSan would pass over is announced to it as the
+///    range of bytes it reads or writes (`__tsan_read_range`,
+///    `__tsan_write_range`), so the vector code stays as it is (splitting it
+///    into scalars instead made compiling 3.5x slower);
+///  - then TSan's own passes.
+llvm::Error instrumentForThreadSanitizer(llvm::Module &module) {
+  if (llvm::Error error =
+          runPasses(module, "function(scalarize-masked-mem-intrin)"))
+    return error;
+  llvm::LLVMContext &context = module.getContext();
+  const llvm::DataLayout &layout = module.getDataLayout();
+  llvm::Type *ptrType = llvm::PointerType::getUnqual(context);
+  llvm::Type *sizeType = layout.getIntPtrType(context);
+  llvm::Type *voidType = llvm::Type::getVoidTy(context);
+  llvm::FunctionCallee readRange = module.getOrInsertFunction(
+      "__tsan_read_range", voidType, ptrType, sizeType);
+  llvm::FunctionCallee writeRange = module.getOrInsertFunction(
+      "__tsan_write_range", voidType, ptrType, sizeType);
+  for (llvm::Function &function : module) {
+    if (!function.hasFnAttribute(llvm::Attribute::SanitizeThread))
+      continue;
+    SmallVector<llvm::Instruction *> wide;
+    for (llvm::Instruction &inst : llvm::instructions(function)) {
+      if (!isa<llvm::LoadInst, llvm::StoreInst>(inst) || inst.isAtomic())
+        continue;
+      llvm::TypeSize bytes = layout.getTypeStoreSize(getLoadStoreType(&inst));
+      if (bytes.isScalable() || (bytes <= 16 && llvm::isPowerOf2_64(bytes)))
+        continue;
+      if (getLoadStoreAddressSpace(&inst))
+        continue;
+      wide.push_back(&inst);
+    }
+    for (llvm::Instruction *inst : wide) {
+      llvm::IRBuilder<> builder(inst);
+      builder.CreateCall(
+          isa<llvm::StoreInst>(inst) ? writeRange : readRange,
+          {getLoadStorePointerOperand(inst),
+           llvm::ConstantInt::get(
+               sizeType, layout.getTypeStoreSize(getLoadStoreType(inst)))});
+    }
+  }
+  return runPasses(module, "tsan-module,function(tsan)");
+}
+
 /// Runs `argv[0]` with `argv`; returns an error with its output.
 llvm::Error runCommand(ArrayRef<std::string> command) {
   SmallVector<StringRef> argv(command.begin(), command.end());
@@ -643,14 +729,40 @@ int compile(MLIRContext &context) {
                         "dialect?)");
   llvmModule->setDataLayout((*tm)->createDataLayout());
   llvmModule->setTargetTriple((*tm)->getTargetTriple());
+  bool tsan = sanitizer == Sanitizer::Thread;
+  if (tsan)
+    for (llvm::Function &f : *llvmModule)
+      if (!f.isDeclaration())
+        f.addFnAttr(llvm::Attribute::SanitizeThread);
   if (llvm::Error error = makeOptimizingTransformer(3, 0, tm->get())(
           llvmModule.get()))
     return compileError("LLVM optimization failed: " +
                         llvm::toString(std::move(error)));
+  if (tsan)
+    if (llvm::Error error = instrumentForThreadSanitizer(*llvmModule))
+      return compileError("ThreadSanitizer instrumentation failed: " +
+                          llvm::toString(std::move(error)));
   llvm::Expected<SmallVector<std::string>> libraries =
       runtimeLibraries(*llvmModule, *gpuRuntime);
   if (!libraries)
     return compileError(llvm::toString(libraries.takeError()));
+  // LLVM's Archer tool tells ThreadSanitizer about the synchronization inside
+  // the uninstrumented OpenMP runtime (the fork, barriers and join of each
+  // parallel loop); without it TSan reports races between every parallel
+  // loop and the code before and after it. libomp starts a tool already
+  // loaded in the process (OMPT's `ompt_start_tool`), so Archer is linked
+  // though nothing calls it.
+  std::string archer;
+  if (tsan && llvm::is_contained(*libraries, mha::openMPLibrary().str())) {
+    SmallString<128> path(llvm::sys::path::parent_path(mha::openMPLibrary()));
+    llvm::sys::path::append(path, "libarcher.so");
+    if (!llvm::sys::fs::exists(path))
+      return compileError("--sanitize=thread: LLVM's OpenMP tool for "
+                          "ThreadSanitizer, '" + path +
+                          "', is not there (Debian: libomp-22-dev)");
+    archer = path.str().str();
+    libraries->push_back(archer);
+  }
 
   SmallString<128> workDir;
   if (std::error_code ec =
@@ -700,18 +812,35 @@ int compile(MLIRContext &context) {
         std::pair(runner, StringRef(kNpyMainSource))})
     if (llvm::Error error = writeFile(path, text))
       return compileError(llvm::toString(std::move(error)));
+  // The executable's TSan defaults: accesses and calls inside uninstrumented
+  // libraries (libomp, the C library) are not checked, as Archer asks.
+  // TSAN_OPTIONS adds to them or overrides them.
+  std::string tsanOptions = inWork("tsan_options.c");
+  if (tsan)
+    if (llvm::Error error = writeFile(
+            tsanOptions, "const char *__tsan_default_options(void);\n"
+                         "const char *__tsan_default_options(void) {\n"
+                         "  return \"ignore_noninstrumented_modules=1\";\n}\n"))
+      return compileError(llvm::toString(std::move(error)));
 
   // Libraries by path, found again at run time through the rpath: the
   // directory of the output first (ship the runtime next to it), then where
   // they are here.
   std::vector<std::string> link = {"-Wl,-rpath,$ORIGIN"};
   for (const std::string &library : *libraries) {
-    link.push_back(library);
+    if (library == archer)
+      link.insert(link.end(), {"-Wl,--push-state,--no-as-needed", library,
+                               "-Wl,--pop-state"});
+    else
+      link.push_back(library);
     link.push_back("-Wl,-rpath," +
                    llvm::sys::path::parent_path(library).str());
   }
   std::vector<std::string> common = {*cc, "-O2", "-std=c11", "-I", outDir.str().str(),
                                      "-Wall", "-Wno-unused-function"};
+  // Under TSan the .so needs a host program built with -fsanitize=thread.
+  if (tsan)
+    common.insert(common.end(), {"-fsanitize=thread", "-g"});
   std::vector<std::string> shared = common;
   shared.insert(shared.end(), {"-shared", "-fPIC", "-o", (prefix + ".so").str(),
                                wrapper, object});
@@ -724,6 +853,8 @@ int compile(MLIRContext &context) {
                      "-DMHA_AOT_SIGNATURE=" + name + "_signature",
                      "-DMHA_AOT_RUN=" + name + "_run", "-o", prefix.str().str(),
                      runner, wrapper, object});
+  if (tsan)
+    executable.push_back(tsanOptions);
   executable.insert(executable.end(), link.begin(), link.end());
   // The runtime's own dependencies (the NVIDIA driver's libcuda.so.1) are
   // the target machine's business: they need not be here to link.
