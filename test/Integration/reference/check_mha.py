@@ -337,7 +337,9 @@ def main():
                         "mha-run ([aot PIPELINE] reports)")
     parser.add_argument("--aot-run-arg", action="append", default=[],
                         help="extra argument of the executable mha-aot "
-                        "writes (repeatable), e.g. --threads=2")
+                        "writes (repeatable); its --threads takes the count "
+                        "as the next argument: --aot-run-arg=--threads "
+                        "--aot-run-arg=2")
     parser.add_argument("--aot-repeat", type=int, default=1,
                         help="run the executable this many times: every "
                         "run's result must be bitwise the first's")

@@ -37,9 +37,25 @@ static bool isPeeled(scf::ForallOp loop) {
          llvm::all_of(*mapping, llvm::IsaPred<mha::PeeledDimAttr>);
 }
 
+/// Whether the buffer of `operand` may be written: by its owner, or through
+/// a value that aliases it (a slice of it written later), as one-shot
+/// bufferization's interfaces say (ops without them count as writing).
+static bool mayBeWritten(OpOperand &operand,
+                         const bufferization::AnalysisState &state,
+                         DenseSet<OpOperand *> &seen) {
+  if (!seen.insert(&operand).second)
+    return false;
+  if (state.bufferizesToMemoryWrite(operand))
+    return true;
+  for (const bufferization::AliasingValue &alias :
+       state.getAliasingValues(operand))
+    for (OpOperand &use : alias.value.getUses())
+      if (mayBeWritten(use, state, seen))
+        return true;
+  return false;
+}
+
 void mha::privatizePeeledLoops(RewriterBase &rewriter, Operation *root) {
-  // Which operands bufferize to a write, as one-shot bufferization's
-  // interfaces say (ops without the interface count as writing).
   bufferization::BufferizationOptions options;
   bufferization::AnalysisState state(options);
   SmallVector<scf::ForallOp> loops;
@@ -79,8 +95,9 @@ void mha::privatizePeeledLoops(RewriterBase &rewriter, Operation *root) {
         // An empty tensor is privatized whatever the use (its buffer is
         // only ever what a loop writes into it); another tensor where the
         // use may write into its buffer.
+        DenseSet<OpOperand *> seen;
         if (value.getDefiningOp<tensor::EmptyOp>() ||
-            state.bufferizesToMemoryWrite(operand))
+            mayBeWritten(operand, state, seen))
           written.push_back(&operand);
       }
     });

@@ -72,3 +72,44 @@ func.func @written_and_read(%in: tensor<16xf32>, %acc: tensor<16xf32>, %out: ten
   } {mapping = [#mha.peeled<0>]}
   return %0 : tensor<8x16xf32>
 }
+
+// -----
+
+// A slice of a tensor from outside, written: the tensor gets a copy (the
+// write would go through the slice into its buffer).
+
+// CHECK-LABEL: func.func @written_through_slice
+// CHECK-SAME: (%[[ACC:.+]]: tensor<16xf32>
+// CHECK: scf.forall
+// CHECK-NEXT: %[[COPY:.+]] = bufferization.alloc_tensor() copy(%[[ACC]]) : tensor<16xf32>
+// CHECK: tensor.extract_slice %[[COPY]][0] [8] [1]
+func.func @written_through_slice(%acc: tensor<16xf32>, %out: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %cst = arith.constant 1.0 : f32
+  %0 = scf.forall (%i) = (0) to (8) step (8) shared_outs(%o = %out) -> (tensor<8x8xf32>) {
+    %s = tensor.extract_slice %acc[0] [8] [1] : tensor<16xf32> to tensor<8xf32>
+    %f = linalg.fill ins(%cst : f32) outs(%s : tensor<8xf32>) -> tensor<8xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %f into %o[%i, 0] [1, 8] [1, 1] : tensor<8xf32> into tensor<8x8xf32>
+    }
+  } {mapping = [#mha.peeled<0>]}
+  return %0 : tensor<8x8xf32>
+}
+
+// -----
+
+// Read only, through a slice: no copy.
+
+// CHECK-LABEL: func.func @read_through_slice
+// CHECK-NOT: alloc_tensor
+// CHECK-NOT: tensor.empty
+func.func @read_through_slice(%in: tensor<16xf32>, %out: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = scf.forall (%i) = (0) to (8) step (8) shared_outs(%o = %out) -> (tensor<8x8xf32>) {
+    %s = tensor.extract_slice %in[0] [8] [1] : tensor<16xf32> to tensor<8xf32>
+    %d = tensor.extract_slice %o[%i, 0] [1, 8] [1, 1] : tensor<8x8xf32> to tensor<8xf32>
+    %c = linalg.copy ins(%s : tensor<8xf32>) outs(%d : tensor<8xf32>) -> tensor<8xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %c into %o[%i, 0] [1, 8] [1, 1] : tensor<8xf32> into tensor<8x8xf32>
+    }
+  } {mapping = [#mha.peeled<0>]}
+  return %0 : tensor<8x8xf32>
+}
