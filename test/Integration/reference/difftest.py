@@ -136,7 +136,7 @@ def draw_config(rng, q_tile, kv_tile, static, long_ok):
     return c
 
 
-def draw_trial(rng, targets, long_ok):
+def draw_trial(rng, targets, long_ok, repeat):
     target, pipeline, q_tile, kv_tile = draw_target(rng, targets)
     config = draw_config(rng, q_tile, kv_tile, static=target == "vulkan",
                          long_ok=long_ok)
@@ -146,7 +146,7 @@ def draw_trial(rng, targets, long_ok):
     if target in ("cpu", "aot") and "openmp=false" not in pipeline:
         threads = rng.choice([1, 2, 2, 4, 8])
     return dict(target=target, pipeline=pipeline, threads=threads,
-                repeat=4 if threads > 1 else 1, config=config)
+                repeat=repeat if threads > 1 else 1, config=config)
 
 
 def command(args, trial, workdir):
@@ -161,8 +161,9 @@ def command(args, trial, workdir):
                 "--aot-run-arg=--threads", f"--aot-run-arg={trial['threads']}",
                 f"--aot-repeat={trial['repeat']}"]
     elif trial["target"] == "cpu":
-        cmd += [f"--mha-run-arg=--threads={trial['threads']}",
-                f"--mha-run-arg=--repeat={trial['repeat']}"]
+        cmd += [f"--mha-run-arg=--threads={trial['threads']}"]
+        if trial["repeat"] > 1:
+            cmd += [f"--mha-run-arg=--repeat={trial['repeat']}"]
     return cmd + [f"{k}={v}" for k, v in c.items()]
 
 
@@ -264,6 +265,9 @@ def main():
     parser.add_argument("--targets", default="loops,cpu,vulkan,aot")
     parser.add_argument("--long", action="store_true",
                         help="also draw long sequences (300-1100)")
+    parser.add_argument("--repeat", type=int, default=4,
+                        help="calls of each threaded run, every result "
+                        "bitwise the first's (1: one call)")
     parser.add_argument("--no-minimize", action="store_true")
     args = parser.parse_args()
     targets = [t for t in args.targets.split(",") if t]
@@ -278,7 +282,8 @@ def main():
     start = time.time()
     while (trials < args.count) if deadline is None else \
             (time.time() < deadline):
-        trial = draw_trial(rng, targets, args.long or deadline is not None)
+        trial = draw_trial(rng, targets, args.long or deadline is not None,
+                           args.repeat)
         workdir = os.path.join(args.workdir, str(trials % 8))
         ok, output = run(args, trial, workdir)
         print(f"trial {trials}: {describe(trial)}: {'OK' if ok else 'FAILED'}",
