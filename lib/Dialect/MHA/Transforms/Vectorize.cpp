@@ -774,16 +774,19 @@ mha::peelParallelLoop(RewriterBase &rewriter, LoopLikeOpInterface loop) {
   if (!forall)
     return {loop};
   OpBuilder::InsertionGuard guard(rewriter);
+  // Read before peeling: peelForallDim replaces `forall` (and frees it).
+  unsigned rank = forall.getRank();
+  bool mapped = forall.getMapping().has_value();
   SmallVector<scf::ForallOp> loops = {forall};
-  for (unsigned dim = 0, e = forall.getRank(); dim < e; ++dim)
+  for (unsigned dim = 0; dim < rank; ++dim)
     for (size_t i = 0, n = loops.size(); i < n; ++i)
       if (auto peeled = peelForallDim(rewriter, loops[i], dim)) {
         loops[i] = peeled->first;
         loops.push_back(peeled->second);
       }
-  if (loops.size() > 1 && !forall.getMapping()) {
+  if (loops.size() > 1 && !mapped) {
     SmallVector<Attribute> mapping;
-    for (unsigned dim = 0, e = forall.getRank(); dim < e; ++dim)
+    for (unsigned dim = 0; dim < rank; ++dim)
       mapping.push_back(PeeledDimAttr::get(rewriter.getContext(), dim));
     for (scf::ForallOp l : loops)
       rewriter.modifyOpInPlace(
