@@ -209,6 +209,10 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface) {
   pm.addPass(createLowerAffinePass());
   GpuSPIRVAttachTargetOptions target;
   target.spirvVersion = "v1.0";
+  // The options struct leaves the device id uninitialized (its pass option
+  // has no default): unknown, as the command-line pass has it, rather than
+  // whatever was on the stack in the target attribute (valgrind's memcheck).
+  target.deviceId = spirv::TargetEnvAttr::kUnknownDeviceID;
   // f16 kernels compute in f16 and read f16 buffers (without Float16 and
   // 16-bit storage the SPIR-V conversion would emulate f16 as f32, reading
   // the host's f16 buffers as garbage); spirv-update-vce keeps only what a
