@@ -626,7 +626,7 @@ int run(MLIRContext &context) {
   int status = kOk;
   // Races and other nondeterminism: every further call must give bitwise
   // the first call's results.
-  for (unsigned call_ = 1; call_ < repeat; ++call_) {
+  for (unsigned callIndex = 1; callIndex < repeat; ++callIndex) {
     if (llvm::Error error = call())
       return callFailed(std::move(error));
     SmallVector<NpyArray> again = unpackResults();
@@ -641,7 +641,7 @@ int run(MLIRContext &context) {
       llvm::outs() << llvm::formatv("result {0}: call {1} of {2} differs "
                                     "bitwise from call 1 in {3} element(s): "
                                     "NONDETERMINISTIC\n",
-                                    i, call_ + 1, unsigned(repeat), differ);
+                                    i, callIndex + 1, unsigned(repeat), differ);
       status = kMismatch;
     }
   }

@@ -136,7 +136,7 @@ def draw_config(rng, q_tile, kv_tile, static, long_ok):
     return c
 
 
-def draw_trial(rng, targets, long_ok, repeat):
+def draw_trial(rng, targets, long_ok, repeat, thread_counts):
     target, pipeline, q_tile, kv_tile = draw_target(rng, targets)
     config = draw_config(rng, q_tile, kv_tile, static=target == "vulkan",
                          long_ok=long_ok)
@@ -144,7 +144,7 @@ def draw_trial(rng, targets, long_ok, repeat):
         config["dtype"] = "f16"  # Vulkan kernels take f32 and f16.
     threads = 1
     if target in ("cpu", "aot") and "openmp=false" not in pipeline:
-        threads = rng.choice([1, 2, 2, 4, 8])
+        threads = rng.choice(thread_counts)
     return dict(target=target, pipeline=pipeline, threads=threads,
                 repeat=repeat if threads > 1 else 1, config=config)
 
@@ -265,12 +265,16 @@ def main():
     parser.add_argument("--targets", default="loops,cpu,vulkan,aot")
     parser.add_argument("--long", action="store_true",
                         help="also draw long sequences (300-1100)")
+    parser.add_argument("--threads", default="1,2,2,4,8",
+                        help="thread counts threaded trials draw from "
+                        "(repeats weigh; default 1,2,2,4,8)")
     parser.add_argument("--repeat", type=int, default=4,
                         help="calls of each threaded run, every result "
                         "bitwise the first's (1: one call)")
     parser.add_argument("--no-minimize", action="store_true")
     args = parser.parse_args()
     targets = [t for t in args.targets.split(",") if t]
+    thread_counts = [int(t) for t in args.threads.split(",") if t]
     unknown = set(targets) - set(TARGETS)
     if unknown:
         parser.error(f"unknown target(s) {', '.join(sorted(unknown))}")
@@ -283,7 +287,7 @@ def main():
     while (trials < args.count) if deadline is None else \
             (time.time() < deadline):
         trial = draw_trial(rng, targets, args.long or deadline is not None,
-                           args.repeat)
+                           args.repeat, thread_counts)
         workdir = os.path.join(args.workdir, str(trials % 8))
         ok, output = run(args, trial, workdir)
         print(f"trial {trials}: {describe(trial)}: {'OK' if ok else 'FAILED'}",
