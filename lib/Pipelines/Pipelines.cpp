@@ -198,7 +198,23 @@ void mha::buildLowerToCPUPipeline(OpPassManager &pm,
   buildCPUToLLVMStage(pm, options.emitCInterface, options.openMP);
 }
 
-void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface) {
+/// Lavapipe ends every loop of an invocation once it has run 65535 loop
+/// iterations in all: the short innermost kernel loops unrolled (most of a
+/// kernel's iterations), then the kernels that could still pass the limit
+/// refused. Nothing for a limit of 0.
+static void addKernelLoopLimit(OpPassManager &pm,
+                               int64_t maxKernelLoopIterations) {
+  if (maxKernelLoopIterations <= 0)
+    return;
+  pm.addPass(mha::createMHAUnrollKernelLoopsPass());
+  mha::MHACheckKernelLoopIterationsPassOptions loops;
+  loops.maxIterations = maxKernelLoopIterations;
+  pm.addPass(mha::createMHACheckKernelLoopIterationsPass(loops));
+}
+
+void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
+                                  int64_t maxKernelLoopIterations) {
+  addKernelLoopLimit(pm, maxKernelLoopIterations);
   // Constants and index computations into the kernels: the Vulkan calling
   // convention passes buffers only.
   pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
@@ -254,7 +270,8 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface) {
 }
 
 void mha::buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
-                               int64_t kvTileSize, bool raiseAttention) {
+                               int64_t kvTileSize, bool raiseAttention,
+                               int64_t maxKernelLoopIterations) {
   buildEntryStage(pm, raiseAttention);
   pm.addPass(createMHADecomposePass());
   // The attention weights layers return, as linalg: kernels like the rest.
@@ -283,6 +300,9 @@ void mha::buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
   map.threads = qTileSize;
   pm.addPass(createMHAMapForallToGPUPass(map));
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  // Before lower-affine: the value-bounds analysis bounds the loops of
+  // partial tiles and causal key ranges through their affine maps.
+  addKernelLoopLimit(pm, maxKernelLoopIterations);
   pm.addPass(createLowerAffinePass());
   pm.addPass(createCanonicalizerPass());
 }
@@ -290,8 +310,10 @@ void mha::buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
 void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
                                      const LowerToVulkanOptions &options) {
   buildGPUMappingStage(pm, options.qTileSize, options.kvTileSize,
-                       options.raiseAttention);
-  buildVulkanBackendStage(pm, /*emitCInterface=*/true);
+                       options.raiseAttention, options.maxKernelLoopIterations);
+  // Bounded in the mapping stage, where the loop bounds are still affine.
+  buildVulkanBackendStage(pm, /*emitCInterface=*/true,
+                          /*maxKernelLoopIterations=*/0);
 }
 
 void mha::buildLowerToCUDAPipeline(OpPassManager &pm,
@@ -349,12 +371,13 @@ void mha::registerMHAPipelines() {
       "mha-lower-to-vulkan, host buffers copied to the device around each "
       "launch, dynamic sizes allowed",
       buildLowerToCUDAPipeline);
-  PassPipelineRegistration<LowerToLoopsOptions>(
+  PassPipelineRegistration<VulkanBackendOptions>(
       "mha-vulkan-backend",
       "Lower GPU kernels on buffers (gpu.launch) to a Vulkan SPIR-V binary "
       "and host code in the LLVM dialect calling the mgpu* Vulkan runtime",
-      [](OpPassManager &pm, const LowerToLoopsOptions &options) {
-        buildVulkanBackendStage(pm, options.emitCInterface);
+      [](OpPassManager &pm, const VulkanBackendOptions &options) {
+        buildVulkanBackendStage(pm, options.emitCInterface,
+                                options.maxKernelLoopIterations);
       });
   PassPipelineRegistration<NVVMBackendOptions>(
       "mha-nvvm-backend",

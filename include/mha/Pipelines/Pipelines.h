@@ -144,8 +144,33 @@ void buildBufferizationStage(OpPassManager &pm);
 void buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
                          bool openMP);
 
+/// The Vulkan target options of `mha-vulkan-backend` and
+/// `mha-lower-to-vulkan`.
+template <typename Derived, typename Base = PassPipelineOptions<Derived>>
+struct VulkanTargetOptions : public Base {
+  mlir::detail::PassOptions::Option<int64_t> maxKernelLoopIterations{
+      *this, "max-kernel-loop-iterations",
+      llvm::cl::desc("Loop iterations an invocation of a kernel may run, all "
+                     "loops together (mha-check-kernel-loop-iterations); "
+                     "lavapipe silently ends every loop beyond 65535, the "
+                     "default; 0: no limit, for other drivers"),
+      llvm::cl::init(65535)};
+};
+
+/// Options of `mha-vulkan-backend`.
+struct VulkanBackendOptions : public VulkanTargetOptions<VulkanBackendOptions> {
+  mlir::detail::PassOptions::Option<bool> emitCInterface{
+      *this, "emit-c-interface",
+      llvm::cl::desc("Give every function a `_mlir_ciface_` wrapper taking "
+                     "memref descriptors by pointer, for callers in C"),
+      llvm::cl::init(false)};
+};
+
 /// GPU kernels on buffers (`gpu.launch`, or kernels already outlined) to a
-/// Vulkan SPIR-V binary and host code in the LLVM dialect: kernel outlining,
+/// Vulkan SPIR-V binary and host code in the LLVM dialect: unless
+/// `maxKernelLoopIterations` is 0, the short innermost kernel loops unrolled
+/// (mha-unroll-kernel-loops) and the loop iterations of an invocation bounded
+/// by it (mha-check-kernel-loop-iterations); kernel outlining,
 /// `spirv-attach-target` (Vulkan, SPIR-V 1.0 with the Shader capability),
 /// mha-gpu-to-spirv, `spirv-lower-abi-attrs` and `spirv-update-vce` in each
 /// spirv.module, `gpu-module-to-binary`, then the host through `gpu-to-llvm`
@@ -153,7 +178,8 @@ void buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
 /// each memref argument of a kernel as its aligned pointer followed by its
 /// size in bytes, so kernel arguments need static shapes) and the CPU
 /// lowering of what is left.
-void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface);
+void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
+                             int64_t maxKernelLoopIterations);
 
 /// The GPU mapping, target-neutral, from `mha` ops on tensors to
 /// `gpu.launch` on buffers: run-time checks, the layer decomposed, an i1
@@ -162,17 +188,23 @@ void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface);
 /// FlashAttention-style (mha-tile-attention), each tile's linalg ops
 /// distributed over `qTileSize` threads with the tile's buffers in workgroup
 /// memory (mha-distribute-to-threads), bufferization, one workgroup per
-/// tile (mha-map-forall-to-gpu), the rest of linalg as loops (docs/GPU.md).
+/// tile (mha-map-forall-to-gpu), the rest of linalg as loops (docs/GPU.md);
+/// with `maxKernelLoopIterations` > 0 (Vulkan), the kernels' short innermost
+/// loops unrolled and the loop iterations of an invocation bounded by it
+/// (mha-unroll-kernel-loops, mha-check-kernel-loop-iterations).
 void buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
-                          int64_t kvTileSize, bool raiseAttention = true);
+                          int64_t kvTileSize, bool raiseAttention = true,
+                          int64_t maxKernelLoopIterations = 0);
 
 /// Options of `mha-lower-to-vulkan`.
-struct LowerToVulkanOptions : public EntryOptions<LowerToVulkanOptions> {
-  PassOptions::Option<int64_t> qTileSize{
+struct LowerToVulkanOptions
+    : public VulkanTargetOptions<LowerToVulkanOptions,
+                                 EntryOptions<LowerToVulkanOptions>> {
+  mlir::detail::PassOptions::Option<int64_t> qTileSize{
       *this, "q-tile-size",
       llvm::cl::desc("Queries per workgroup (a thread per query row)"),
       llvm::cl::init(32)};
-  PassOptions::Option<int64_t> kvTileSize{
+  mlir::detail::PassOptions::Option<int64_t> kvTileSize{
       *this, "kv-tile-size",
       llvm::cl::desc("Keys per block of the online softmax"),
       llvm::cl::init(32)};

@@ -614,6 +614,49 @@ def MHAGPUToSPIRVPass : Pass<"mha-gpu-to-spirv", "::mlir::ModuleOp"> {
   let dependentDialects = ["::mlir::spirv::SPIRVDialect"];
 }
 
+def MHAUnrollKernelLoopsPass : Pass<"mha-unroll-kernel-loops"> {
+  let summary = "Fully unroll the short innermost loops of GPU kernels";
+  let description = [{
+    Inside every `gpu.launch` (on buffers, after GPU mapping), fully unrolls
+    each innermost `scf.for` whose trip count is a constant of at most
+    `max-trip-count` (upstream `loopUnrollFull`). The Vulkan pipeline runs it
+    before `mha-check-kernel-loop-iterations`: lavapipe limits the loop
+    iterations of an invocation, and a kernel's innermost loops (over a row of
+    the tile, a head dimension) are most of them, so unrolling them lets the
+    key loop run over far longer sequences within the limit.
+  }];
+  let options = [
+    Option<"maxTripCount", "max-trip-count", "int64_t", "64",
+           "Unroll innermost loops of at most this many iterations (0: none)">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
+def MHACheckKernelLoopIterationsPass
+    : Pass<"mha-check-kernel-loop-iterations"> {
+  let summary = "Refuse GPU kernels whose invocations may run more loop "
+                "iterations than the target allows";
+  let description = [{
+    For every `gpu.launch` (on buffers, after GPU mapping), bounds the loop
+    iterations one invocation may run: each `scf.for`'s trip count (an upper
+    bound from upstream's value-bounds analysis where it is not a constant:
+    partial tiles, causal key ranges) times the trip counts of the loops
+    around it, summed over all loops. Where the bound exceeds
+    `max-iterations`, or a loop's trip count has no bound, it stops with an
+    error on the launch (or the loop). Why: lavapipe (Mesa's llvmpipe, the
+    Vulkan device on CPUs) counts the loop iterations of each invocation, all
+    loops together, and after 65535 ends every loop after its current
+    iteration, without an error; an attention kernel over long keys then ran
+    each later loop once and wrote garbage. Loops the driver unrolls do not
+    count there, so the bound is conservative. `max-iterations=0` disables
+    the check (for Vulkan drivers without the limit).
+  }];
+  let options = [
+    Option<"maxIterations", "max-iterations", "int64_t", "65535",
+           "Loop iterations an invocation may run (0: no limit)">,
+  ];
+}
+
 def MHADistributeToThreadsPass : Pass<"mha-distribute-to-threads"> {
   let summary = "Distribute the linalg ops of each tile over GPU threads";
   let description = [{

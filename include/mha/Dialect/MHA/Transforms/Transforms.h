@@ -156,6 +156,18 @@ LogicalResult vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
 LogicalResult distributeToThreads(RewriterBase &rewriter, Operation *root,
                                   int64_t threads);
 
+/// Fully unrolls the innermost scf.for loops inside gpu.launch bodies whose
+/// trip count is a constant of at most `maxTripCount`.
+void unrollKernelLoops(Operation *root, int64_t maxTripCount);
+
+/// Bounds the loop iterations one invocation of each gpu.launch may run (each
+/// scf.for's trip count, bounded by the value-bounds analysis, times those of
+/// the loops around it, summed) and emits an error where the bound exceeds
+/// `maxIterations` or a loop has no bound. Lavapipe ends every loop of an
+/// invocation after 65535 iterations in all, silently.
+LogicalResult checkKernelLoopIterations(Operation *root,
+                                        int64_t maxIterations);
+
 /// GPU mapping, on buffers: each top-level scf.forall as a gpu.launch, one
 /// workgroup per iteration (grid from the loop bounds at run time) of
 /// `threads` threads, its #gpu.thread loops mapped with barriers after them,
