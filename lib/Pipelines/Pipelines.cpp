@@ -283,6 +283,8 @@ void mha::buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
   MHATileAttentionPassOptions tile;
   tile.qTileSize = qTileSize;
   tile.kvTileSize = kvTileSize;
+  // Kept as a grid of workgroups even when it has one tile.
+  tile.workgroups = true;
   pm.addPass(createMHATileAttentionPass(tile));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());

@@ -18,6 +18,7 @@
 #include "mlir/Conversion/VectorToSPIRV/VectorToSPIRV.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
@@ -92,6 +93,10 @@ static LogicalResult convertToSPIRV(gpu::GPUModuleOp copy) {
   ScfToSPIRVContext scfContext;
   RewritePatternSet patterns(ctx);
   arith::populateCeilFloorDivExpandOpsPatterns(patterns);
+  // erf and erfc (GELU) have no GLSL instruction: upstream's polynomial
+  // approximations, in ops that convert.
+  populatePolynomialApproximateErfPattern(patterns);
+  populatePolynomialApproximateErfcPattern(patterns);
   arith::populateArithToSPIRVPatterns(typeConverter, patterns);
   populateMathToSPIRVPatterns(typeConverter, patterns);
   populateBuiltinFuncToSPIRVPatterns(typeConverter, patterns);

@@ -420,13 +420,43 @@ static void forwardIfYieldedBuffers(RewriterBase &rewriter, Operation *root) {
   });
 }
 
+ArrayAttr mha::workgroupMapping(MLIRContext *context, unsigned rank) {
+  SmallVector<Attribute> blocks;
+  for (unsigned i = 0; i < rank; ++i)
+    blocks.push_back(gpu::GPUBlockMappingAttr::get(
+        context, static_cast<gpu::MappingId>(
+                     static_cast<unsigned>(gpu::MappingId::LinearDim0) + i)));
+  return ArrayAttr::get(context, blocks);
+}
+
 LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
                                          Operation *root, int64_t threads) {
   for (scf::ForallOp loop : topLevelForalls(root)) {
     if (loop.getNumResults() != 0)
       return loop.emitOpError() << "must be bufferized before GPU mapping";
-    if (loop.getRank() > 3)
-      return loop.emitOpError() << "has more than 3 dimensions for the grid";
+    // Dimensions of one iteration (kept by a workgroup mapping) take no
+    // grid dimension; the others take x, y and z in order. A loop with a
+    // dimension of no iteration (an empty tensor) launches nothing.
+    SmallVector<unsigned> gridDims;
+    bool empty = false;
+    for (auto [d, lb, ub, step] :
+         llvm::enumerate(loop.getMixedLowerBound(), loop.getMixedUpperBound(),
+                         loop.getMixedStep())) {
+      std::optional<int64_t> l = getConstantIntValue(lb),
+                             u = getConstantIntValue(ub),
+                             s = getConstantIntValue(step);
+      empty |= l && u && *u <= *l;
+      if (!(l && u && s && *s > 0 && *u > *l && *u - *l <= *s))
+        gridDims.push_back(d);
+    }
+    if (empty) {
+      rewriter.eraseOp(loop);
+      continue;
+    }
+    if (gridDims.size() > 3)
+      return loop.emitOpError()
+             << "has more than 3 dimensions of more than one iteration for "
+                "the grid";
     // Copies bufferization left in the tile: none where source and target
     // are the same buffer, the others spread over the threads like the ops.
     SmallVector<memref::CopyOp> copies;
@@ -448,13 +478,13 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
     rewriter.setInsertionPoint(loop);
     // One workgroup per iteration: grid size ceil((ub - lb) / step).
     SmallVector<Value> grid;
-    for (auto [lb, ub, step] :
-         llvm::zip(loop.getMixedLowerBound(), loop.getMixedUpperBound(),
-                   loop.getMixedStep())) {
+    for (unsigned d : gridDims) {
       AffineExpr l, u, s;
       bindSymbols(rewriter.getContext(), l, u, s);
       grid.push_back(affine::makeComposedAffineApply(
-          rewriter, loc, (u - l).ceilDiv(s), {lb, ub, step}));
+          rewriter, loc, (u - l).ceilDiv(s),
+          {loop.getMixedLowerBound()[d], loop.getMixedUpperBound()[d],
+           loop.getMixedStep()[d]}));
     }
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
     while (grid.size() < 3)
@@ -467,11 +497,17 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
     SmallVector<Value> ivs;
     for (auto [d, lb, step] : llvm::enumerate(loop.getMixedLowerBound(),
                                               loop.getMixedStep())) {
+      auto gridDim = llvm::find(gridDims, d);
+      if (gridDim == gridDims.end()) {
+        ivs.push_back(getValueOrCreateConstantIndexOp(rewriter, loc, lb));
+        continue;
+      }
       AffineExpr id, l, s;
       bindDims(rewriter.getContext(), id);
       bindSymbols(rewriter.getContext(), l, s);
       gpu::KernelDim3 blockIds = launch.getBlockIds();
-      Value blockId = std::array{blockIds.x, blockIds.y, blockIds.z}[d];
+      Value blockId = std::array{blockIds.x, blockIds.y,
+                                 blockIds.z}[gridDim - gridDims.begin()];
       ivs.push_back(affine::makeComposedAffineApply(
           rewriter, loc, id * s + l, {blockId, lb, step}));
     }
@@ -582,6 +618,8 @@ LogicalResult mha::tileForWorkgroups(RewriterBase &rewriter, Operation *root,
     FailureOr<Operation *> loop = tileAndFuseIntoForall(rewriter, op, tiles);
     if (failed(loop))
       return op.emitOpError() << "could not be tiled into workgroups";
+    auto forall = cast<scf::ForallOp>(*loop);
+    forall.setMappingAttr(workgroupMapping(op.getContext(), forall.getRank()));
     if (depth <= 0)
       continue;
     SmallVector<linalg::LinalgOp> reductions;

@@ -18,6 +18,7 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
@@ -145,6 +146,11 @@ FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
   if (failed(tiled))
     return failure();
   rewriter.replaceOp(op, tiled->replacements);
+  if (options.workgroups) {
+    auto forall = cast<scf::ForallOp>(tiled->loops.front().getOperation());
+    forall.setMappingAttr(
+        workgroupMapping(rewriter.getContext(), forall.getRank()));
+  }
 
   auto tile = cast<AttentionOp>(tiled->tiledOps.front());
   FailureOr<AttentionKeyLoop> keys = tileAttentionKeys(
@@ -165,7 +171,7 @@ struct MHATileAttentionPass final
     SmallVector<AttentionOp> ops;
     getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
-    TileOptions options{qTileSize, kvTileSize, decompose};
+    TileOptions options{qTileSize, kvTileSize, decompose, workgroups};
     for (AttentionOp op : ops)
       if (failed(tileAttention(rewriter, op, options)))
         return signalPassFailure();

@@ -78,3 +78,24 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// erf (GELU) has no GLSL instruction: a polynomial in SPIR-V arithmetic.
+
+// CHECK-LABEL: gpu.module @gelu
+// CHECK:         spirv.func @k
+// CHECK-NOT:       math.erf
+// CHECK:           spirv.GL.Fma
+// CHECK:         gpu.func @k(
+module attributes {gpu.container_module} {
+  gpu.module @gelu [#spirv.target_env<#spirv.vce<v1.0, [Shader], [SPV_KHR_storage_buffer_storage_class]>, #spirv.resource_limits<>>] {
+    gpu.func @k(%io: memref<8xf32>) kernel attributes {known_block_size = array<i32: 8, 1, 1>} {
+      %i = gpu.thread_id x
+      %x = memref.load %io[%i] : memref<8xf32>
+      %y = math.erf %x : f32
+      memref.store %y, %io[%i] : memref<8xf32>
+      gpu.return
+    }
+  }
+}

@@ -30,6 +30,38 @@ func.func @launch(%out: memref<?xf32>, %x: f32) {
 
 // -----
 
+// A loop mapped to workgroups keeps its dimensions of one iteration through
+// canonicalization: they take no grid dimension (their index is the lower
+// bound), the others take x and y in order; a loop of one iteration in all
+// is still a launch, of one workgroup; a loop of none launches nothing.
+
+// CHECK-LABEL: func.func @unit_dims
+// CHECK: gpu.launch blocks(%[[BX:[a-z0-9_]+]], %[[BY:[a-z0-9_]+]], %{{.*}}) in (%{{.*}} = %c2, %{{.*}} = %c3, %{{.*}} = %c1)
+// CHECK:   memref.store %{{.*}}, %{{.*}}[%[[BX]], %c0, %[[BY]]]
+// CHECK: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c1, %{{.*}} = %c1, %{{.*}} = %c1)
+// CHECK:   memref.store %{{.*}}, %{{.*}}[%c0, %c0, %c0]
+func.func @unit_dims(%out: memref<2x1x3xf32>, %x: f32) {
+  scf.forall (%a, %b, %c) in (2, 1, 3) {
+    memref.store %x, %out[%a, %b, %c] : memref<2x1x3xf32>
+  } {mapping = [#gpu.block<linear_dim_0>, #gpu.block<linear_dim_1>, #gpu.block<linear_dim_2>]}
+  scf.forall (%a, %b) in (1, 1) {
+    memref.store %x, %out[%a, %b, %b] : memref<2x1x3xf32>
+  } {mapping = [#gpu.block<linear_dim_0>, #gpu.block<linear_dim_1>]}
+  return
+}
+
+// CHECK-LABEL: func.func @empty
+// CHECK-NOT: gpu.launch
+// CHECK: return
+func.func @empty(%out: memref<2x0xf32>, %x: f32) {
+  scf.forall (%a, %b) in (2, 0) {
+    memref.store %x, %out[%a, %b] : memref<2x0xf32>
+  } {mapping = [#gpu.block<linear_dim_0>, #gpu.block<linear_dim_1>]}
+  return
+}
+
+// -----
+
 func.func @tensors(%t: tensor<8xf32>) -> tensor<8xf32> {
   // expected-error @below {{'scf.forall' op must be bufferized before GPU mapping}}
   %r = scf.forall (%i) in (8) shared_outs(%o = %t) -> (tensor<8xf32>) {
@@ -41,8 +73,9 @@ func.func @tensors(%t: tensor<8xf32>) -> tensor<8xf32> {
 
 // -----
 
+// Dimensions of one iteration do not count: four of 2 are one too many.
 func.func @four_dims(%out: memref<2x2x2x2xf32>) {
-  // expected-error @below {{'scf.forall' op has more than 3 dimensions for the grid}}
+  // expected-error @below {{'scf.forall' op has more than 3 dimensions of more than one iteration for the grid}}
   scf.forall (%a, %b, %c, %d) in (2, 2, 2, 2) {
   }
   return

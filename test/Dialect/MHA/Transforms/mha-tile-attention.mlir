@@ -1,4 +1,11 @@
 // RUN: mha-opt %s --split-input-file --mha-tile-attention="q-tile-size=64 kv-tile-size=32" --canonicalize --cse | FileCheck %s
+// RUN: mha-opt %s --split-input-file --mha-tile-attention="q-tile-size=64 kv-tile-size=32 workgroups=true" --canonicalize --cse | FileCheck %s --check-prefix=WORKGROUPS
+
+// workgroups=true (the GPU pipelines): the loop is mapped to workgroups, so
+// canonicalization keeps it whole, batch dimension of one iteration included.
+// WORKGROUPS-LABEL: func.func @causal_gqa_bool_mask
+// WORKGROUPS: scf.forall (%{{.+}}, %{{.+}}, %{{.+}}) = (0, 0, 0) to (1, 2, 256) step (1, 1, 64)
+// WORKGROUPS: } {mapping = [#gpu.block<linear_dim_0>, #gpu.block<linear_dim_1>, #gpu.block<linear_dim_2>]}
 
 // FlashAttention-2 structure: an scf.forall over (head, 64-query tile)
 // (batch 1 folds away), the tile's online form (f32 state fills), and the key

@@ -13,16 +13,20 @@
 // its initial value): one scf.forall over (batch, head, 32-row) tiles with
 // the bias broadcast fused in; the head dim stays whole; the reduction over
 // the embedding runs in steps of 32, each step's activation and weight
-// tiles copied into tile tensors (workgroup memory, later) first.
+// tiles copied into tile tensors (workgroup memory, later) first. The loop
+// is mapped to workgroups (#gpu.block), so canonicalization keeps it and its
+// dimension of one iteration (the head dim), which mha-map-forall-to-gpu
+// leaves out of the grid.
 
 // CHECK-LABEL: func.func @projection
-// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0) to (2, 4, 96) step (1, 1, 32)
+// CHECK: scf.forall (%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) = (0, 0, 0, 0) to (2, 4, 96, 16) step (1, 1, 32, 16)
 // CHECK:   %[[BIAS:.+]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<1x1x32x16xf32>)
 // CHECK:   scf.for %{{.*}} = %c0 to %c64 step %c32 iter_args(%[[ACC:.+]] = %[[BIAS]])
 // CHECK:     %[[A:.+]] = linalg.copy ins(%{{.*}} : tensor<1x32x32xf32>) outs(%{{.*}} : tensor<1x32x32xf32>)
 // CHECK:     %[[B:.+]] = linalg.copy ins(%{{.*}} : tensor<32x1x16xf32>) outs(%{{.*}} : tensor<32x1x16xf32>)
 // CHECK:     linalg.generic {{.*}} ins(%[[A]], %[[B]] : tensor<1x32x32xf32>, tensor<32x1x16xf32>) outs(%[[ACC]] : tensor<1x1x32x16xf32>)
 // CHECK: scf.forall.in_parallel
+// CHECK: } {mapping = [#gpu.block<linear_dim_0>, #gpu.block<linear_dim_1>, #gpu.block<linear_dim_2>, #gpu.block<linear_dim_3>]}
 // CHECK-NOT: linalg.generic
 func.func @projection(%x: tensor<2x96x64xf32>, %w: tensor<64x4x16xf32>, %b: tensor<4x16xf32>) -> tensor<2x4x96x16xf32> {
   %e = tensor.empty() : tensor<2x4x96x16xf32>
@@ -52,6 +56,7 @@ func.func @projection(%x: tensor<2x96x64xf32>, %w: tensor<64x4x16xf32>, %b: tens
 // CHECK: linalg.generic {{.*}} ins(%{{.*}} : tensor<8x8xi1>)
 // CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (96, 768) step (32, 64)
 // CHECK:   linalg.generic {{.*}} outs(%{{.*}} : tensor<32x64xf32>)
+// CHECK: } {mapping = [#gpu.block<linear_dim_0>, #gpu.block<linear_dim_1>]}
 func.func @wide_and_bool(%m: tensor<8x8xi1>, %x: tensor<96x768xf32>) -> (tensor<8x8xf32>, tensor<96x768xf32>) {
   %e = tensor.empty() : tensor<8x8xf32>
   %zero = arith.constant 0.0 : f32

@@ -109,8 +109,13 @@ def MHATileAttentionPass : Pass<"mha-tile-attention"> {
     Option<"decompose", "decompose", "bool", /*default=*/"true",
            "Decompose each key block into linalg; false leaves the "
            "mha.online_attention blocks for a later mha-attention-to-linalg">,
+    Option<"workgroups", "workgroups", "bool", /*default=*/"false",
+           "Mark the loop over tiles as a grid of GPU workgroups "
+           "(#gpu.block mapping), which canonicalization keeps even with "
+           "one iteration">,
   ];
   let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
     "::mlir::affine::AffineDialect",
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
@@ -724,6 +729,7 @@ def MHATileForWorkgroupsPass : Pass<"mha-tile-for-workgroups"> {
            "(0: no staging, each thread reads its inputs directly)">,
   ];
   let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
   ];

@@ -90,7 +90,16 @@ struct TileOptions {
   /// when false the blocks stay, for a later decomposition stage
   /// (mha-attention-to-linalg) after other transformations of the loops.
   bool decompose = true;
+  /// Mark the loop over tiles as a grid of GPU workgroups (a
+  /// `#gpu.block<linear_dim_i>` mapping per dimension): canonicalization keeps
+  /// a mapped loop even when it has one iteration, where it would fold an
+  /// unmapped one into its body and leave no kernel to launch.
+  bool workgroups = false;
 };
+
+/// The mapping that marks an scf.forall of `rank` dimensions as a grid of
+/// GPU workgroups: `#gpu.block<linear_dim_i>` for dimension i.
+ArrayAttr workgroupMapping(MLIRContext *context, unsigned rank);
 
 /// Replaces `op` by its online form (its AggregatedOpInterface
 /// decomposition): f32 fills of the softmax state, one mha.online_attention
