@@ -448,8 +448,8 @@ def MHAApproximateExpPass : Pass<"mha-approximate-exp"> {
     times 2^n built from exponent bits. 15 vector ops where upstream's
     approximation (`populateMathPolynomialApproximationPatterns`, also f32
     only) takes 22; an exp of another element type is left as it is (a
-    libm call); the softmax's `exp` was 10-12 % of core
-    attention's time on an AVX2 host. Within 2 ulp of the exact value on
+    libm call); the softmax's `exp` is a visible share of core
+    attention's time (docs/Performance.md). Within 2 ulp of the exact value on
     [-87, 88.72] (test/Integration/CPU/exp-approximation.test); -inf and
     inputs below -87 (results under 1.7e-38) give exactly 0, which masked
     scores rely on; inputs above 88.72 give inf; NaN gives NaN.
@@ -480,13 +480,12 @@ def MHADynamicScheduleOpenMPPass : Pass<"mha-dynamic-schedule-openmp"> {
     work grows with its index, and taking the largest first leaves the small
     ones to even out the threads' finishing times at the end (longest
     processing time first). In the natural order the largest tile comes last
-    and one thread works on it alone: GPT-2 causal S=1024 (8 query tiles, 2
-    threads) spent ~5 % of the query loop's time waiting at its end (median
-    66.7 → 61.4 ms reversed). `reverse` reverses every loop, the ones of
-    equal work too; that is off by default: the once-per-call weight packs
-    then read their rows in descending blocks, and BERT-base S=128 measured
-    7-18 % slower in median calls with it (three interleaved A/B runs on an
-    AVX2 host). `mha-lower-to-cpu` runs this pass after
+    and one thread works on it alone while the others wait (GPT-2 causal
+    S=1024 on 2 threads was measurably faster reversed). `reverse` reverses
+    every loop, the ones of equal work too; that is off by default: the
+    once-per-call weight packs then read their rows in descending blocks,
+    which measured slower on BERT-base S=128 (interleaved A/B runs).
+    `mha-lower-to-cpu` runs this pass after
     `convert-scf-to-openmp`, while the key loops are still `scf.for`.
   }];
   let options = [
@@ -571,9 +570,9 @@ def MHAStridedCopiesToLoopsPass : Pass<"mha-strided-copies-to-loops"> {
     their descriptors' sizes and strides. This pass rewrites each such copy
     into a `linalg.copy` of the same memrefs, which `convert-linalg-to-loops`
     turns into loops of loads and stores whose innermost (unit-stride) loop
-    LLVM vectorizes. GPT-2 causal with a dynamic sequence length (S=1000):
-    `memrefCopy` took 29 % of the layer's time on one thread, copying the
-    key blocks on the diagonal, which are padded op by op. Copies between
+    LLVM vectorizes. With GPT-2 causal at a dynamic sequence length,
+    `memrefCopy` took a large share of the layer's time on one thread,
+    copying the key blocks on the diagonal, which are padded op by op. Copies between
     contiguous memrefs stay as they are (`llvm.memcpy`). `mha-lower-to-cpu`
     and `mha-lower-to-loops` run it after bufferization.
   }];
