@@ -1,9 +1,10 @@
 //===- MHAOps.cpp - MHA dialect ops -----------------------------*- C++ -*-===//
 //
-// Verifiers and interface implementations of the `mha` ops. Each verifier
-// rule enforces a line of the contract in docs/Semantics.md; each message
-// names the operand and the dimension, with the expected and found values, so
-// that a user can fix the IR without reading this file.
+// Verifiers and accessors of the `mha` ops (their TilingInterface is in
+// TilingInterfaceImpl.cpp). Each verifier rule enforces a line of the
+// contract in docs/Semantics.md; each message names the operand and the
+// dimension, with the expected and found values, so that a user can fix the
+// IR without reading this file.
 //
 //===----------------------------------------------------------------------===//
 
@@ -556,132 +557,6 @@ LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
   return success();
 }
 
-/// The operands of an attention op sliced to a block of its scores.
-struct AttentionTile {
-  Value query, key, value, mask, causalOffset;
-  SmallVector<Operation *> slices;
-};
-
-/// Slices query, key, value and mask of an attention op to the block of
-/// scores `offsets` / `sizes` over (B, H, Sq, Sk), and moves the causal
-/// diagonal into the block's coordinates: query i0 + i sees key j0 + j iff
-/// j <= i + (causalOffset + i0 - j0). A tile of query heads reads the
-/// key/value heads of its groups; head tiles that neither divide nor are a
-/// multiple of the group size are rejected.
-FailureOr<AttentionTile>
-sliceAttentionOperands(OpBuilder &b, Operation *op, Value query, Value key,
-                       bool keyTransposed, Value value, Value mask,
-                       Value causalOffset,
-                       ArrayRef<OpFoldResult> offsets,
-                       ArrayRef<OpFoldResult> sizes) {
-  Location loc = op->getLoc();
-  int64_t numHeads = cast<ShapedType>(query.getType()).getDimSize(1);
-  int64_t numKvHeads = cast<ShapedType>(key.getType()).getDimSize(1);
-  int64_t group = numHeads / numKvHeads;
-  OpFoldResult zero = b.getIndexAttr(0);
-
-  // Key/value heads of the query-head tile [h0, h0 + hs).
-  OpFoldResult kvOffset = zero, kvSize = b.getIndexAttr(numKvHeads);
-  std::optional<int64_t> headTile = getConstantIntValue(sizes[kHeads]);
-  if (!headTile || *headTile != numHeads) {
-    if (!headTile || (*headTile % group != 0 && group % *headTile != 0))
-      return op->emitOpError()
-             << "cannot tile " << numHeads << " query heads over "
-             << numKvHeads
-             << " key/value heads with a head tile size that neither divides "
-                "nor is a multiple of the group size "
-             << group;
-    AffineExpr h0;
-    bindDims(b.getContext(), h0);
-    kvOffset = affine::makeComposedFoldedAffineApply(b, loc, h0.floorDiv(group),
-                                                     {offsets[kHeads]});
-    kvSize = b.getIndexAttr(std::max<int64_t>(*headTile / group, 1));
-  }
-
-  AttentionTile tile;
-  auto slice = [&](Value source, ArrayRef<OpFoldResult> sliceOffsets,
-                   ArrayRef<OpFoldResult> sliceSizes) -> Value {
-    SmallVector<OpFoldResult> strides(sliceOffsets.size(), b.getIndexAttr(1));
-    auto op = tensor::ExtractSliceOp::create(b, loc, source, sliceOffsets,
-                                             sliceSizes, strides);
-    tile.slices.push_back(op);
-    return op;
-  };
-  auto dimOf = [&](Value v, int64_t d) {
-    return tensor::getMixedSize(b, loc, v, d);
-  };
-  tile.query = slice(query,
-                     {offsets[kBatch], offsets[kHeads], offsets[kQueries], zero},
-                     {sizes[kBatch], sizes[kHeads], sizes[kQueries],
-                      dimOf(query, 3)});
-  unsigned keySeq = getKeySeqDim(keyTransposed),
-           keyChannel = getKeyChannelDim(keyTransposed);
-  SmallVector<OpFoldResult> keyOffsets = {offsets[kBatch], kvOffset, zero,
-                                          zero};
-  SmallVector<OpFoldResult> keySizes = {sizes[kBatch], kvSize, {}, {}};
-  keyOffsets[keySeq] = offsets[kKeys];
-  keySizes[keySeq] = sizes[kKeys];
-  keySizes[keyChannel] = dimOf(key, keyChannel);
-  tile.key = slice(key, keyOffsets, keySizes);
-  tile.value = slice(value, {offsets[kBatch], kvOffset, offsets[kKeys], zero},
-                     {sizes[kBatch], kvSize, sizes[kKeys], dimOf(value, 3)});
-  if (mask) {
-    tile.mask = sliceMaskForTile(b, loc, mask, offsets, sizes);
-    tile.slices.push_back(tile.mask.getDefiningOp());
-  }
-  if (causalOffset) {
-    AffineExpr off, i0, j0;
-    bindSymbols(b.getContext(), off, i0, j0);
-    tile.causalOffset = getValueOrCreateConstantIndexOp(
-        b, loc,
-        affine::makeComposedFoldedAffineApply(
-            b, loc, off + i0 - j0,
-            {causalOffset, offsets[kQueries], offsets[kKeys]}));
-  }
-  return tile;
-}
-
-/// A [B, H, Sq] or [B, H, Sq, dv] destination sliced to a block of queries.
-Value sliceOut(OpBuilder &b, Location loc, Value out,
-               ArrayRef<OpFoldResult> offsets, ArrayRef<OpFoldResult> sizes,
-               SmallVector<Operation *> &slices) {
-  auto type = cast<ShapedType>(out.getType());
-  SmallVector<OpFoldResult> outOffsets(offsets.take_front(3));
-  SmallVector<OpFoldResult> outSizes(sizes.take_front(3));
-  if (type.getRank() == 4) {
-    outOffsets.push_back(b.getIndexAttr(0));
-    outSizes.push_back(b.getIndexAttr(type.getDimSize(3)));
-  }
-  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-  auto slice =
-      tensor::ExtractSliceOp::create(b, loc, out, outOffsets, outSizes, strides);
-  slices.push_back(slice);
-  return slice;
-}
-
-/// The position of the [B, H, Sq(, dv)] result tile of a tile of the
-/// iteration domain.
-void getOutTilePosition(OpBuilder &b, ShapedType resultType,
-                        ArrayRef<OpFoldResult> offsets,
-                        ArrayRef<OpFoldResult> sizes,
-                        SmallVector<OpFoldResult> &resultOffsets,
-                        SmallVector<OpFoldResult> &resultSizes) {
-  resultOffsets.assign(offsets.begin(), offsets.begin() + 3);
-  resultSizes.assign(sizes.begin(), sizes.begin() + 3);
-  if (resultType.getRank() == 4) {
-    resultOffsets.push_back(b.getIndexAttr(0));
-    resultSizes.push_back(b.getIndexAttr(resultType.getDimSize(3)));
-  }
-}
-
-/// Whether a result tile covers the whole head dim (the ops compute it whole).
-bool coversHeadDim(ShapedType resultType, ArrayRef<OpFoldResult> offsets,
-                   ArrayRef<OpFoldResult> sizes) {
-  return resultType.getRank() != 4 ||
-         (isConstantIntValue(offsets[3], 0) &&
-          isConstantIntValue(sizes[3], resultType.getDimSize(3)));
-}
-
 /// `scale`, or 1/sqrt(dk) of `query` [B, H, Sq, dk].
 double scaleOrDefault(std::optional<APFloat> scale, Value query) {
   if (scale)
@@ -699,29 +574,6 @@ Value causalOffsetOrDefault(OpBuilder &b, Location loc, Value offset,
       b, loc,
       getDefaultCausalOffset(b, loc, tensor::getMixedSize(b, loc, query, 2),
                              tensor::getMixedSize(b, loc, key, keySeqDim)));
-}
-
-/// The (B, H, Sq) loops of the attention ops' iteration domains.
-SmallVector<Range> getQueryDomain(OpBuilder &b, Location loc, Value query) {
-  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  SmallVector<Range> domain;
-  for (int64_t d = 0; d < 3; ++d)
-    domain.push_back({zero, tensor::getMixedSize(b, loc, query, d), one});
-  return domain;
-}
-
-/// TilingInterface::generateResultTileValue of the attention ops: the tile of
-/// the iteration domain that produces the result tile, then that tile.
-template <typename OpTy>
-FailureOr<TilingResult> generateResultTile(OpTy op, OpBuilder &b,
-                                           unsigned resultNumber,
-                                           ArrayRef<OpFoldResult> offsets,
-                                           ArrayRef<OpFoldResult> sizes) {
-  SmallVector<OpFoldResult> domainOffsets, domainSizes;
-  if (failed(op.getIterationDomainTileFromResultTile(
-          b, resultNumber, offsets, sizes, domainOffsets, domainSizes)))
-    return failure();
-  return op.getTiledImplementation(b, domainOffsets, domainSizes);
 }
 
 } // namespace
@@ -801,75 +653,6 @@ LogicalResult AttentionOp::reifyResultShapes(
   return success();
 }
 
-// TilingInterface: the loops are (B, H, Sq), all parallel. Keys are a
-// reduction only in the online form (mha.online_attention), whose state
-// makes them tileable; here a tile reads every key.
-
-SmallVector<utils::IteratorType> AttentionOp::getLoopIteratorTypes() {
-  return SmallVector<utils::IteratorType>(3, utils::IteratorType::parallel);
-}
-
-SmallVector<Range> AttentionOp::getIterationDomain(OpBuilder &b) {
-  return getQueryDomain(b, getLoc(), getQuery());
-}
-
-LogicalResult AttentionOp::getResultTilePosition(
-    OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
-    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
-    SmallVector<OpFoldResult> &resultSizes) {
-  getOutTilePosition(b, getType(), offsets, sizes, resultOffsets, resultSizes);
-  return success();
-}
-
-FailureOr<TilingResult>
-AttentionOp::getTiledImplementation(OpBuilder &b,
-                                    ArrayRef<OpFoldResult> offsets,
-                                    ArrayRef<OpFoldResult> sizes) {
-  Location loc = getLoc();
-  // All keys: the block of scores is [offsets, sizes] x [0, Sk).
-  SmallVector<OpFoldResult> scoreOffsets(offsets), scoreSizes(sizes);
-  scoreOffsets.push_back(b.getIndexAttr(0));
-  scoreSizes.push_back(tensor::getMixedSize(b, loc, getKey(), getKeySeqDim()));
-  FailureOr<AttentionTile> tile = sliceAttentionOperands(
-      b, getOperation(), getQuery(), getKey(), getKeyTransposed(), getValue(),
-      getMask(),
-      getCausal() ? getCausalOffsetOrDefault(b) : Value(), scoreOffsets,
-      scoreSizes);
-  if (failed(tile))
-    return failure();
-  Value init = sliceOut(b, loc, getInit(), offsets, sizes, tile->slices);
-  auto tiled = AttentionOp::create(b, loc, init.getType(), tile->query,
-                                   tile->key, tile->value, tile->mask,
-                                   tile->causalOffset, init, getScaleAttr(),
-                                   getCausalAttr(), getKeyTransposedAttr());
-  return TilingResult{{tiled}, {tiled.getResult()}, tile->slices};
-}
-
-LogicalResult AttentionOp::getIterationDomainTileFromResultTile(
-    OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
-    ArrayRef<OpFoldResult> sizes,
-    SmallVectorImpl<OpFoldResult> &iterDomainOffsets,
-    SmallVectorImpl<OpFoldResult> &iterDomainSizes) {
-  if (!coversHeadDim(getType(), offsets, sizes))
-    return failure();
-  iterDomainOffsets.assign(offsets.begin(), offsets.begin() + 3);
-  iterDomainSizes.assign(sizes.begin(), sizes.begin() + 3);
-  return success();
-}
-
-FailureOr<TilingResult>
-AttentionOp::generateResultTileValue(OpBuilder &b, unsigned resultNumber,
-                                     ArrayRef<OpFoldResult> offsets,
-                                     ArrayRef<OpFoldResult> sizes) {
-  return generateResultTile(*this, b, resultNumber, offsets, sizes);
-}
-
-bool AttentionOp::isOpFusableWithConsumerSlice(unsigned resultNumber,
-                                               ArrayRef<OpFoldResult> offsets,
-                                               ArrayRef<OpFoldResult> sizes) {
-  return coversHeadDim(getType(), offsets, sizes);
-}
-
 //===----------------------------------------------------------------------===//
 // OnlineAttentionOp
 //===----------------------------------------------------------------------===//
@@ -910,101 +693,3 @@ LogicalResult OnlineAttentionOp::reifyResultShapes(
         tensor::getMixedSizes(builder, getLoc(), init));
   return success();
 }
-
-// TilingInterface: (B, H, Sq) parallel, Sk a reduction that carries the
-// softmax state. With `causal`, the key range ends at the last key the last
-// query row sees, so that tiling keys never creates a block wholly above the
-// diagonal.
-
-SmallVector<utils::IteratorType> OnlineAttentionOp::getLoopIteratorTypes() {
-  SmallVector<utils::IteratorType> types(3, utils::IteratorType::parallel);
-  types.push_back(utils::IteratorType::reduction);
-  return types;
-}
-
-SmallVector<Range> OnlineAttentionOp::getIterationDomain(OpBuilder &b) {
-  Location loc = getLoc();
-  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  SmallVector<Range> domain = getQueryDomain(b, loc, getQuery());
-  OpFoldResult sk = tensor::getMixedSize(b, loc, getKey(), getKeySeqDim());
-  if (getCausal()) {
-    // min(Sk, max(0, Sq + causal_offset)): keys after that are invisible to
-    // every row.
-    AffineExpr sq, off;
-    bindSymbols(b.getContext(), sq, off);
-    OpFoldResult lastRowEnd = affine::makeComposedFoldedAffineMax(
-        b, loc, AffineMap::get(0, 2, {sq + off, getAffineConstantExpr(0, b.getContext())}, b.getContext()),
-        {domain[kQueries].size, getCausalOffsetOrDefault(b)});
-    AffineExpr s0, s1;
-    bindSymbols(b.getContext(), s0, s1);
-    sk = affine::makeComposedFoldedAffineMin(
-        b, loc, AffineMap::get(0, 2, {s0, s1}, b.getContext()),
-        {sk, lastRowEnd});
-  }
-  domain.push_back({zero, sk, one});
-  return domain;
-}
-
-LogicalResult OnlineAttentionOp::getResultTilePosition(
-    OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
-    ArrayRef<OpFoldResult> sizes, SmallVector<OpFoldResult> &resultOffsets,
-    SmallVector<OpFoldResult> &resultSizes) {
-  getOutTilePosition(b, cast<ShapedType>(getResult(resultNumber).getType()),
-                     offsets, sizes, resultOffsets, resultSizes);
-  return success();
-}
-
-FailureOr<TilingResult>
-OnlineAttentionOp::getTiledImplementation(OpBuilder &b,
-                                          ArrayRef<OpFoldResult> offsets,
-                                          ArrayRef<OpFoldResult> sizes) {
-  Location loc = getLoc();
-  FailureOr<AttentionTile> tile = sliceAttentionOperands(
-      b, getOperation(), getQuery(), getKey(), getKeyTransposed(), getValue(),
-      getMask(), getCausal() ? getCausalOffsetOrDefault(b) : Value(), offsets,
-      sizes);
-  if (failed(tile))
-    return failure();
-  SmallVector<Value> inits;
-  for (Value init : getDpsInits())
-    inits.push_back(sliceOut(b, loc, init, offsets, sizes, tile->slices));
-  auto tiled = OnlineAttentionOp::create(
-      b, loc, TypeRange(ValueRange(inits)), tile->query, tile->key,
-      tile->value, tile->mask, tile->causalOffset, inits[0], inits[1],
-      inits[2], getScaleAttr(), getCausalAttr(), getKeyTransposedAttr());
-  return TilingResult{
-      {tiled}, SmallVector<Value>(tiled->getResults()), tile->slices};
-}
-
-LogicalResult OnlineAttentionOp::getIterationDomainTileFromResultTile(
-    OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
-    ArrayRef<OpFoldResult> sizes,
-    SmallVectorImpl<OpFoldResult> &iterDomainOffsets,
-    SmallVectorImpl<OpFoldResult> &iterDomainSizes) {
-  if (!coversHeadDim(cast<ShapedType>(getResult(resultNumber).getType()),
-                     offsets, sizes))
-    return failure();
-  // A tile of the state needs every key of the domain.
-  Range keys = getIterationDomain(b)[kKeys];
-  iterDomainOffsets.assign(offsets.begin(), offsets.begin() + 3);
-  iterDomainSizes.assign(sizes.begin(), sizes.begin() + 3);
-  iterDomainOffsets.push_back(keys.offset);
-  iterDomainSizes.push_back(keys.size);
-  return success();
-}
-
-FailureOr<TilingResult> OnlineAttentionOp::generateResultTileValue(
-    OpBuilder &b, unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
-    ArrayRef<OpFoldResult> sizes) {
-  return generateResultTile(*this, b, resultNumber, offsets, sizes);
-}
-
-bool OnlineAttentionOp::isOpFusableWithConsumerSlice(
-    unsigned resultNumber, ArrayRef<OpFoldResult> offsets,
-    ArrayRef<OpFoldResult> sizes) {
-  return coversHeadDim(cast<ShapedType>(getResult(resultNumber).getType()),
-                       offsets, sizes);
-}
-
-#define GET_OP_CLASSES
-#include "mha/Dialect/MHA/IR/MHAOps.cpp.inc"
