@@ -414,6 +414,23 @@ double mha::getDefaultScale(int64_t dk) {
   return 1.0 / std::sqrt(static_cast<double>(dk));
 }
 
+double mha::getScaleOrDefault(std::optional<APFloat> scale, Value query) {
+  if (scale)
+    return scale->convertToDouble();
+  return getDefaultScale(cast<ShapedType>(query.getType()).getDimSize(3));
+}
+
+Value mha::getCausalOffsetOrDefault(OpBuilder &b, Location loc, Value offset,
+                                    Value query, Value key,
+                                    int64_t keySeqDim) {
+  if (offset)
+    return offset;
+  return getValueOrCreateConstantIndexOp(
+      b, loc,
+      getDefaultCausalOffset(b, loc, tensor::getMixedSize(b, loc, query, 2),
+                             tensor::getMixedSize(b, loc, key, keySeqDim)));
+}
+
 Value mha::sliceMaskForTile(OpBuilder &b, Location loc, Value mask,
                             ArrayRef<OpFoldResult> offsets,
                             ArrayRef<OpFoldResult> sizes) {
@@ -557,25 +574,6 @@ LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
   return success();
 }
 
-/// `scale`, or 1/sqrt(dk) of `query` [B, H, Sq, dk].
-double scaleOrDefault(std::optional<APFloat> scale, Value query) {
-  if (scale)
-    return scale->convertToDouble();
-  return getDefaultScale(cast<ShapedType>(query.getType()).getDimSize(3));
-}
-
-/// `offset`, or the default causal diagonal Sk - Sq of `query` [B, H, Sq, dk]
-/// and `key` whose dim `keySeqDim` is Sk.
-Value causalOffsetOrDefault(OpBuilder &b, Location loc, Value offset,
-                            Value query, Value key, int64_t keySeqDim) {
-  if (offset)
-    return offset;
-  return getValueOrCreateConstantIndexOp(
-      b, loc,
-      getDefaultCausalOffset(b, loc, tensor::getMixedSize(b, loc, query, 2),
-                             tensor::getMixedSize(b, loc, key, keySeqDim)));
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -591,15 +589,6 @@ static LogicalResult verifyResultIsInit(Operation *op, Value result,
                            << init.getType() << ", found " << result.getType();
 }
 
-double AttentionOp::getScaleOrDefault() {
-  return scaleOrDefault(getScale(), getQuery());
-}
-
-Value AttentionOp::getCausalOffsetOrDefault(OpBuilder &builder) {
-  return causalOffsetOrDefault(builder, getLoc(), getCausalOffset(),
-                               getQuery(), getKey(), getKeySeqDim());
-}
-
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(
           getOperation(), getQuery(), getKey(), getKeyTransposed(),
@@ -608,15 +597,6 @@ LogicalResult AttentionOp::verify() {
           /*outsHaveQueryType=*/true)))
     return failure();
   return verifyResultIsInit(getOperation(), getResult(), getInit());
-}
-
-double AttentionWeightsOp::getScaleOrDefault() {
-  return scaleOrDefault(getScale(), getQuery());
-}
-
-Value AttentionWeightsOp::getCausalOffsetOrDefault(OpBuilder &builder) {
-  return causalOffsetOrDefault(builder, getLoc(), getCausalOffset(),
-                               getQuery(), getKey(), getKeySeqDim());
 }
 
 LogicalResult AttentionWeightsOp::verify() {
@@ -656,15 +636,6 @@ LogicalResult AttentionOp::reifyResultShapes(
 //===----------------------------------------------------------------------===//
 // OnlineAttentionOp
 //===----------------------------------------------------------------------===//
-
-double OnlineAttentionOp::getScaleOrDefault() {
-  return scaleOrDefault(getScale(), getQuery());
-}
-
-Value OnlineAttentionOp::getCausalOffsetOrDefault(OpBuilder &builder) {
-  return causalOffsetOrDefault(builder, getLoc(), getCausalOffset(),
-                               getQuery(), getKey(), getKeySeqDim());
-}
 
 LogicalResult OnlineAttentionOp::verify() {
   if (failed(verifyAttentionOperands(

@@ -30,6 +30,16 @@ inline unsigned getKeyChannelDim(bool keyTransposed) {
   return keyTransposed ? 2 : 3;
 }
 
+/// `scale`, or 1/sqrt(dk) of `query` [B, H, Sq, dk] (the attention ops'
+/// getScaleOrDefault).
+double getScaleOrDefault(std::optional<APFloat> scale, Value query);
+
+/// `offset`, or the default causal diagonal Sk - Sq of `query` [B, H, Sq, dk]
+/// and `key` whose dim `keySeqDim` is Sk, built at the builder's insertion
+/// point (the attention ops' getCausalOffsetOrDefault).
+Value getCausalOffsetOrDefault(OpBuilder &b, Location loc, Value offset,
+                               Value query, Value key, int64_t keySeqDim);
+
 } // namespace mlir::mha
 
 #define GET_OP_CLASSES

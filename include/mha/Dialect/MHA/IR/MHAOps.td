@@ -17,6 +17,28 @@ include "mlir/Interfaces/SideEffectInterfaces.td"
 include "mlir/Interfaces/TilingInterface.td"
 include "mlir/Dialect/Linalg/IR/LinalgInterfaces.td"
 
+// The accessors mha.attention, mha.attention_weights and
+// mha.online_attention share (their operands query, key, optional scale and
+// causal_offset, and the key_transposed flag have the same names and
+// meaning), declared and defined once.
+defvar MHA_AttentionAccessors = [{
+    /// `scale`, or `1/sqrt(dk)` if absent.
+    double getScaleOrDefault() {
+      return mha::getScaleOrDefault(getScale(), getQuery());
+    }
+
+    /// The causal diagonal: `causal_offset`, or `Sk - Sq` built at the
+    /// builder's insertion point. Only meaningful for causal ops.
+    Value getCausalOffsetOrDefault(OpBuilder &builder) {
+      return mha::getCausalOffsetOrDefault(builder, getLoc(),
+                                           getCausalOffset(), getQuery(),
+                                           getKey(), getKeySeqDim());
+    }
+
+    /// The key's sequence (Sk) dim: 2, or 3 with `key_transposed`.
+    int64_t getKeySeqDim() { return mha::getKeySeqDim(getKeyTransposed()); }
+}];
+
 //===----------------------------------------------------------------------===//
 // MultiHeadAttentionOp
 //===----------------------------------------------------------------------===//
@@ -213,17 +235,7 @@ def MHA_AttentionOp : MHA_Op<"attention", [
     attr-dict `->` type($result)
   }];
 
-  let extraClassDeclaration = [{
-    /// `scale`, or `1/sqrt(dk)` if absent.
-    double getScaleOrDefault();
-
-    /// The causal diagonal: `causal_offset`, or `Sk - Sq` built at the
-    /// builder's insertion point. Only meaningful for causal ops.
-    Value getCausalOffsetOrDefault(OpBuilder &builder);
-
-    /// The key's sequence (Sk) dim: 2, or 3 with `key_transposed`.
-    int64_t getKeySeqDim() { return mha::getKeySeqDim(getKeyTransposed()); }
-
+  let extraClassDeclaration = MHA_AttentionAccessors # [{
     // DestinationStyleOpInterface: `init` is the only destination.
     MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
   }];
@@ -282,13 +294,8 @@ def MHA_AttentionWeightsOp : MHA_Op<"attention_weights", [
     attr-dict `->` type($result)
   }];
 
-  let extraClassDeclaration = [{
-    /// `scale`, or `1/sqrt(dk)` if absent.
-    double getScaleOrDefault();
-    /// `causal_offset`, or `Sk - Sq` if absent.
-    Value getCausalOffsetOrDefault(OpBuilder &b);
-    /// The key's sequence (Sk) dim: 2, or 3 with `key_transposed`.
-    int64_t getKeySeqDim() { return mha::getKeySeqDim(getKeyTransposed()); }
+  let extraClassDeclaration = MHA_AttentionAccessors # [{
+    // DestinationStyleOpInterface: `init` is the only destination.
     MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
   }];
 
@@ -391,17 +398,7 @@ def MHA_OnlineAttentionOp : MHA_Op<"online_attention", [
     attr-dict `->` type($result_acc) `,` type($result_max) `,` type($result_sum)
   }];
 
-  let extraClassDeclaration = [{
-    /// `scale`, or `1/sqrt(dk)` if absent.
-    double getScaleOrDefault();
-
-    /// The causal diagonal: `causal_offset`, or `Sk - Sq` built at the
-    /// builder's insertion point. Only meaningful for causal ops.
-    Value getCausalOffsetOrDefault(OpBuilder &builder);
-
-    /// The key's sequence (Sk) dim: 2, or 3 with `key_transposed`.
-    int64_t getKeySeqDim() { return mha::getKeySeqDim(getKeyTransposed()); }
-
+  let extraClassDeclaration = MHA_AttentionAccessors # [{
     // DestinationStyleOpInterface: `acc`, `max` and `sum`.
     MutableOperandRange getDpsInitsMutable() {
       return MutableOperandRange(getOperation(),
