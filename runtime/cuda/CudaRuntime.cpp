@@ -20,6 +20,17 @@
 // toolkit is (cuda.h, the driver's stub library); needs the NVIDIA driver
 // (libcuda.so.1) at run time.
 //
+// Provenance: the mgpu* interface is upstream MLIR's
+// (mlir/lib/ExecutionEngine/CudaRuntimeWrappers.cpp, the functions the
+// `gpu-to-llvm` host code calls); this file implements the subset our
+// pipelines use, written here rather than copied. Where it differs: an
+// error aborts with the failing driver call named (upstream prints it and
+// goes on), except unloading a module after the driver's teardown
+// (CUDA_ERROR_DEINITIALIZED, from a global destructor at exit), which is
+// harmless and ignored; the device is chosen by $MHA_CUDA_DEVICE (upstream:
+// mgpuSetDefaultDevice); none of upstream's cuSPARSE, cuBLAS or tensor-map
+// entry points.
+//
 //===----------------------------------------------------------------------===//
 
 #include <cuda.h>

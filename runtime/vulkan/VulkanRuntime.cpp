@@ -21,6 +21,20 @@
 // contains $MHA_VULKAN_DEVICE (or whose index it is). Errors are fatal: the
 // message names the Vulkan call and its VkResult, then the process aborts.
 //
+// Provenance: the mgpu* interface and its calling convention (argument i
+// of a launch is descriptor set 0, binding i, from (pointer, size) pairs)
+// are upstream MLIR's (mlir/lib/ExecutionEngine/VulkanRuntimeWrappers.cpp
+// over VulkanRuntime.cpp, which mlir-runner's Vulkan tests use); this file
+// is our own, smaller implementation of that interface, not a copy. Where
+// it differs: upstream builds the whole runtime (instance, device,
+// pipeline) again for every launch and only prints "runOnVulkan failed" on
+// an error; here the device lives as long as the process, each kernel's
+// pipeline is built once, a buffer is copied back only when the kernel
+// changed it (an input may sit in read-only memory), the device can be
+// chosen by name or index, a module's f16 capabilities are checked against
+// the device before the driver sees them, and every error aborts with the
+// failing call named.
+//
 //===----------------------------------------------------------------------===//
 
 #include <vulkan/vulkan.h>
