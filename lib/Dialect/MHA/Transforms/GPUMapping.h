@@ -1,0 +1,43 @@
+//===- GPUMapping.h - helpers the GPU mapping steps share --------*- C++
+//-*-===//
+//
+// Internal to lib/Dialect/MHA/Transforms: what the GPU mapping's steps
+// (DistributeToThreads.cpp, MapForallToGPU.cpp, TileForWorkgroups.cpp,
+// StageKernelBuffers.cpp) share.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHA_LIB_DIALECT_MHA_TRANSFORMS_GPUMAPPING_H
+#define MHA_LIB_DIALECT_MHA_TRANSFORMS_GPUMAPPING_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/PatternMatch.h"
+
+namespace mlir::mha::detail {
+
+/// The scf.forall ops not nested in another scf.forall.
+SmallVector<scf::ForallOp> topLevelForalls(Operation *root);
+
+/// `input` of `op` replaced by a copy of it into a new tile tensor (made
+/// right before `op`; workgroup memory once distributeToThreads allocates
+/// it), which the threads then share.
+void stageInput(RewriterBase &rewriter, linalg::LinalgOp op, OpOperand *input);
+
+/// `op` tiled into an scf.forall over GPU threads along its first parallel
+/// loop (not of size 1): ceil(n / threads) iterations per thread. On tensors
+/// or buffers; `op` is replaced.
+LogicalResult distributeOp(RewriterBase &rewriter, linalg::LinalgOp op,
+                           int64_t threads);
+
+/// Where the buffer an allocation made is used, views included.
+struct BufferUses {
+  bool host = false;    // read or written by host code
+  bool escapes = false; // returned, or given to something unknown
+};
+
+BufferUses classifyUses(Value buffer);
+
+} // namespace mlir::mha::detail
+
+#endif // MHA_LIB_DIALECT_MHA_TRANSFORMS_GPUMAPPING_H

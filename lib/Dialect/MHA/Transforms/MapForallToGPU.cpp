@@ -1,0 +1,276 @@
+//===- MapForallToGPU.cpp - workgroup tiles on buffers as gpu.launch ------===//
+//
+// On buffers: each top-level scf.forall becomes a gpu.launch with one
+// workgroup per iteration (grid sizes computed at run time from the loop
+// bounds), and upstream's mapNestedForallToThreadsImpl maps the thread
+// loops inside it, with a barrier after each; workgroup allocations become
+// the launch's workgroup attributions (mha-map-forall-to-gpu).
+//
+//===----------------------------------------------------------------------===//
+
+#include "GPUMapping.h"
+
+#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Dialect/MHA/Transforms/Transforms.h"
+
+#include "mlir/Dialect/Affine/IR/AffineOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/TransformOps/GPUTransformOps.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+
+namespace mlir::mha {
+#define GEN_PASS_DEF_MHAMAPFORALLTOGPUPASS
+#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+} // namespace mlir::mha
+
+using namespace mlir;
+using namespace mlir::mha::detail;
+
+/// The workgroup-memory allocations in `launch`'s body as workgroup
+/// attributions of the launch: the GPU dialect's form of memory that lives
+/// as long as the workgroup, which every target lowers (NVVM turns a
+/// `memref.alloc` in a kernel into a per-thread malloc instead). An
+/// allocation inside a loop of the kernel is one buffer reused by every
+/// iteration, as a workgroup variable would be.
+static LogicalResult allocsToWorkgroupAttributions(RewriterBase &rewriter,
+                                                   gpu::LaunchOp launch) {
+  SmallVector<memref::AllocOp> allocs;
+  launch.getBody().walk([&](memref::AllocOp alloc) {
+    auto space = dyn_cast_if_present<gpu::AddressSpaceAttr>(
+        alloc.getType().getMemorySpace());
+    if (space && space.getValue() == gpu::AddressSpace::Workgroup)
+      allocs.push_back(alloc);
+  });
+  for (memref::AllocOp alloc : allocs) {
+    if (!alloc.getType().hasStaticShape())
+      return alloc.emitOpError()
+             << "allocates workgroup memory of dynamic size "
+             << alloc.getType() << "; workgroup memory has static sizes";
+    BlockArgument buffer =
+        launch.addWorkgroupAttribution(alloc.getType(), alloc.getLoc());
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (isa<memref::DeallocOp>(user))
+        rewriter.eraseOp(user);
+    rewriter.replaceOp(alloc, buffer);
+  }
+  return success();
+}
+
+BufferUses mha::detail::classifyUses(Value buffer) {
+  BufferUses uses;
+  SmallVector<Value> worklist = {buffer};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (user->getParentOfType<gpu::LaunchOp>())
+        continue; // A kernel's use.
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user);
+          view && view.getViewSource() == value) {
+        worklist.push_back(view.getViewDest());
+        continue;
+      }
+      if (isa<memref::DeallocOp>(user))
+        continue;
+      if (isa<func::ReturnOp, CallOpInterface>(user) ||
+          !isa<MemoryEffectOpInterface>(user))
+        uses.escapes = true;
+      else
+        uses.host = true;
+    }
+  }
+  return uses;
+}
+
+/// Host buffers of `func` freed where it returns: its allocations in the
+/// entry block that are not returned (the GPU pipelines do not run the
+/// ownership-based deallocation, which does not know gpu.launch; host code
+/// around launches is straight-line and synchronous, so the end of the
+/// function is after every use).
+static void freeHostBuffersAtReturn(RewriterBase &rewriter,
+                                    FunctionOpInterface func) {
+  if (func.isExternal())
+    return;
+  Block &entry = func.getFunctionBody().front();
+  Operation *terminator = entry.getTerminator();
+  SmallVector<memref::AllocOp> allocs;
+  for (auto alloc : entry.getOps<memref::AllocOp>())
+    if (!alloc.getType().getMemorySpace() &&
+        llvm::none_of(alloc->getUsers(), [](Operation *user) {
+          return isa<memref::DeallocOp>(user);
+        }) &&
+        !classifyUses(alloc.getResult()).escapes)
+      allocs.push_back(alloc);
+  rewriter.setInsertionPoint(terminator);
+  for (memref::AllocOp alloc : allocs)
+    memref::DeallocOp::create(rewriter, alloc.getLoc(), alloc.getResult());
+}
+
+/// Results of scf.if ops inside kernels whose branches both yield the same
+/// buffer (one masked for causality, one not), cast to a less static type
+/// (the branches were refined on tensors, the if was not), used through one
+/// cast of that buffer made after the if: canonicalization then folds it
+/// into its users, and SPIR-V has no lowering for memref.cast.
+static void forwardIfYieldedBuffers(RewriterBase &rewriter, Operation *root) {
+  root->walk([&](scf::IfOp ifOp) {
+    if (!ifOp->getParentOfType<gpu::LaunchOp>() || ifOp.getNumResults() == 0 ||
+        ifOp.getElseRegion().empty())
+      return;
+    for (OpResult result : ifOp->getResults()) {
+      auto type = dyn_cast<MemRefType>(result.getType());
+      if (!type || result.use_empty())
+        continue;
+      Value source;
+      bool same = true;
+      for (Block *branch : {ifOp.thenBlock(), ifOp.elseBlock()}) {
+        Value yielded = branch->getTerminator()->getOperand(
+            result.getResultNumber());
+        if (auto cast = yielded.getDefiningOp<memref::CastOp>())
+          yielded = cast.getSource();
+        same &= !source || yielded == source;
+        source = yielded;
+      }
+      if (!same ||
+          !source.getParentRegion()->isAncestor(ifOp->getParentRegion()))
+        continue;
+      rewriter.setInsertionPointAfter(ifOp);
+      Value forwarded =
+          source.getType() == type
+              ? source
+              : memref::CastOp::create(rewriter, ifOp.getLoc(), type, source)
+                    .getResult();
+      rewriter.replaceAllUsesWith(result, forwarded);
+    }
+  });
+}
+
+ArrayAttr mha::workgroupMapping(MLIRContext *context, unsigned rank) {
+  SmallVector<Attribute> blocks;
+  for (unsigned i = 0; i < rank; ++i)
+    blocks.push_back(gpu::GPUBlockMappingAttr::get(
+        context, static_cast<gpu::MappingId>(
+                     static_cast<unsigned>(gpu::MappingId::LinearDim0) + i)));
+  return ArrayAttr::get(context, blocks);
+}
+
+LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
+                                         Operation *root, int64_t threads) {
+  for (scf::ForallOp loop : topLevelForalls(root)) {
+    if (loop.getNumResults() != 0)
+      return loop.emitOpError() << "must be bufferized before GPU mapping";
+    // Dimensions of one iteration (kept by a workgroup mapping) take no
+    // grid dimension; the others take x, y and z in order. A loop with a
+    // dimension of no iteration (an empty tensor) launches nothing.
+    SmallVector<unsigned> gridDims;
+    bool empty = false;
+    for (auto [d, lb, ub, step] :
+         llvm::enumerate(loop.getMixedLowerBound(), loop.getMixedUpperBound(),
+                         loop.getMixedStep())) {
+      std::optional<int64_t> l = getConstantIntValue(lb),
+                             u = getConstantIntValue(ub),
+                             s = getConstantIntValue(step);
+      empty |= l && u && *u <= *l;
+      if (!(l && u && s && *s > 0 && *u > *l && *u - *l <= *s))
+        gridDims.push_back(d);
+    }
+    if (empty) {
+      rewriter.eraseOp(loop);
+      continue;
+    }
+    if (gridDims.size() > 3)
+      return loop.emitOpError()
+             << "has more than 3 dimensions of more than one iteration for "
+                "the grid";
+    // Copies bufferization left in the tile: none where source and target
+    // are the same buffer, the others spread over the threads like the ops.
+    SmallVector<memref::CopyOp> copies;
+    loop.getBody()->walk([&](memref::CopyOp copy) { copies.push_back(copy); });
+    for (memref::CopyOp copy : copies) {
+      if (copy.getSource() == copy.getTarget()) {
+        rewriter.eraseOp(copy);
+        continue;
+      }
+      rewriter.setInsertionPoint(copy);
+      auto linalgCopy = linalg::CopyOp::create(rewriter, copy.getLoc(),
+                                               copy.getSource(),
+                                               copy.getTarget());
+      rewriter.eraseOp(copy);
+      if (failed(distributeOp(rewriter, linalgCopy, threads)))
+        return failure();
+    }
+    Location loc = loop.getLoc();
+    rewriter.setInsertionPoint(loop);
+    // One workgroup per iteration: grid size ceil((ub - lb) / step).
+    SmallVector<Value> grid;
+    for (unsigned d : gridDims) {
+      AffineExpr l, u, s;
+      bindSymbols(rewriter.getContext(), l, u, s);
+      grid.push_back(affine::makeComposedAffineApply(
+          rewriter, loc, (u - l).ceilDiv(s),
+          {loop.getMixedLowerBound()[d], loop.getMixedUpperBound()[d],
+           loop.getMixedStep()[d]}));
+    }
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    while (grid.size() < 3)
+      grid.push_back(one);
+    Value blockX = arith::ConstantIndexOp::create(rewriter, loc, threads);
+    auto launch = gpu::LaunchOp::create(rewriter, loc, grid[0], grid[1],
+                                        grid[2], blockX, one, one);
+    Block &body = launch.getBody().front();
+    rewriter.setInsertionPointToStart(&body);
+    SmallVector<Value> ivs;
+    for (auto [d, lb, step] : llvm::enumerate(loop.getMixedLowerBound(),
+                                              loop.getMixedStep())) {
+      auto gridDim = llvm::find(gridDims, d);
+      if (gridDim == gridDims.end()) {
+        ivs.push_back(getValueOrCreateConstantIndexOp(rewriter, loc, lb));
+        continue;
+      }
+      AffineExpr id, l, s;
+      bindDims(rewriter.getContext(), id);
+      bindSymbols(rewriter.getContext(), l, s);
+      gpu::KernelDim3 blockIds = launch.getBlockIds();
+      Value blockId = std::array{blockIds.x, blockIds.y,
+                                 blockIds.z}[gridDim - gridDims.begin()];
+      ivs.push_back(affine::makeComposedAffineApply(
+          rewriter, loc, id * s + l, {blockId, lb, step}));
+    }
+    // The loop's body (without its terminator) into the launch.
+    Block *loopBody = loop.getBody();
+    rewriter.eraseOp(loopBody->getTerminator());
+    auto terminator = gpu::TerminatorOp::create(rewriter, loc);
+    rewriter.inlineBlockBefore(loopBody, terminator, ivs);
+    rewriter.eraseOp(loop);
+
+    if (failed(allocsToWorkgroupAttributions(rewriter, launch)))
+      return failure();
+
+    rewriter.setInsertionPointToStart(&body);
+    DiagnosedSilenceableFailure mapped =
+        transform::gpu::mapNestedForallToThreadsImpl(
+            rewriter, std::nullopt, launch, {threads, 1, 1},
+            /*warpSize=*/32, /*syncAfterDistribute=*/true);
+    if (!mapped.succeeded())
+      return launch.emitOpError() << "could not map its thread loops";
+  }
+  root->walk([&](FunctionOpInterface func) {
+    freeHostBuffersAtReturn(rewriter, func);
+  });
+  forwardIfYieldedBuffers(rewriter, root);
+  return success();
+}
+
+namespace {
+
+struct MHAMapForallToGPUPass final
+    : mha::impl::MHAMapForallToGPUPassBase<MHAMapForallToGPUPass> {
+  using MHAMapForallToGPUPassBase::MHAMapForallToGPUPassBase;
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    if (failed(mha::mapForallsToGPULaunch(rewriter, getOperation(), threads)))
+      signalPassFailure();
+  }
+};
+
+} // namespace

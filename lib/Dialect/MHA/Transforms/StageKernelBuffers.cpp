@@ -1,0 +1,150 @@
+//===- StageKernelBuffers.cpp - host buffers of launches through device memory
+//--===//
+//
+// For targets whose kernels cannot read host memory: each host buffer a
+// gpu.launch uses copied into device memory around it, back only when the
+// kernel may write it (mha-stage-kernel-buffers).
+//
+//===----------------------------------------------------------------------===//
+
+#include "GPUMapping.h"
+
+#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Dialect/MHA/Transforms/Transforms.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace mlir::mha {
+#define GEN_PASS_DEF_MHASTAGEKERNELBUFFERSPASS
+#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+} // namespace mlir::mha
+
+using namespace mlir;
+using namespace mlir::mha::detail;
+
+/// Whether the kernel may write `buffer` (uses through views included);
+/// ops whose effects are unknown count as writes.
+static bool mayWriteInside(Value buffer, Region &region) {
+  SmallVector<Value> worklist = {buffer};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (!region.isAncestor(user->getParentRegion()))
+        continue;
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
+        if (view.getViewSource() == value) {
+          worklist.push_back(view.getViewDest());
+          continue;
+        }
+      }
+      auto effects = dyn_cast<MemoryEffectOpInterface>(user);
+      if (!effects)
+        return true;
+      if (effects.getEffectOnValue<MemoryEffects::Write>(value) ||
+          effects.getEffectOnValue<MemoryEffects::Free>(value))
+        return true;
+    }
+  }
+  return false;
+}
+
+/// The allocation `value` is a view of, if any.
+static Operation *allocationOf(Value value) {
+  while (true) {
+    Operation *def = value.getDefiningOp();
+    if (auto view = dyn_cast_if_present<ViewLikeOpInterface>(def)) {
+      value = view.getViewSource();
+      continue;
+    }
+    return def;
+  }
+}
+
+LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
+  // Buffers only kernels use (the projections' outputs, read by the
+  // attention kernel) live in device memory from the start: no copies.
+  SmallVector<memref::AllocOp> deviceOnly;
+  root->walk([&](memref::AllocOp alloc) {
+    if (alloc.getType().getMemorySpace() ||
+        alloc->getParentOfType<gpu::LaunchOp>())
+      return;
+    BufferUses uses = classifyUses(alloc.getResult());
+    if (!uses.host && !uses.escapes)
+      deviceOnly.push_back(alloc);
+  });
+  for (memref::AllocOp alloc : deviceOnly) {
+    for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+      if (auto dealloc = dyn_cast<memref::DeallocOp>(user)) {
+        rewriter.setInsertionPoint(dealloc);
+        rewriter.replaceOpWithNewOp<gpu::DeallocOp>(dealloc, Type(),
+                                                    ValueRange(),
+                                                    alloc.getResult());
+      }
+    rewriter.setInsertionPoint(alloc);
+    rewriter.replaceOpWithNewOp<gpu::AllocOp>(
+        alloc, alloc.getType(), Type(), ValueRange(),
+        alloc.getDynamicSizes(), ValueRange());
+  }
+
+  SmallVector<gpu::LaunchOp> launches;
+  root->walk([&](gpu::LaunchOp launch) { launches.push_back(launch); });
+  for (gpu::LaunchOp launch : launches) {
+    if (launch.getAsyncToken() || !launch.getAsyncDependencies().empty())
+      return launch.emitOpError()
+             << "is asynchronous; stage its buffers before making it async";
+    SetVector<Value> captured;
+    getUsedValuesDefinedAbove(launch.getBody(), captured);
+    Location loc = launch.getLoc();
+    for (Value host : captured) {
+      auto type = dyn_cast<MemRefType>(host.getType());
+      // Scalars travel as kernel arguments; workgroup and private memory
+      // are the kernel's own.
+      if (!type || type.getMemorySpace() ||
+          isa_and_present<gpu::AllocOp>(allocationOf(host)))
+        continue;
+      if (!type.getLayout().isIdentity())
+        return launch.emitOpError()
+               << "uses a view of layout " << type.getLayout()
+               << " of a host buffer; device copies are made of whole "
+                  "buffers of identity layout";
+      bool written = mayWriteInside(host, launch.getBody());
+      rewriter.setInsertionPoint(launch);
+      SmallVector<Value> sizes;
+      for (int64_t d = 0; d < type.getRank(); ++d)
+        if (type.isDynamicDim(d))
+          sizes.push_back(memref::DimOp::create(rewriter, loc, host, d));
+      Value device = gpu::AllocOp::create(rewriter, loc, type, Type(),
+                                          ValueRange(), sizes, ValueRange())
+                         .getMemref();
+      gpu::MemcpyOp::create(rewriter, loc, Type(), ValueRange(), device, host);
+      rewriter.replaceUsesWithIf(host, device, [&](OpOperand &use) {
+        return launch->isProperAncestor(use.getOwner());
+      });
+      rewriter.setInsertionPointAfter(launch);
+      auto free = gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange(),
+                                         device);
+      if (written) {
+        rewriter.setInsertionPoint(free);
+        gpu::MemcpyOp::create(rewriter, loc, Type(), ValueRange(), host,
+                              device);
+      }
+    }
+  }
+  return success();
+}
+
+namespace {
+
+struct MHAStageKernelBuffersPass final
+    : mha::impl::MHAStageKernelBuffersPassBase<MHAStageKernelBuffersPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    if (failed(mha::stageKernelBuffers(rewriter, getOperation())))
+      signalPassFailure();
+  }
+};
+
+} // namespace
