@@ -315,51 +315,10 @@ bool compare(unsigned index, const NpyArray &got, const NpyArray &want,
   return bad == 0;
 }
 
-int run(MLIRContext &context) {
-  // The target and the pipeline first: usage errors, reported before any
-  // input is read. The CPU pipeline's register tiles fit the target's vector
-  // registers.
-  mha::CPUTarget cpuTarget = targetFlags.get();
-  if (llvm::Error error = mha::checkCPUTarget(cpuTarget))
-    return badInput(llvm::toString(std::move(error)));
-  // JIT for the host: the LLVM optimizer needs the target machine for its
-  // cost models (without it the loop vectorizer sees no vector registers),
-  // and code generation uses it for the instruction set. The engine takes
-  // ownership of its own copy; `optimizerTarget` must outlive `transformer`.
-  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> optimizerTarget =
-      mha::createTargetMachine(cpuTarget);
-  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> codegenTarget =
-      mha::createTargetMachine(cpuTarget);
-  if (!optimizerTarget || !codegenTarget) {
-    llvm::Error error = llvm::joinErrors(optimizerTarget.takeError(),
-                                         codegenTarget.takeError());
-    llvm::errs() << "mha-run: error: no target machine for the host: "
-                 << llvm::toString(std::move(error)) << "\n";
-    return kCompileError;
-  }
-  if (llvm::Error error = mha::checkRunsOnHost(**codegenTarget))
-    return badInput(llvm::toString(std::move(error)));
-  // Anchored on the module (what the input is), so that --dump-pass-pipeline
-  // prints `builtin.module(...)`, which --pipeline takes back.
-  PassManager pm(&context, ModuleOp::getOperationName());
-  if (llvm::Error error = mha::addPipeline(
-          pm, pipelineName, mha::vectorWidthOf(**codegenTarget)))
-    return badInput(llvm::toString(std::move(error)));
-  if (dumpPassPipeline) {
-    pm.printAsTextualPipeline(llvm::outs());
-    llvm::outs() << "\n";
-  }
-
-  // Parse and find the entry function before lowering: its signature says
-  // what the arguments must look like.
-  OwningOpRef<ModuleOp> module;
-  func::FuncOp func;
-  llvm::SourceMgr sourceMgr;
-  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
-  if (llvm::Error error = mha::loadEntry(context, sourceMgr, inputFile,
-                                         entryName, module, func))
-    return badInput(llvm::toString(std::move(error)));
-  FunctionType signature = func.getFunctionType();
+/// The entry's arguments and results are ranked tensors of element types
+/// mha-run reads and writes (and of static shapes for Vulkan). kOk or the
+/// exit code of the error reported.
+int checkSignature(FunctionType signature) {
   for (auto [i, type] : llvm::enumerate(signature.getInputs())) {
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor || dtypeFor(tensor.getElementType()).empty())
@@ -389,8 +348,12 @@ int run(MLIRContext &context) {
                                     i, entryName, type)
                           .str());
   }
+  return kOk;
+}
 
-  // Arguments: from files, or random.
+/// The arguments of the entry, from the --input files or random
+/// (--random-inputs), checked against its signature.
+int loadArguments(FunctionType signature, SmallVectorImpl<NpyArray> &args) {
   unsigned numArgs = signature.getNumInputs();
   bool random = randomInputs.getNumOccurrences() > 0;
   if (random && !inputs.empty())
@@ -400,7 +363,6 @@ int run(MLIRContext &context) {
                                   "given",
                                   entryName, numArgs, inputs.size())
                         .str());
-  SmallVector<NpyArray> args;
   std::mt19937_64 rng;
   if (random) {
     uint64_t seed = 0;
@@ -452,6 +414,12 @@ int run(MLIRContext &context) {
     }
     args.push_back(std::move(array));
   }
+  return kOk;
+}
+
+/// The checks of the output flags against the entry's results, and the
+/// --expected-output arrays.
+int loadExpected(FunctionType signature, SmallVectorImpl<NpyArray> &expected) {
   std::string errorMessage;
   if (!dumpObjectFile.empty() &&
       !openOutputFile(dumpObjectFile, &errorMessage)) // Not kept: a check.
@@ -469,7 +437,6 @@ int run(MLIRContext &context) {
                                   entryName, signature.getNumResults(),
                                   expectedOutputs.size())
                         .str());
-  SmallVector<NpyArray> expected;
   for (auto [i, arg] : llvm::enumerate(expectedOutputs)) {
     llvm::Expected<NpyArray> read = readNpy(stripAt(arg));
     if (!read)
@@ -477,22 +444,17 @@ int run(MLIRContext &context) {
                       llvm::toString(read.takeError()));
     expected.push_back(std::move(*read));
   }
-  double flops = countFlops(func, args);
+  return kOk;
+}
 
-  // Lower.
-  auto lowerStart = std::chrono::steady_clock::now();
-  if (failed(pm.run(*module))) {
-    llvm::errs() << "mha-run: error: lowering '" << inputFile
-                 << "' through --pipeline=" << pipelineName << " failed\n";
-    return kCompileError;
-  }
-
-  if (printTarget)
-    llvm::outs() << mha::describeTargetMachine(**codegenTarget)
-                 << "; vectors of " << mha::vectorWidthOf(**codegenTarget)
-                 << " bits\n";
+/// The JIT engine of the lowered `module`, with the runtime libraries its
+/// code may call (the runner utilities, OpenMP, the GPU runtime its kernels
+/// launch through). The engine compiles with `codegenTarget`, which it takes.
+int createEngine(ModuleOp module, llvm::TargetMachine *optimizerTarget,
+                 std::unique_ptr<llvm::TargetMachine> codegenTarget,
+                 std::unique_ptr<ExecutionEngine> &engine) {
   auto transformer = makeOptimizingTransformer(
-      /*optLevel=*/3, /*sizeLevel=*/0, optimizerTarget->get());
+      /*optLevel=*/3, /*sizeLevel=*/0, optimizerTarget);
   ExecutionEngineOptions engineOptions;
   engineOptions.transformer = transformer;
   engineOptions.enableObjectDump = !dumpObjectFile.empty();
@@ -504,7 +466,7 @@ int run(MLIRContext &context) {
   if (llvm::sys::fs::exists(mha::openMPLibrary()))
     sharedLibs.push_back(mha::openMPLibrary());
   // The GPU runtime kernels launch through.
-  llvm::Expected<mha::GPURuntime> gpuRuntime = mha::gpuRuntimeOf(*module);
+  llvm::Expected<mha::GPURuntime> gpuRuntime = mha::gpuRuntimeOf(module);
   if (!gpuRuntime)
     return badInput(llvm::toString(gpuRuntime.takeError()));
   llvm::Expected<std::string> gpuLibrary = mha::gpuRuntimeLibrary(*gpuRuntime);
@@ -528,46 +490,56 @@ int run(MLIRContext &context) {
   // The engine generates code with the target machine it is given, so the
   // -O3 code generation level is set on that machine, not through
   // ExecutionEngineOptions::jitCodeGenOptLevel.
-  auto jitStart = std::chrono::steady_clock::now();
-  auto engine = ExecutionEngine::create(*module, engineOptions,
-                                        std::move(*codegenTarget));
-  if (!engine) {
+  auto created =
+      ExecutionEngine::create(module, engineOptions, std::move(codegenTarget));
+  if (!created) {
     llvm::errs() << "mha-run: error: JIT compilation failed: "
-                 << llvm::toString(engine.takeError()) << "\n";
+                 << llvm::toString(created.takeError()) << "\n";
     return kCompileError;
   }
+  engine = std::move(*created);
   // The JIT compiles on first lookup: look the entry up now so that its
   // time is the compile time, not part of the first call.
-  if (llvm::Expected<void (*)(void **)> entry =
-          (*engine)->lookupPacked(entryName);
+  if (llvm::Expected<void (*)(void **)> entry = engine->lookupPacked(entryName);
       !entry)
     llvm::consumeError(entry.takeError()); // Reported by the call below.
-  auto jitStop = std::chrono::steady_clock::now();
-  auto ms = [](auto from, auto to) {
-    return std::chrono::duration<double, std::milli>(to - from).count();
-  };
-  double lowerMs = ms(lowerStart, jitStart), jitMs = ms(jitStart, jitStop);
+  return kOk;
+}
 
-  // Pack: one pointer per descriptor word of each argument, then one pointer
-  // to the returned struct of result descriptors (3 + 2 * rank words each).
-  SmallVector<Descriptor> descriptors;
-  for (NpyArray &array : args)
-    descriptors.push_back(describe(array));
-  SmallVector<void *> packed;
-  for (Descriptor &d : descriptors)
-    for (int64_t &word : d.words)
-      packed.push_back(&word);
-  size_t resultWords = 0;
-  for (Type type : signature.getResults())
-    resultWords += 3 + 2 * cast<RankedTensorType>(type).getRank();
-  SmallVector<int64_t> resultStruct(resultWords);
-  if (resultWords)
-    packed.push_back(resultStruct.data());
+/// Calls of the entry through the engine's packed interface: one pointer per
+/// descriptor word of each argument, then one to the returned struct of
+/// result descriptors (3 + 2 * rank words each).
+class Caller {
+public:
+  Caller(ExecutionEngine &engine, FunctionType signature,
+         MutableArrayRef<NpyArray> args)
+      : engine(engine), signature(signature), args(args) {
+    for (NpyArray &array : args)
+      descriptors.push_back(describe(array));
+    for (Descriptor &d : descriptors)
+      for (int64_t &word : d.words)
+        packed.push_back(&word);
+    size_t resultWords = 0;
+    for (Type type : signature.getResults())
+      resultWords += 3 + 2 * cast<RankedTensorType>(type).getRank();
+    resultStruct.resize(resultWords);
+    if (resultWords)
+      packed.push_back(resultStruct.data());
+  }
 
-  auto call = [&]() -> llvm::Error {
-    return (*engine)->invokePacked(entryName, packed);
-  };
-  auto freeResults = [&]() {
+  /// One call; kOk, or kRunError reported.
+  int call() {
+    if (llvm::Error error = engine.invokePacked(entryName, packed)) {
+      llvm::errs() << "mha-run: error: calling '@" << entryName
+                   << "' failed: " << llvm::toString(std::move(error)) << "\n";
+      return kRunError;
+    }
+    return kOk;
+  }
+
+  /// Frees the buffers of the last call's results (those that are not
+  /// arguments).
+  void freeResults() {
     size_t at = 0;
     for (Type type : signature.getResults()) {
       void *allocated = reinterpret_cast<void *>(resultStruct[at]);
@@ -577,20 +549,11 @@ int run(MLIRContext &context) {
         std::free(allocated);
       at += 3 + 2 * cast<RankedTensorType>(type).getRank();
     }
-  };
-  auto callFailed = [&](llvm::Error error) {
-    llvm::errs() << "mha-run: error: calling '@" << entryName
-                 << "' failed: " << llvm::toString(std::move(error)) << "\n";
-    return kRunError;
-  };
-  if (llvm::Error error = call())
-    return callFailed(std::move(error));
-  // The JIT compiles at the first lookup: the object code exists now.
-  if (!dumpObjectFile.empty())
-    (*engine)->dumpToObjectFile(dumpObjectFile);
+  }
 
-  // Unpack the results (strided reads: they need not be contiguous).
-  auto unpackResults = [&]() {
+  /// The last call's results as arrays (strided reads: they need not be
+  /// contiguous); their buffers are freed.
+  SmallVector<NpyArray> takeResults() {
     SmallVector<NpyArray> results;
     size_t at = 0;
     for (Type type : signature.getResults()) {
@@ -620,16 +583,25 @@ int run(MLIRContext &context) {
     }
     freeResults();
     return results;
-  };
-  SmallVector<NpyArray> results = unpackResults();
+  }
 
+private:
+  ExecutionEngine &engine;
+  FunctionType signature;
+  MutableArrayRef<NpyArray> args;
+  SmallVector<Descriptor> descriptors;
+  SmallVector<void *> packed;
+  SmallVector<int64_t> resultStruct;
+};
+
+/// Races and other nondeterminism: every further call (--repeat) must give
+/// bitwise the first call's `results`. kOk, kMismatch, or kRunError.
+int checkRepeats(Caller &caller, ArrayRef<NpyArray> results) {
   int status = kOk;
-  // Races and other nondeterminism: every further call must give bitwise
-  // the first call's results.
   for (unsigned callIndex = 1; callIndex < repeat; ++callIndex) {
-    if (llvm::Error error = call())
-      return callFailed(std::move(error));
-    SmallVector<NpyArray> again = unpackResults();
+    if (int error = caller.call())
+      return error;
+    SmallVector<NpyArray> again = caller.takeResults();
     for (auto [i, result] : llvm::enumerate(again)) {
       if (result.data == results[i].data)
         continue;
@@ -645,6 +617,13 @@ int run(MLIRContext &context) {
       status = kMismatch;
     }
   }
+  return status;
+}
+
+/// The results written (--output), summarized, and compared with the
+/// expected ones. kOk, kMismatch, or kBadInput.
+int reportResults(ArrayRef<NpyArray> results, ArrayRef<NpyArray> expected) {
+  int status = kOk;
   for (auto [i, result] : llvm::enumerate(results)) {
     if (!outputs.empty()) {
       if (llvm::Error error = writeNpy(stripAt(outputs[i]), result))
@@ -668,35 +647,136 @@ int run(MLIRContext &context) {
         status = kMismatch;
     }
   }
+  return status;
+}
 
-  if (benchmark > 0) {
-    llvm::outs() << llvm::formatv(
-        "compile: lowering {0:f1} ms, JIT (LLVM optimization and code "
-        "generation) {1:f1} ms\n",
-        lowerMs, jitMs);
-    if (llvm::Error error = call()) // Warm-up.
-      return callFailed(std::move(error));
-    freeResults();
-    std::vector<double> ms;
-    for (unsigned i = 0; i < benchmark; ++i) {
-      auto start = std::chrono::steady_clock::now();
-      if (llvm::Error error = call())
-        return callFailed(std::move(error));
-      auto stop = std::chrono::steady_clock::now();
-      freeResults();
-      ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
-    }
-    std::sort(ms.begin(), ms.end());
-    double median = ms.size() % 2 ? ms[ms.size() / 2]
-                                  : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
-    llvm::outs() << llvm::formatv("benchmark: {0} calls, median {1:f3} ms, min "
-                                  "{2:f3} ms, max {3:f3} ms",
-                                  ms.size(), median, ms.front(), ms.back());
-    if (flops > 0)
-      llvm::outs() << llvm::formatv(", {0:f2} GFLOP/s ({1:e} FLOP per call)",
-                                    flops / (median * 1e6), flops);
+/// --benchmark: the compile times, then a warm-up call and the timed calls
+/// with their median, minimum and maximum (and GFLOP/s where the FLOPs of a
+/// call are known). kOk or kRunError.
+int runBenchmark(Caller &caller, double flops, double lowerMs, double jitMs) {
+  llvm::outs() << llvm::formatv(
+      "compile: lowering {0:f1} ms, JIT (LLVM optimization and code "
+      "generation) {1:f1} ms\n",
+      lowerMs, jitMs);
+  if (int error = caller.call()) // Warm-up.
+    return error;
+  caller.freeResults();
+  std::vector<double> ms;
+  for (unsigned i = 0; i < benchmark; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    if (int error = caller.call())
+      return error;
+    auto stop = std::chrono::steady_clock::now();
+    caller.freeResults();
+    ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
+  }
+  std::sort(ms.begin(), ms.end());
+  double median = ms.size() % 2 ? ms[ms.size() / 2]
+                                : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+  llvm::outs() << llvm::formatv("benchmark: {0} calls, median {1:f3} ms, min "
+                                "{2:f3} ms, max {3:f3} ms",
+                                ms.size(), median, ms.front(), ms.back());
+  if (flops > 0)
+    llvm::outs() << llvm::formatv(", {0:f2} GFLOP/s ({1:e} FLOP per call)",
+                                  flops / (median * 1e6), flops);
+  llvm::outs() << "\n";
+  return kOk;
+}
+
+int run(MLIRContext &context) {
+  // The target and the pipeline first: usage errors, reported before any
+  // input is read. The CPU pipeline's register tiles fit the target's vector
+  // registers.
+  mha::CPUTarget cpuTarget = targetFlags.get();
+  if (llvm::Error error = mha::checkCPUTarget(cpuTarget))
+    return badInput(llvm::toString(std::move(error)));
+  // JIT for the host: the LLVM optimizer needs the target machine for its
+  // cost models (without it the loop vectorizer sees no vector registers),
+  // and code generation uses it for the instruction set. The engine takes
+  // ownership of its own copy; `optimizerTarget` must outlive the engine's
+  // transformer.
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> optimizerTarget =
+      mha::createTargetMachine(cpuTarget);
+  llvm::Expected<std::unique_ptr<llvm::TargetMachine>> codegenTarget =
+      mha::createTargetMachine(cpuTarget);
+  if (!optimizerTarget || !codegenTarget) {
+    llvm::Error error = llvm::joinErrors(optimizerTarget.takeError(),
+                                         codegenTarget.takeError());
+    llvm::errs() << "mha-run: error: no target machine for the host: "
+                 << llvm::toString(std::move(error)) << "\n";
+    return kCompileError;
+  }
+  if (llvm::Error error = mha::checkRunsOnHost(**codegenTarget))
+    return badInput(llvm::toString(std::move(error)));
+  unsigned vectorWidth = mha::vectorWidthOf(**codegenTarget);
+  // Anchored on the module (what the input is), so that --dump-pass-pipeline
+  // prints `builtin.module(...)`, which --pipeline takes back.
+  PassManager pm(&context, ModuleOp::getOperationName());
+  if (llvm::Error error = mha::addPipeline(pm, pipelineName, vectorWidth))
+    return badInput(llvm::toString(std::move(error)));
+  if (dumpPassPipeline) {
+    pm.printAsTextualPipeline(llvm::outs());
     llvm::outs() << "\n";
   }
+
+  // Parse and find the entry function before lowering: its signature says
+  // what the arguments must look like.
+  OwningOpRef<ModuleOp> module;
+  func::FuncOp func;
+  llvm::SourceMgr sourceMgr;
+  SourceMgrDiagnosticHandler diagnostics(sourceMgr, &context);
+  if (llvm::Error error = mha::loadEntry(context, sourceMgr, inputFile,
+                                         entryName, module, func))
+    return badInput(llvm::toString(std::move(error)));
+  FunctionType signature = func.getFunctionType();
+  SmallVector<NpyArray> args, expected;
+  if (int error = checkSignature(signature))
+    return error;
+  if (int error = loadArguments(signature, args))
+    return error;
+  if (int error = loadExpected(signature, expected))
+    return error;
+  double flops = countFlops(func, args);
+
+  // Lower, then compile.
+  auto lowerStart = std::chrono::steady_clock::now();
+  if (failed(pm.run(*module))) {
+    llvm::errs() << "mha-run: error: lowering '" << inputFile
+                 << "' through --pipeline=" << pipelineName << " failed\n";
+    return kCompileError;
+  }
+  if (printTarget)
+    llvm::outs() << mha::describeTargetMachine(**codegenTarget)
+                 << "; vectors of " << vectorWidth << " bits\n";
+  auto jitStart = std::chrono::steady_clock::now();
+  std::unique_ptr<ExecutionEngine> engine;
+  if (int error = createEngine(*module, optimizerTarget->get(),
+                               std::move(*codegenTarget), engine))
+    return error;
+  auto jitStop = std::chrono::steady_clock::now();
+  auto ms = [](auto from, auto to) {
+    return std::chrono::duration<double, std::milli>(to - from).count();
+  };
+  double lowerMs = ms(lowerStart, jitStart), jitMs = ms(jitStart, jitStop);
+
+  Caller caller(*engine, signature, args);
+  if (int error = caller.call())
+    return error;
+  // The JIT compiles at the first lookup: the object code exists now.
+  if (!dumpObjectFile.empty())
+    engine->dumpToObjectFile(dumpObjectFile);
+  SmallVector<NpyArray> results = caller.takeResults();
+
+  int status = checkRepeats(caller, results);
+  if (status == kRunError)
+    return status;
+  int reported = reportResults(results, expected);
+  if (reported == kBadInput)
+    return reported;
+  status = std::max(status, reported);
+  if (benchmark > 0)
+    if (int error = runBenchmark(caller, flops, lowerMs, jitMs))
+      return error;
   return status;
 }
 
