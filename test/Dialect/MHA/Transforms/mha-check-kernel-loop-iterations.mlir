@@ -8,8 +8,9 @@
 // With a limit of 0 nothing is checked, not even the loops without a bound.
 // OFF-LABEL: func.func @unbounded
 
-// Each loop's trip count times those of the loops around it, summed: 4 + 4*8
-// + 16 = 52 iterations per invocation, within the limit.
+// Each loop's trip count plus one (the test that ends it, which lavapipe
+// counts too), times the trip counts of the loops around it, summed:
+// 5 + 4*9 + 17 = 58 per invocation, within the limit.
 func.func @within(%m: memref<64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -34,13 +35,13 @@ func.func @within(%m: memref<64xf32>) {
 
 // -----
 
-// 10 + 10 * 10 = 110.
+// 11 + 10 * 11 = 121.
 func.func @nested_past_the_limit(%m: memref<64xf32>) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c10 = arith.constant 10 : index
   %f = arith.constant 1.0 : f32
-  // expected-error @+1 {{an invocation of this kernel may run 110 loop iterations, more than the 100 the target runs before it ends every loop without an error}}
+  // expected-error @+1 {{an invocation of this kernel may run 121 loop iterations, more than the 100 the target runs before it ends every loop without an error}}
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
     scf.for %i = %c0 to %c10 step %c1 {
@@ -59,8 +60,8 @@ func.func @nested_past_the_limit(%m: memref<64xf32>) {
 // most 16), and the rest of n after its whole blocks of 16 (value bounds
 // relate the two bounds: at most 15, step 1), lowered to arith as
 // lower-affine leaves them (integer ranges: the thread id is below 32, so
-// ceil(n / 32) rows per thread is at most 2 for n <= 64); 4 times: 4 + 4 *
-// (16 + 15 + 2) = 136.
+// ceil(n / 32) rows per thread is at most 2 for n <= 64); 4 times: 5 + 4 *
+// (17 + 16 + 3) = 149.
 func.func @dynamic_bounds(%m: memref<64xf32>, %n: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
@@ -68,7 +69,7 @@ func.func @dynamic_bounds(%m: memref<64xf32>, %n: index) {
   %c64 = arith.constant 64 : index
   %f = arith.constant 1.0 : f32
   %c4 = arith.constant 4 : index
-  // expected-error @+1 {{may run 136 loop iterations, more than the 100}}
+  // expected-error @+1 {{may run 149 loop iterations, more than the 100}}
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
     scf.for %k = %c0 to %c4 step %c1 {

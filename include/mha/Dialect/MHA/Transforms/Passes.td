@@ -642,10 +642,12 @@ def MHACheckKernelLoopIterationsPass
                 "iterations than the target allows";
   let description = [{
     For every `gpu.launch` (on buffers, after GPU mapping), bounds the loop
-    iterations one invocation may run: each `scf.for`'s trip count (an upper
-    bound from upstream's value-bounds analysis where it is not a constant:
-    partial tiles, causal key ranges) times the trip counts of the loops
-    around it, summed over all loops. Where the bound exceeds
+    iterations one invocation may run, as lavapipe counts them: each
+    `scf.for`'s trip count (an upper bound from upstream's value-bounds or
+    integer range analysis where it is not a constant: partial tiles, causal
+    key ranges) plus one (the test that ends the loop, which lavapipe counts
+    too), times the trip counts of the loops around it, summed over all
+    loops. Where the bound exceeds
     `max-iterations`, or a loop's trip count has no bound, it stops with an
     error on the launch (or the loop). Why: lavapipe (Mesa's llvmpipe, the
     Vulkan device on CPUs) counts the loop iterations of each invocation, all

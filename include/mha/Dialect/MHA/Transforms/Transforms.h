@@ -169,9 +169,11 @@ LogicalResult distributeToThreads(RewriterBase &rewriter, Operation *root,
 /// trip count is a constant of at most `maxTripCount`.
 void unrollKernelLoops(Operation *root, int64_t maxTripCount);
 
-/// Bounds the loop iterations one invocation of each gpu.launch may run (each
-/// scf.for's trip count, bounded by the value-bounds analysis, times those of
-/// the loops around it, summed) and emits an error where the bound exceeds
+/// Bounds the loop iterations one invocation of each gpu.launch may run, as
+/// lavapipe counts them (each scf.for's trip count, bounded by the
+/// value-bounds or integer range analysis, plus one for the test that ends
+/// it, times the trip counts of the loops around it, summed) and emits an
+/// error where the bound exceeds
 /// `maxIterations` or a loop has no bound. Lavapipe ends every loop of an
 /// invocation after 65535 iterations in all, silently.
 LogicalResult checkKernelLoopIterations(Operation *root,
