@@ -15,7 +15,7 @@
 // one loop-iteration counter per invocation for all loops of the shader,
 // starting at 65535, and once it runs out every loop exits after its current
 // iteration, without an error. An attention kernel over long keys ran its
-// inner loops once each after a few hundred key blocks and wrote garbage.
+// later loops once each after ~50 key blocks and wrote garbage.
 //
 //===----------------------------------------------------------------------===//
 
@@ -165,7 +165,7 @@ static FailureOr<SmallVector<int64_t>> tripCountBounds(gpu::LaunchOp launch) {
   OpBuilder builder(launch);
   auto relaxed = cast<gpu::LaunchOp>(builder.clone(*launch));
   auto lowered = cast<gpu::LaunchOp>(builder.clone(*launch));
-  auto eraseCopies = llvm::make_scope_exit([&] {
+  llvm::scope_exit eraseCopies([&] {
     relaxed.erase();
     lowered.erase();
   });
@@ -227,14 +227,19 @@ static FailureOr<int64_t> loopIterationBound(gpu::LaunchOp launch) {
   FailureOr<SmallVector<int64_t>> trips = tripCountBounds(launch);
   if (failed(trips))
     return failure();
-  // Saturating arithmetic: bounds beyond 2^62 are reported as such.
+  // Saturating arithmetic on counts in [0, 2^62]: larger bounds are
+  // reported as 2^62.
   constexpr int64_t huge = int64_t(1) << 62;
   auto mul = [&](int64_t a, int64_t b) {
     return (b != 0 && a > huge / b) ? huge : a * b;
   };
+  auto add = [&](int64_t a, int64_t b) {
+    return a > huge - b ? huge : a + b;
+  };
   llvm::DenseMap<Operation *, int64_t> executions; // of each loop's body
   int64_t total = 0;
-  for (auto [loop, count] : llvm::zip_equal(loopsOf(launch), *trips)) {
+  for (auto [loop, trip] : llvm::zip_equal(loopsOf(launch), *trips)) {
+    int64_t count = std::min(trip, huge);
     // Entered once per execution of the enclosing loop's body.
     int64_t entries = 1;
     if (auto parent = loop->getParentOfType<scf::ForOp>();
@@ -244,7 +249,7 @@ static FailureOr<int64_t> loopIterationBound(gpu::LaunchOp launch) {
     // Lavapipe's counter also takes the test that ends the loop: a loop of
     // n iterations costs n + 1 each time it runs (measured: 20000 runs of an
     // inner loop of 2 iterations exhaust 65535 at 16384 of them).
-    total = std::min(huge, total + mul(entries, count + 1));
+    total = add(total, mul(entries, add(count, 1)));
   }
   return total;
 }
