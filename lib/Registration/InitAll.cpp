@@ -2,9 +2,14 @@
 
 #include "mha/InitAll.h"
 
+#include "mha/Codegen/CPU/Passes.h"
+#include "mha/Codegen/Common/Passes.h"
+#include "mha/Codegen/GPU/Passes.h"
+#include "mha/Conversion/Passes.h"
 #include "mha/Dialect/MHA/IR/MHADialect.h"
 #include "mha/Dialect/MHA/TransformOps/MHATransformOps.h"
 #include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/InputConversion/Passes.h"
 #include "mha/Pipelines/Pipelines.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -21,6 +26,11 @@ void mha::registerMHADialects(DialectRegistry &registry) {
 
 void mha::registerAllMHAPasses() {
   registerMHAPasses();
+  registerMHAInputConversionPasses();
+  registerMHACodegenCommonPasses();
+  registerMHACodegenCPUPasses();
+  registerMHACodegenGPUPasses();
+  registerMHAConversionPasses();
   registerMHAPipelines();
 }
 

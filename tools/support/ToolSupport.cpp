@@ -2,7 +2,7 @@
 
 #include "ToolSupport.h"
 
-#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Codegen/Common/Passes.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"

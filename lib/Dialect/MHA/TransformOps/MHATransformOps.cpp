@@ -9,6 +9,7 @@
 #include "mha/Dialect/MHA/TransformOps/MHATransformOps.h"
 
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
+#include "mha/InputConversion/RaiseAttention.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"

@@ -16,9 +16,9 @@
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
@@ -33,6 +33,15 @@ namespace mlir::mha {
 
 using namespace mlir;
 using namespace mlir::mha;
+
+ArrayAttr mha::workgroupMapping(MLIRContext *context, unsigned rank) {
+  SmallVector<Attribute> blocks;
+  for (unsigned i = 0; i < rank; ++i)
+    blocks.push_back(gpu::GPUBlockMappingAttr::get(
+        context, static_cast<gpu::MappingId>(
+                     static_cast<unsigned>(gpu::MappingId::LinearDim0) + i)));
+  return ArrayAttr::get(context, blocks);
+}
 
 LogicalResult mha::checkTileOptions(Operation *op,
                                     const TileOptions &options) {

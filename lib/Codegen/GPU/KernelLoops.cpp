@@ -19,7 +19,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Codegen/GPU/Passes.h"
+#include "mha/Codegen/GPU/Transforms.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
 #include "mlir/Analysis/DataFlow/IntegerRangeAnalysis.h"
@@ -39,7 +40,7 @@
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHACHECKKERNELLOOPITERATIONSPASS
 #define GEN_PASS_DEF_MHAUNROLLKERNELLOOPSPASS
-#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+#include "mha/Codegen/GPU/Passes.h.inc"
 } // namespace mlir::mha
 
 using namespace mlir;

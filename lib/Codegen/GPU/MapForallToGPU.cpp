@@ -10,7 +10,8 @@
 
 #include "GPUMapping.h"
 
-#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Codegen/GPU/Passes.h"
+#include "mha/Codegen/GPU/Transforms.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -21,7 +22,7 @@
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHAMAPFORALLTOGPUPASS
-#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+#include "mha/Codegen/GPU/Passes.h.inc"
 } // namespace mlir::mha
 
 using namespace mlir;
@@ -143,15 +144,6 @@ static void forwardIfYieldedBuffers(RewriterBase &rewriter, Operation *root) {
       rewriter.replaceAllUsesWith(result, forwarded);
     }
   });
-}
-
-ArrayAttr mha::workgroupMapping(MLIRContext *context, unsigned rank) {
-  SmallVector<Attribute> blocks;
-  for (unsigned i = 0; i < rank; ++i)
-    blocks.push_back(gpu::GPUBlockMappingAttr::get(
-        context, static_cast<gpu::MappingId>(
-                     static_cast<unsigned>(gpu::MappingId::LinearDim0) + i)));
-  return ArrayAttr::get(context, blocks);
 }
 
 LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,

@@ -9,7 +9,8 @@
 
 #include "GPUMapping.h"
 
-#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Codegen/GPU/Passes.h"
+#include "mha/Codegen/GPU/Transforms.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -18,7 +19,7 @@
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHASTAGEKERNELBUFFERSPASS
-#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+#include "mha/Codegen/GPU/Passes.h.inc"
 } // namespace mlir::mha
 
 using namespace mlir;

@@ -11,7 +11,8 @@
 
 #include "GPUMapping.h"
 
-#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Codegen/GPU/Passes.h"
+#include "mha/Codegen/GPU/Transforms.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -23,7 +24,7 @@
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHADISTRIBUTETOTHREADSPASS
-#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+#include "mha/Codegen/GPU/Passes.h.inc"
 } // namespace mlir::mha
 
 using namespace mlir;

@@ -1,7 +1,7 @@
 //===- GPUMapping.h - helpers the GPU mapping steps share --------*- C++
 //-*-===//
 //
-// Internal to lib/Dialect/MHA/Transforms: what the GPU mapping's steps
+// Internal to lib/Codegen/GPU: what the GPU mapping's steps
 // (DistributeToThreads.cpp, MapForallToGPU.cpp, TileForWorkgroups.cpp,
 // StageKernelBuffers.cpp) share.
 //

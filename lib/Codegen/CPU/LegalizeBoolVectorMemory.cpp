@@ -6,14 +6,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/IR/PatternMatch.h"
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHALEGALIZEBOOLVECTORMEMORYPASS
-#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+#include "mha/Codegen/CPU/Passes.h.inc"
 } // namespace mlir::mha
 
 using namespace mlir;

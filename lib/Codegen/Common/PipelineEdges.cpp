@@ -7,9 +7,10 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mha/Codegen/Common/Passes.h"
+#include "mha/Codegen/Common/Transforms.h"
 #include "mha/Dialect/MHA/IR/MHADialect.h"
-#include "mha/Dialect/MHA/Transforms/Passes.h"
-#include "mha/Dialect/MHA/Transforms/Transforms.h"
+#include "mha/Dialect/MHA/IR/MHAOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -25,7 +26,7 @@
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHADECOMPOSEAGGREGATESPASS
 #define GEN_PASS_DEF_MHACHECKLOWEREDPASS
-#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+#include "mha/Codegen/Common/Passes.h.inc"
 } // namespace mlir::mha
 
 using namespace mlir;

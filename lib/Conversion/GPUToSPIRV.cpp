@@ -5,7 +5,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Conversion/Passes.h"
 
 #include "mlir/Conversion/ArithToSPIRV/ArithToSPIRV.h"
 #include "mlir/Conversion/FuncToSPIRV/FuncToSPIRV.h"
@@ -28,7 +28,7 @@
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHAGPUTOSPIRVPASS
-#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+#include "mha/Conversion/Passes.h.inc"
 } // namespace mlir::mha
 
 using namespace mlir;

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Codegen/Common/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -16,7 +16,7 @@
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHAAPPROXIMATEEXPPASS
-#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+#include "mha/Codegen/Common/Passes.h.inc"
 } // namespace mlir::mha
 
 using namespace mlir;

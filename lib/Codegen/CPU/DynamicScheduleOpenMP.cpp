@@ -7,7 +7,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Codegen/CPU/Passes.h"
+#include "mha/Codegen/CPU/Transforms.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -16,7 +17,7 @@
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHADYNAMICSCHEDULEOPENMPPASS
-#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+#include "mha/Codegen/CPU/Passes.h.inc"
 } // namespace mlir::mha
 
 using namespace mlir;

@@ -6,7 +6,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "mha/Dialect/MHA/Transforms/Passes.h"
+#include "mha/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
@@ -15,7 +15,7 @@
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHASTRIDEDCOPIESTOLOOPSPASS
-#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+#include "mha/Codegen/CPU/Passes.h.inc"
 } // namespace mlir::mha
 
 using namespace mlir;

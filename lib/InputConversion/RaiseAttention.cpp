@@ -12,10 +12,11 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mha/InputConversion/RaiseAttention.h"
 #include "mha/Dialect/MHA/IR/MHADialect.h"
-#include "mha/Dialect/MHA/Transforms/Passes.h"
-#include "mha/Dialect/MHA/Transforms/Transforms.h"
+#include "mha/InputConversion/Passes.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
@@ -25,18 +26,17 @@
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
-#include "mlir/Analysis/SliceAnalysis.h"
 #include "llvm/ADT/STLExtras.h"
-#include "llvm/ADT/TypeSwitch.h"
 #include "llvm/ADT/ScopeExit.h"
 #include "llvm/ADT/SmallBitVector.h"
+#include "llvm/ADT/TypeSwitch.h"
 
 #include <cmath>
 #include <memory>
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHARAISEATTENTIONPASS
-#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+#include "mha/InputConversion/Passes.h.inc"
 } // namespace mlir::mha
 
 using namespace mlir;

@@ -9,8 +9,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "mha/Codegen/CPU/Passes.h"
+#include "mha/Codegen/CPU/Transforms.h"
 #include "mha/Dialect/MHA/IR/MHADialect.h"
-#include "mha/Dialect/MHA/Transforms/Passes.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -25,7 +26,7 @@
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHAPRIVATIZEPEELEDLOOPSPASS
 #define GEN_PASS_DEF_MHAREJOINPEELEDLOOPSPASS
-#include "mha/Dialect/MHA/Transforms/Passes.h.inc"
+#include "mha/Codegen/CPU/Passes.h.inc"
 } // namespace mlir::mha
 
 using namespace mlir;

@@ -1,0 +1,108 @@
+//===- Transforms.h - CPU code generation -----------------------*- C++ -*-===//
+//
+// The algorithms behind the CPU code generation passes
+// (mha/Codegen/CPU/Passes.td), callable from passes, transform ops and users'
+// own pipelines.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHA_CODEGEN_CPU_TRANSFORMS_H
+#define MHA_CODEGEN_CPU_TRANSFORMS_H
+
+#include "mha/Dialect/MHA/IR/MHAOps.h"
+#include "mlir/Interfaces/LoopLikeInterface.h"
+#include "mlir/Support/LLVM.h"
+
+namespace mlir {
+class Operation;
+class RewriterBase;
+
+namespace mha {
+
+/// Register tiles of the vector code (see mha-vectorize).
+struct VectorizeOptions {
+  /// The target's vector registers, in bits (512: AVX-512, 256: AVX2, 128:
+  /// SSE or NEON): what the register tiles below default to.
+  int64_t vectorWidth = 512;
+  /// Rows of a contraction's output tile (one broadcast operand each); 0:
+  /// from the vector width (defaultRegisterTile).
+  int64_t registerTileRows = 0;
+  /// Columns of a contraction's output tile, along the contiguous output
+  /// dim: a multiple of the vector width; 0: from the vector width.
+  int64_t registerTileCols = 0;
+  /// Elements per step along the innermost loop of the other ops.
+  int64_t chunk = 64;
+  /// Contractions whose rhs rows are at least this many elements apart read
+  /// it by contiguous column panels: packed once per call when the rhs is
+  /// defined outside every loop, else copied per panel (negative: never).
+  int64_t packMinStride = 256;
+  /// Reduction steps per pass of the row tiles over a packed column panel
+  /// (the classic kc blocking): a chunk of the panel stays in L1 while every
+  /// row tile reads it, where the whole panel ([E x cols]: 48-96 KiB for
+  /// E = 768) would stream from L2 for each. 0: the whole reduction.
+  int64_t panelReductionTile = 0;
+};
+
+/// The register tile [rows, cols] of f32 contractions for vector registers of
+/// `vectorWidth` bits: two vectors of columns per row, and as many rows as
+/// the register file holds accumulators for, with the operands besides
+/// (8x32 for AVX-512: 16 of its 32 zmm registers; 4x16 for AVX2 or 128-bit
+/// vectors: 8 of 16). Rows are kept a power of two so that they divide the
+/// tile sizes of the tiling stage. Fails on a width that is not a positive
+/// multiple of 32 bits.
+FailureOr<std::pair<int64_t, int64_t>> defaultRegisterTile(int64_t vectorWidth);
+
+/// Cuts every linalg op on tensors under `root` into register tiles (upstream
+/// scf::tileUsingSCF) and vectorizes the full ones (upstream
+/// linalg::vectorize); contractions become outer products whose accumulator
+/// is carried in registers across the reduction loop (starting there from a
+/// fused fill or elementwise producer of it), and the strided weight panels
+/// of long reductions are packed first. Parallel loops with a partial
+/// last tile are peeled first (peelParallelLoop) and ops of dynamic size
+/// padded to their static bounds; ops the vectorizer does not take stay
+/// linalg ops (scalar loops later). Fails only
+/// on non-positive tile sizes or vector widths.
+LogicalResult vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
+                                 const VectorizeOptions &options);
+
+/// Peels the last, partial iteration off every dimension of `loop` (an
+/// scf.forall) whose lower bound and step are static and whose upper bound
+/// is dynamic or not a multiple of the step away, into a second scf.forall
+/// after it that carries on from the first's results. Returns the loops
+/// that replace `loop`: first the one with the full steps, then the peeled
+/// ones (just `loop` when nothing was peeled). Tile sizes computed in the
+/// bodies (`affine.min(step, ub - iv)`) fold to constants (upstream's
+/// scf::rewritePeeledMinMaxOp), so every tile of the first loop and of each
+/// peeled loop has static sizes (what the vectorizer takes), where before
+/// all of them were dynamic. The forall counterpart of upstream's
+/// scf::peelForLoopAndSimplifyBounds. The loops (when `loop` has no mapping)
+/// get the mapping `[#mha.peeled<0>, ...]`, which keeps the canonicalizer
+/// from folding a loop of one iteration away, until rejoinPeeledLoops.
+SmallVector<LoopLikeOpInterface> peelParallelLoop(RewriterBase &rewriter,
+                                                  LoopLikeOpInterface loop);
+
+/// Gives each scf.forall on tensors that peelParallelLoop made (mapping
+/// `#mha.peeled`) its own copy of every tensor defined outside it that its
+/// body may write into: a new tensor.empty for an empty one, a
+/// bufferization.alloc_tensor copy of any other, at the start of the body.
+/// One-shot bufferization privatizes such buffers per iteration only in
+/// loops of more than one iteration; a peeled loop often has one (the
+/// partial tile, or a single full tile), so without this the loops would
+/// share buffers that rejoinPeeledLoops then makes concurrent. Run it last
+/// before bufferization (CSE would merge the copies back).
+void privatizePeeledLoops(RewriterBase &rewriter, Operation *root);
+
+/// The scf.forall loops on memrefs that peelParallelLoop made of one loop
+/// (after bufferization) joined again into one scf.forall over their ranges
+/// together, whose body is an scf.if on the induction variable that runs the
+/// code of the loop the iteration belongs to (the full tiles' or the
+/// partial tile's, each with its static sizes), so that a parallel runtime
+/// shares all the iterations out at once. Loops with ops other than pure
+/// ones between them stay apart. Removes the `#mha.peeled` mapping from
+/// every loop.
+void rejoinPeeledLoops(RewriterBase &rewriter, Operation *root);
+
+} // namespace mha
+} // namespace mlir
+
+#endif // MHA_CODEGEN_CPU_TRANSFORMS_H

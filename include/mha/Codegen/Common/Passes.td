@@ -1,0 +1,84 @@
+//===- Passes.td - Code generation for every target --------*- tablegen -*-===//
+//
+// Code generation for every target. Each pass is a thin wrapper around a
+// library function that transform ops and users' own pipelines call as well.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHA_CODEGEN_COMMON_PASSES_TD
+#define MHA_CODEGEN_COMMON_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MHADecomposeAggregatesPass : Pass<"mha-decompose-aggregates"> {
+  let summary = "Decompose upstream aggregate ops (linalg.softmax) into "
+                "linalg ops";
+  let description = [{
+    Frontends hand over attention's neighbours as upstream ops that no
+    conversion to loops or to LLVM takes as they are: `linalg.softmax`
+    (torch-mlir, IREE and StableHLO/TOSA lowerings emit it) is an aggregate,
+    defined by its `AggregatedOpInterface` decomposition into a max
+    reduction, `exp`, a sum reduction and a division. This pass applies that
+    decomposition to every op under the anchor that implements the interface
+    and is not an `mha` op (those have their own passes), and to
+    `mha.attention_weights` (whose decomposition is its only lowering). Only the tensor
+    form is decomposed (upstream's decompositions build tensor ops); an
+    aggregate on buffers is an error. Every `mha-lower-to-*` pipeline runs it
+    at its entry, after the raise, the TOSA lowering and the runtime
+    checks.
+
+    Example: `linalg.softmax dimension(1) ins(%x) outs(%e)` becomes a fill
+    and a `linalg.generic` max reduction, an elementwise `exp(x - max)`, a sum
+    reduction and an elementwise division.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def MHACheckLoweredPass : Pass<"mha-check-lowered", "::mlir::ModuleOp"> {
+  let summary = "Fail, naming the op, where an op survived lowering to the "
+                "LLVM dialect";
+  let description = [{
+    The conversions to the LLVM dialect leave an op they have no pattern for
+    where it is (wrapped in `builtin.unrealized_conversion_cast`s), and the
+    pipeline would succeed with IR that only the translation to LLVM IR then
+    rejects, without saying which op. This pass, the last of every
+    `mha-lower-to-*` pipeline and of the `mha-*-backend` pipelines, fails
+    with an error at the location of each outermost op that is not in the
+    LLVM or OpenMP dialects, not a `gpu.binary` or `gpu.launch_func` (the
+    GPU host forms the translation takes) and not a module. Leftover
+    `unrealized_conversion_cast`s are reported only when nothing else is:
+    they are the symptom, the op they wrap is the cause.
+  }];
+}
+
+def MHAApproximateExpPass : Pass<"mha-approximate-exp"> {
+  let summary = "Compute f32 math.exp as arithmetic (a polynomial)";
+  let description = [{
+    Rewrites every f32 `math.exp` into arithmetic, so that the softmax's
+    exponentials vectorize instead of calling libm's `expf` once per
+    element: x clamped to [-87.5, 88.8] (compare-and-select: NaN passes,
+    one min/max instruction each), n = roundeven(x · log2 e),
+    r = x - n · ln 2 in two FMAs (ln 2 split so that n times its first part
+    is exact), e^r by a degree-5 minimax polynomial with e^0 = 1 exactly,
+    times 2^n built from exponent bits. 15 vector ops where upstream's
+    approximation (`populateMathPolynomialApproximationPatterns`, also f32
+    only) takes 22; an exp of another element type is left as it is (a
+    libm call); the softmax's `exp` is a visible share of core
+    attention's time (docs/Performance.md). Within 2 ulp of the exact value on
+    [-87, 88.72] (test/Integration/CPU/exp-approximation.test); -inf and
+    inputs below -87 (results under 1.7e-38) give exactly 0, which masked
+    scores rely on; inputs above 88.72 give inf; NaN gives NaN.
+    `mha-lower-to-cpu` runs it before lowering to LLVM.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+  ];
+}
+
+#endif // MHA_CODEGEN_COMMON_PASSES_TD

@@ -1,0 +1,149 @@
+//===- Passes.td - GPU code generation (the GPU mapping) ---*- tablegen -*-===//
+//
+// GPU code generation (the GPU mapping). Each pass is a thin wrapper around a
+// library function that transform ops and users' own pipelines call as well.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHA_CODEGEN_GPU_PASSES_TD
+#define MHA_CODEGEN_GPU_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def MHATileForWorkgroupsPass : Pass<"mha-tile-for-workgroups"> {
+  let summary = "Tile the linalg ops not yet in a loop into workgroup tiles";
+  let description = [{
+    GPU mapping, on tensors: every linalg op directly in a function body
+    (after `mha-decompose`: the Q/K/V and output projections with their bias
+    broadcasts) becomes an `scf.forall` over output tiles
+    with upstream tile-and-fuse, its linalg producers fused: `rows` along
+    its second innermost parallel loop, up to `cols` along its innermost,
+    1 along the others; reductions stay whole. Ops reading `i1` stay on the
+    host (GPU storage buffers hold no `i1`). A tile's reduction (the
+    embedding of a projection) runs in steps of `depth`, each step's input
+    tiles copied into workgroup tensors first, so that a workgroup reads each
+    input element from device memory once. Each such loop is then one
+    kernel (`mha-distribute-to-threads`, `mha-map-forall-to-gpu`), so the
+    whole layer runs on the GPU.
+  }];
+  let options = [
+    Option<"rows", "rows", "int64_t", "32", "Rows of a workgroup tile">,
+    Option<"cols", "cols", "int64_t", "64",
+           "Columns of a workgroup tile (at most)">,
+    Option<"depth", "depth", "int64_t", "32",
+           "Reduction step whose input tiles are staged in workgroup memory "
+           "(0: no staging, each thread reads its inputs directly)">,
+  ];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
+def MHADistributeToThreadsPass : Pass<"mha-distribute-to-threads"> {
+  let summary = "Distribute the linalg ops of each tile over GPU threads";
+  let description = [{
+    On tensors, inside every top-level `scf.forall` (a loop over independent
+    tiles, one GPU workgroup each): tiles each linalg op with upstream
+    `scf::tileUsingSCF` into an `scf.forall` mapped to `#gpu.thread<linear_dim_0>`
+    over its first parallel loop (a thread per row, ceil(rows / threads) rows
+    per thread when there are more), and allocates the tile's own tensors
+    (`tensor.empty`) in workgroup memory (`bufferization.alloc_tensor` in
+    `#gpu.address_space<workgroup>`). Extents distributed over threads must be
+    static (pad partial tiles first).
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", "64", "Threads per workgroup">,
+  ];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::scf::SCFDialect",
+  ];
+}
+
+def MHAMapForallToGPUPass : Pass<"mha-map-forall-to-gpu"> {
+  let summary = "Map top-level scf.forall loops on buffers to gpu.launch";
+  let description = [{
+    Every top-level `scf.forall` (bufferized) becomes a `gpu.launch` with one
+    workgroup per iteration, the grid sizes computed at run time from the
+    loop's bounds (so dynamic batch and sequence lengths work), `threads`
+    threads per workgroup; the `#gpu.thread` loops inside are mapped by
+    upstream's `mapNestedForallToThreadsImpl`, each followed by a barrier.
+    Workgroup-memory allocations in the body (static sizes) become the
+    launch's workgroup attributions.
+  }];
+  let options = [
+    Option<"threads", "threads", "int64_t", "64", "Threads per workgroup">,
+  ];
+  let dependentDialects = [
+    "::mlir::affine::AffineDialect",
+    "::mlir::gpu::GPUDialect",
+  ];
+}
+
+def MHAStageKernelBuffersPass : Pass<"mha-stage-kernel-buffers"> {
+  let summary = "Copy the host buffers GPU kernels use into device memory";
+  let description = [{
+    For targets whose kernels cannot read host memory (CUDA; the Vulkan
+    runtime copies by itself): every memref defined outside a `gpu.launch`
+    and used inside it is copied into a `gpu.alloc` of its run-time sizes
+    with `gpu.memcpy` before the launch, the kernel uses the copy, and after
+    the launch the copy is written back (only when the kernel may write it:
+    stores, or ops of unknown effects, through views too) and freed. The
+    ops are synchronous; `gpu-async-region` then chains them on a stream.
+    Dynamic sizes work. Buffers must have identity layouts (whole buffers).
+  }];
+  let dependentDialects = [
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
+def MHAUnrollKernelLoopsPass : Pass<"mha-unroll-kernel-loops"> {
+  let summary = "Fully unroll the short innermost loops of GPU kernels";
+  let description = [{
+    Inside every `gpu.launch` (on buffers, after GPU mapping), fully unrolls
+    each innermost `scf.for` whose trip count is a constant of at most
+    `max-trip-count` (upstream `loopUnrollFull`). The Vulkan pipeline runs it
+    before `mha-check-kernel-loop-iterations`: lavapipe limits the loop
+    iterations of an invocation, and a kernel's innermost loops (over a row of
+    the tile, a head dimension) are most of them, so unrolling them lets the
+    key loop run over far longer sequences within the limit.
+  }];
+  let options = [
+    Option<"maxTripCount", "max-trip-count", "int64_t", "64",
+           "Unroll innermost loops of at most this many iterations (0: none)">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
+def MHACheckKernelLoopIterationsPass
+    : Pass<"mha-check-kernel-loop-iterations"> {
+  let summary = "Refuse GPU kernels whose invocations may run more loop "
+                "iterations than the target allows";
+  let description = [{
+    For every `gpu.launch` (on buffers, after GPU mapping), bounds the loop
+    iterations one invocation may run, as lavapipe counts them: each
+    `scf.for`'s trip count (an upper bound from upstream's value-bounds or
+    integer range analysis where it is not a constant: partial tiles, causal
+    key ranges) plus one (the test that ends the loop, which lavapipe counts
+    too), times the trip counts of the loops around it, summed over all
+    loops. Where the bound exceeds
+    `max-iterations`, or a loop's trip count has no bound, it stops with an
+    error on the launch (or the loop). Why: lavapipe (Mesa's llvmpipe, the
+    Vulkan device on CPUs) counts the loop iterations of each invocation, all
+    loops together, and after 65535 ends every loop after its current
+    iteration, without an error; an attention kernel over long keys then ran
+    each later loop once and wrote garbage. Loops the driver unrolls do not
+    count there, so the bound is conservative. `max-iterations=0` disables
+    the check (for Vulkan drivers without the limit).
+  }];
+  let options = [
+    Option<"maxIterations", "max-iterations", "int64_t", "65535",
+           "Loop iterations an invocation may run (0: no limit)">,
+  ];
+}
+
+#endif // MHA_CODEGEN_GPU_PASSES_TD

@@ -1,0 +1,72 @@
+//===- Transforms.h - GPU code generation -----------------------*- C++ -*-===//
+//
+// The steps of the GPU mapping and the kernel-loop limit, behind the passes of
+// mha/Codegen/GPU/Passes.td; callable from transform ops and users' own
+// pipelines.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHA_CODEGEN_GPU_TRANSFORMS_H
+#define MHA_CODEGEN_GPU_TRANSFORMS_H
+
+#include "mlir/Support/LLVM.h"
+
+namespace mlir {
+class Operation;
+class RewriterBase;
+
+namespace mha {
+
+/// GPU mapping, on tensors: inside each top-level scf.forall (one workgroup
+/// per iteration later), every linalg op tiled into an scf.forall over
+/// `threads` GPU threads along its first parallel loop, and the tile's own
+/// tensors allocated in workgroup memory.
+LogicalResult distributeToThreads(RewriterBase &rewriter, Operation *root,
+                                  int64_t threads);
+
+/// Fully unrolls the innermost scf.for loops inside gpu.launch bodies whose
+/// trip count is a constant of at most `maxTripCount`.
+void unrollKernelLoops(Operation *root, int64_t maxTripCount);
+
+/// Bounds the loop iterations one invocation of each gpu.launch may run, as
+/// lavapipe counts them (each scf.for's trip count, bounded by the
+/// value-bounds or integer range analysis, plus one for the test that ends
+/// it, times the trip counts of the loops around it, summed) and emits an
+/// error where the bound exceeds
+/// `maxIterations` or a loop has no bound. Lavapipe ends every loop of an
+/// invocation after 65535 iterations in all, silently.
+LogicalResult checkKernelLoopIterations(Operation *root,
+                                        int64_t maxIterations);
+
+/// GPU mapping, on buffers: each top-level scf.forall as a gpu.launch, one
+/// workgroup per iteration (grid from the loop bounds at run time) of
+/// `threads` threads, its #gpu.thread loops mapped with barriers after them,
+/// its workgroup allocations as the launch's workgroup attributions.
+LogicalResult mapForallsToGPULaunch(RewriterBase &rewriter, Operation *root,
+                                    int64_t threads);
+
+/// GPU mapping, on tensors: every linalg op directly in a function body
+/// (the projections and their bias broadcasts: what is not yet in a loop)
+/// tiled into an scf.forall of workgroup tiles with its linalg producers
+/// fused: `rows` along its second innermost parallel loop, up to `cols`
+/// along its innermost, 1 along the others. Ops reading i1 stay on the host
+/// (GPU storage buffers hold no i1). With `depth` > 0 a tile's reduction
+/// runs in steps of `depth` whose input tiles are first copied into
+/// workgroup tensors (shared-memory tiling of the projection GEMMs).
+/// Together with the attention's tiling these loops become the kernels
+/// (distributeToThreads, mapForallsToGPULaunch).
+LogicalResult tileForWorkgroups(RewriterBase &rewriter, Operation *root,
+                                int64_t rows, int64_t cols, int64_t depth);
+
+/// For targets whose kernels cannot read host memory (CUDA): every host
+/// buffer a `gpu.launch` under `root` uses is copied into device memory
+/// before it (`gpu.alloc` of the buffer's run-time sizes, `gpu.memcpy`) and
+/// back after it when the kernel may write it, then freed (`gpu.dealloc`).
+/// The ops are synchronous (`gpu-async-region` makes them async). Fails on
+/// views of non-identity layout and on asynchronous launches.
+LogicalResult stageKernelBuffers(RewriterBase &rewriter, Operation *root);
+
+} // namespace mha
+} // namespace mlir
+
+#endif // MHA_CODEGEN_GPU_TRANSFORMS_H
