@@ -60,8 +60,9 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
-// kNpyMainSource: npy_main.c, the standalone runner (generated from it).
-#include "NpyMain.inc"
+// kAotMainSource, kRunnerSupportHeader, kRunnerSupportSource: the C sources
+// of lib/ExecutionEngine compiled into the outputs (generated from them).
+#include "AotSources.inc"
 
 namespace {
 
@@ -789,8 +790,9 @@ int compile(MLIRContext &context) {
     codegen.run(*llvmModule);
   }
 
-  // The C side: header next to the outputs, wrapper and runner in the work
-  // directory, compiled and linked by the C compiler.
+  // The C side: header next to the outputs; wrapper, runner and
+  // RunnerSupport in the work directory, compiled and linked by the C
+  // compiler.
   SmallString<128> outDir(llvm::sys::path::parent_path(prefix));
   if (outDir.empty())
     outDir = ".";
@@ -799,7 +801,13 @@ int compile(MLIRContext &context) {
   std::string header = (prefix + ".h").str();
   std::string headerName = llvm::sys::path::filename(header).str();
   std::string wrapper = inWork(name + ".c");
-  std::string runner = inWork("npy_main.c");
+  std::string runner = inWork("AotMain.c");
+  std::string runnerSupport = inWork("RunnerSupport.c");
+  std::string runnerSupportHeader =
+      inWork("mha/ExecutionEngine/RunnerSupport.h");
+  if (std::error_code ec = llvm::sys::fs::create_directories(
+          llvm::sys::path::parent_path(runnerSupportHeader)))
+    return compileError("temporary directory: " + ec.message());
   std::string headerText = generateHeader(
       name, llvm::sys::path::filename(prefix),
       llvm::sys::path::filename(inputFile), inputs, outputs);
@@ -809,7 +817,9 @@ int compile(MLIRContext &context) {
   for (auto [path, text] :
        {std::pair(header, StringRef(headerText)),
         std::pair(wrapper, StringRef(wrapperText)),
-        std::pair(runner, StringRef(kNpyMainSource))})
+        std::pair(runner, StringRef(kAotMainSource)),
+        std::pair(runnerSupport, StringRef(kRunnerSupportSource)),
+        std::pair(runnerSupportHeader, StringRef(kRunnerSupportHeader))})
     if (llvm::Error error = writeFile(path, text))
       return compileError(llvm::toString(std::move(error)));
   // The executable's TSan defaults: accesses and calls inside uninstrumented
@@ -851,8 +861,9 @@ int compile(MLIRContext &context) {
                     {"-D_POSIX_C_SOURCE=200809L",
                      "-DMHA_AOT_HEADER=\"" + headerName + "\"",
                      "-DMHA_AOT_SIGNATURE=" + name + "_signature",
-                     "-DMHA_AOT_RUN=" + name + "_run", "-o", prefix.str().str(),
-                     runner, wrapper, object});
+                     "-DMHA_AOT_RUN=" + name + "_run", "-I", workDir.str().str(),
+                     "-o", prefix.str().str(), runner, runnerSupport, wrapper,
+                     object});
   if (tsan)
     executable.push_back(tsanOptions);
   executable.insert(executable.end(), link.begin(), link.end());
