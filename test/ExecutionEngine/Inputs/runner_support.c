@@ -47,7 +47,7 @@ static int strided(void) {
   int64_t d_sizes[] = {2, 3}, d_src[] = {3, 1}, d_dst[] = {1, 2};
   mha_copy_strided(dst, src, 4, 2, d_sizes, d_src, d_dst);
   print_ints("into-strided", dst, 6);
-  /* Two-byte elements, rows contiguous (one memcpy a row). */
+  /* Two-byte elements, contiguous rows. */
   uint16_t h_src[12], h_dst[6];
   for (int i = 0; i < 12; ++i)
     h_src[i] = (uint16_t)(100 + i);
@@ -57,6 +57,11 @@ static int strided(void) {
   for (int i = 0; i < 6; ++i)
     printf(" %d", h_dst[i]);
   printf("\n");
+  /* Three-byte elements (no size of their own), a 2x2 array transposed. */
+  char c_dst[13] = {0};
+  int64_t c_sizes[] = {2, 2}, c_strides[] = {1, 2};
+  mha_copy_strided(c_dst, "abcdefghijkl", 3, 2, c_sizes, c_strides, NULL);
+  printf("bytes3: %s\n", c_dst);
   /* Rank 0 copies one element; an empty dimension copies nothing. */
   dst[0] = -1;
   mha_copy_strided(dst, src + 7, 4, 0, NULL, NULL, NULL);
