@@ -18,20 +18,26 @@
 
 set_property(GLOBAL PROPERTY MHA_EXPORTED_LIBS "")
 
-# mha_add_library(name SRCS... [DEPENDS tgt...] [LINK_LIBS lib...])
+# mha_add_library(name SRCS... [NO_MLIR] [DEPENDS tgt...] [LINK_LIBS lib...])
+# NO_MLIR: a C library that links neither libMLIR nor libLLVM (what compiled
+# code ships with, lib/ExecutionEngine).
 function(mha_add_library name)
-  cmake_parse_arguments(ARG "" "" "DEPENDS;LINK_LIBS" ${ARGN})
+  cmake_parse_arguments(ARG "NO_MLIR" "" "DEPENDS;LINK_LIBS" ${ARGN})
   add_library(${name} STATIC ${ARG_UNPARSED_ARGUMENTS})
   set_target_properties(${name} PROPERTIES POSITION_INDEPENDENT_CODE ON)
   target_include_directories(${name} PUBLIC
     $<BUILD_INTERFACE:${MHA_SOURCE_DIR}/include>
     $<BUILD_INTERFACE:${MHA_BINARY_DIR}/include>
     $<INSTALL_INTERFACE:include>)
-  target_link_libraries(${name} PUBLIC ${ARG_LINK_LIBS} MLIR LLVM)
+  if(ARG_NO_MLIR)
+    target_link_libraries(${name} PUBLIC ${ARG_LINK_LIBS})
+  else()
+    target_link_libraries(${name} PUBLIC ${ARG_LINK_LIBS} MLIR LLVM)
+    llvm_update_compile_flags(${name})
+  endif()
   if(ARG_DEPENDS)
     add_dependencies(${name} ${ARG_DEPENDS})
   endif()
-  llvm_update_compile_flags(${name})
   # Consumers of instrumented archives must link the sanitizer runtimes.
   if(MHA_ENABLE_SANITIZERS)
     target_link_options(${name} INTERFACE ${MHA_SANITIZER_FLAGS})

@@ -1,7 +1,8 @@
 //===- Npy.h - reading and writing .npy files -------------------*- C++ -*-===//
 //
-// The subset of the NumPy .npy format mha-run exchanges data in: versions 1 to
-// 3, C order, little-endian f32 / f16 and bool.
+// mha-run's arrays: RunnerSupport's .npy files (versions 1 to 3, C order,
+// little-endian f32, f16, bf16 bits, bool and i32) as C++ containers, with
+// their elements as doubles.
 //
 //===----------------------------------------------------------------------===//
 

@@ -22,6 +22,7 @@
 #include "ToolSupport.h"
 
 #include "mha/Dialect/MHA/IR/MHAOps.h"
+#include "mha/ExecutionEngine/RunnerSupport.h"
 #include "mha/InitAll.h"
 #include "mha/Pipelines/Pipelines.h"
 
@@ -50,14 +51,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <random>
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
 
 using namespace mlir;
 using namespace mha_run;
@@ -567,17 +564,10 @@ public:
       ArrayRef<int64_t> sizes(&resultStruct[at + 3], rank);
       ArrayRef<int64_t> strides(&resultStruct[at + 3 + rank], rank);
       array.shape.assign(sizes.begin(), sizes.end());
-      int64_t n = array.numElements();
-      array.data.resize(n * elementSize);
-      for (int64_t i = 0; i < n; ++i) {
-        int64_t rest = i, linear = offset;
-        for (int64_t d = rank - 1; d >= 0; --d) {
-          linear += (rest % sizes[d]) * strides[d];
-          rest /= sizes[d];
-        }
-        std::memcpy(array.data.data() + i * elementSize,
-                    aligned + linear * elementSize, elementSize);
-      }
+      array.data.resize(array.numElements() * elementSize);
+      mha_copy_strided(array.data.data(), aligned + offset * elementSize,
+                       elementSize, rank, sizes.data(), strides.data(),
+                       /*dst_strides=*/nullptr);
       results.push_back(std::move(array));
       at += 3 + 2 * rank;
     }
@@ -663,22 +653,20 @@ int runBenchmark(Caller &caller, double flops, double lowerMs, double jitMs) {
   caller.freeResults();
   std::vector<double> ms;
   for (unsigned i = 0; i < benchmark; ++i) {
-    auto start = std::chrono::steady_clock::now();
+    double start = mha_now_ms();
     if (int error = caller.call())
       return error;
-    auto stop = std::chrono::steady_clock::now();
+    ms.push_back(mha_now_ms() - start);
     caller.freeResults();
-    ms.push_back(std::chrono::duration<double, std::milli>(stop - start).count());
   }
-  std::sort(ms.begin(), ms.end());
-  double median = ms.size() % 2 ? ms[ms.size() / 2]
-                                : (ms[ms.size() / 2 - 1] + ms[ms.size() / 2]) / 2;
+  mha_bench_stats stats = mha_bench_summarize(ms.data(), ms.size());
   llvm::outs() << llvm::formatv("benchmark: {0} calls, median {1:f3} ms, min "
                                 "{2:f3} ms, max {3:f3} ms",
-                                ms.size(), median, ms.front(), ms.back());
+                                stats.calls, stats.median_ms, stats.min_ms,
+                                stats.max_ms);
   if (flops > 0)
     llvm::outs() << llvm::formatv(", {0:f2} GFLOP/s ({1:e} FLOP per call)",
-                                  flops / (median * 1e6), flops);
+                                  flops / (stats.median_ms * 1e6), flops);
   llvm::outs() << "\n";
   return kOk;
 }
@@ -796,18 +784,6 @@ std::optional<std::string> takeThreadsOption(int &argc, char **argv) {
   return value;
 }
 
-/// The lowered code allocates its intermediate buffers (K/V projections,
-/// per-tile scores) on every call. glibc serves blocks above 128 KiB with
-/// mmap and unmaps them on free, so each call page-faults them in again
-/// (~10 % of a GPT-2 S=1024 layer on 2 threads). Keeping freed memory in the
-/// process, as ONNX Runtime's arena and jemalloc do, lets calls reuse it.
-static void keepFreedMemory() {
-#if defined(__GLIBC__)
-  mallopt(M_MMAP_THRESHOLD, 32 << 20); // glibc's largest allowed threshold
-  mallopt(M_TRIM_THRESHOLD, INT_MAX);
-#endif
-}
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -833,7 +809,9 @@ int main(int argc, char **argv) {
   // Lowered code reports failed run-time checks with puts() and then aborts:
   // line buffering gets the message out even when stdout is a pipe.
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
-  keepFreedMemory();
+  // The lowered code allocates its intermediate buffers (K/V projections,
+  // per-tile scores) on every call: keep freed memory for the next one.
+  mha_keep_freed_memory();
   mha::setDefaultCUDARoot();
   MLIRContext context(registry);
   return run(context);
