@@ -39,6 +39,7 @@
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
+using namespace mlir::mha;
 
 // The mha passes run on the whole module (they walk it), so mha ops in
 // nested modules or in functions of any kind are lowered too.
@@ -61,9 +62,33 @@ void mha::buildEntryStage(OpPassManager &pm, bool raiseAttention) {
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
 }
 
+/// The text of a #mha.lowering_config of the given fields (0: not given);
+/// empty when none is.
+static std::string overridesText(int64_t qTile, int64_t kvTile) {
+  std::string fields;
+  llvm::raw_string_ostream os(fields);
+  for (auto [name, value] :
+       {std::pair<StringRef, int64_t>{"q_tile", qTile}, {"kv_tile", kvTile}})
+    // A size that is not positive stays with the passes, whose error names
+    // the op.
+    if (value > 0)
+      os << (fields.empty() ? "" : ", ") << name << " = " << value;
+  return fields.empty() ? "" : "#mha.lowering_config<" + fields + ">";
+}
+
+void mha::buildStrategyStage(OpPassManager &pm, StringRef target,
+                             StringRef overrides) {
+  MHASelectLoweringConfigPassOptions select;
+  select.target = target.str();
+  select.overrides = overrides.str();
+  pm.addPass(createMHASelectLoweringConfigPass(select));
+}
+
 void mha::buildTilingStage(OpPassManager &pm, int64_t qTileSize,
-                           int64_t kvTileSize, bool raiseAttention) {
+                           int64_t kvTileSize, bool raiseAttention,
+                           StringRef target) {
   buildEntryStage(pm, raiseAttention);
+  buildStrategyStage(pm, target, overridesText(qTileSize, kvTileSize));
   pm.addPass(createMHAFuseLayerPass(
       MHAFuseLayerPassOptions{qTileSize, kvTileSize, /*decompose=*/false}));
   pm.addPass(createMHATileAttentionPass(
@@ -86,8 +111,11 @@ void mha::buildVectorizationStage(OpPassManager &pm,
   vectorize.registerTileRows = options.registerTileRows;
   vectorize.registerTileCols = options.registerTileCols;
   vectorize.chunk = options.chunk;
+  vectorize.packMinStride = options.packMinStride;
   vectorize.panelReductionTile = options.panelReductionTile;
   pm.addPass(createMHAVectorizePass(vectorize));
+  // Everything that reads the lowering configuration has run.
+  pm.addPass(createMHADropLoweringConfigPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // The peeled loops run as one parallel loop after bufferization: each gets
@@ -150,8 +178,8 @@ void mha::buildCPUToLLVMStage(OpPassManager &pm, bool emitCInterface,
   // -> LLVM with contractions as outer products of FMAs.
   pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass(
       vector::VectorMultiReductionLowering::InnerReduction));
-  pm.addNestedPass<func::FuncOp>(
-      createConvertVectorToSCFPass(VectorTransferToSCFOptions().enableFullUnroll()));
+  pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass(
+      VectorTransferToSCFOptions().enableFullUnroll()));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
   if (openMP) {
@@ -192,8 +220,14 @@ void mha::buildLowerToLoopsPipeline(OpPassManager &pm,
 
 void mha::buildLowerToCPUPipeline(OpPassManager &pm,
                                   const LowerToCPUOptions &options) {
+  // The target's vector width when given (mha-run and mha-aot give their
+  // target's), else the module's mha.target, else 512 bits.
+  std::string target;
+  if (options.vectorWidth.hasValue())
+    target = "#mha.target<kind = cpu, vector_bits = " +
+             std::to_string(options.vectorWidth) + ">";
   buildTilingStage(pm, options.qTileSize, options.kvTileSize,
-                   options.raiseAttention);
+                   options.raiseAttention, target);
   buildDecompositionStage(pm);
   buildVectorizationStage(pm, options);
   buildBufferizationStage(pm);
@@ -238,8 +272,7 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
   // 16-bit storage the SPIR-V conversion would emulate f16 as f32, reading
   // the host's f16 buffers as garbage); spirv-update-vce keeps only what a
   // module uses, so f32 kernels do not require them of the device.
-  for (StringRef capability :
-       {"Shader", "Float16", "StorageBuffer16BitAccess"})
+  for (StringRef capability : {"Shader", "Float16", "StorageBuffer16BitAccess"})
     target.spirvCapabilities.push_back(capability.str());
   for (StringRef extension :
        {"SPV_KHR_storage_buffer_storage_class", "SPV_KHR_16bit_storage"})
@@ -274,28 +307,25 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
   pm.addPass(createMHACheckLoweredPass());
 }
 
-void mha::buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
-                               int64_t kvTileSize, bool raiseAttention,
+void mha::buildGPUMappingStage(OpPassManager &pm, StringRef target,
+                               StringRef overrides, bool raiseAttention,
                                int64_t maxKernelLoopIterations) {
   buildEntryStage(pm, raiseAttention);
   pm.addPass(createMHADecomposePass());
   // The attention weights layers return, as linalg: kernels like the rest.
   pm.addPass(createMHADecomposeAggregatesPass());
   pm.addPass(createMHAAdditiveMaskPass());
-  MHATileForWorkgroupsPassOptions workgroups;
-  workgroups.rows = qTileSize;
-  pm.addPass(createMHATileForWorkgroupsPass(workgroups));
+  // Query tiles, workgroup tiles and threads from one configuration, which
+  // keeps them consistent (a thread per query row).
+  buildStrategyStage(pm, target, overrides);
+  pm.addPass(createMHATileForWorkgroupsPass());
   MHATileAttentionPassOptions tile;
-  tile.qTileSize = qTileSize;
-  tile.kvTileSize = kvTileSize;
   // Kept as a grid of workgroups even when it has one tile.
   tile.workgroups = true;
   pm.addPass(createMHATileAttentionPass(tile));
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  MHADistributeToThreadsPassOptions distribute;
-  distribute.threads = qTileSize;
-  pm.addPass(createMHADistributeToThreadsPass(distribute));
+  pm.addPass(createMHADistributeToThreadsPass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
   // No deallocation pipeline: the buffers allocated inside kernels are
@@ -303,9 +333,8 @@ void mha::buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
   addOneShotBufferize(pm);
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  MHAMapForallToGPUPassOptions map;
-  map.threads = qTileSize;
-  pm.addPass(createMHAMapForallToGPUPass(map));
+  pm.addPass(createMHAMapForallToGPUPass());
+  pm.addPass(createMHADropLoweringConfigPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // Before lower-affine: the value-bounds analysis bounds the loops of
   // partial tiles and causal key ranges through their affine maps.
@@ -314,10 +343,28 @@ void mha::buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
   pm.addPass(createCanonicalizerPass());
 }
 
+/// The tile sizes a GPU pipeline was given, as overrides of the lowering
+/// configuration. A size given as 0 stays in them (`q_tile = 0`), which the
+/// configuration refuses: on a GPU the query tile is the workgroup's rows.
+template <typename Options>
+static std::string gpuOverrides(const Options &options) {
+  std::string fields;
+  if (options.qTileSize.hasValue())
+    fields += "q_tile = " + std::to_string(options.qTileSize);
+  if (options.kvTileSize.hasValue())
+    fields += (fields.empty() ? "" : ", ") + std::string("kv_tile = ") +
+              std::to_string(options.kvTileSize);
+  return fields.empty() ? "" : "#mha.lowering_config<" + fields + ">";
+}
+
 void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
                                      const LowerToVulkanOptions &options) {
-  buildGPUMappingStage(pm, options.qTileSize, options.kvTileSize,
-                       options.raiseAttention, options.maxKernelLoopIterations);
+  buildGPUMappingStage(
+      pm,
+      "#mha.target<kind = vulkan, subgroup_size = 32, "
+      "max_workgroup_threads = 1024, max_workgroup_memory = 32768>",
+      gpuOverrides(options), options.raiseAttention,
+      options.maxKernelLoopIterations);
   // Bounded in the mapping stage, where the loop bounds are still affine.
   buildVulkanBackendStage(pm, /*emitCInterface=*/true,
                           /*maxKernelLoopIterations=*/0);
@@ -325,8 +372,13 @@ void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
 
 void mha::buildLowerToCUDAPipeline(OpPassManager &pm,
                                    const LowerToCUDAOptions &options) {
-  buildGPUMappingStage(pm, options.qTileSize, options.kvTileSize,
-                       options.raiseAttention);
+  buildGPUMappingStage(
+      pm,
+      "#mha.target<kind = cuda, chip = \"" + options.chip +
+          "\", features = \"" + options.features +
+          "\", subgroup_size = 32, max_workgroup_threads = 1024, "
+          "max_workgroup_memory = 49152>",
+      gpuOverrides(options), options.raiseAttention);
   // CUDA kernels read device memory: each launch's host buffers are copied
   // in and out around it, on one stream (gpu-async-region chains the copies,
   // the launch and the frees with tokens and waits before the host reads).
@@ -354,30 +406,90 @@ void mha::buildNVVMBackendStage(OpPassManager &pm,
   pm.addPass(createMHACheckLoweredPass());
 }
 
+/// `Options` read from `text`, then the pipeline `build` with them.
+template <typename Options>
+static LogicalResult
+buildFromText(OpPassManager &pm, StringRef text,
+              function_ref<LogicalResult(const Twine &)> errorHandler,
+              void (*build)(OpPassManager &, const Options &),
+              function_ref<void(Options &)> adjust = nullptr) {
+  // The options parser prints what is wrong.
+  std::unique_ptr<Options> options = Options::createFromString(text);
+  if (!options)
+    return failure();
+  if (adjust)
+    adjust(*options);
+  build(pm, *options);
+  return success();
+}
+
+static const PipelineInfo kPipelines[] = {
+    {"cpu", TargetKind::CPU,
+     "Lower mha ops to the LLVM dialect through the tiled path "
+     "(FlashAttention-style online softmax, O(S*d) memory)",
+     [](OpPassManager &pm, StringRef text, TargetAttr host,
+        function_ref<LogicalResult(const Twine &)> errorHandler) {
+       return buildFromText<LowerToCPUOptions>(
+           pm, text, errorHandler, buildLowerToCPUPipeline,
+           [&](LowerToCPUOptions &options) {
+             if (!options.vectorWidth.hasValue() && host &&
+                 host.getVectorBits())
+               options.vectorWidth = host.getVectorBits();
+           });
+     }},
+    {"cuda", TargetKind::CUDA,
+     "Lower mha ops to GPU kernels for CUDA (NVVM, a PTX/cubin/fatbin "
+     "gpu.binary) and host code in the LLVM dialect: the mapping of "
+     "mha-lower-to-vulkan, host buffers copied to the device around each "
+     "launch, dynamic sizes allowed",
+     [](OpPassManager &pm, StringRef text, TargetAttr,
+        function_ref<LogicalResult(const Twine &)> errorHandler) {
+       return buildFromText<LowerToCUDAOptions>(pm, text, errorHandler,
+                                                buildLowerToCUDAPipeline);
+     }},
+    {"loops", TargetKind::CPU,
+     "Lower mha ops to the LLVM dialect through the reference path "
+     "(materialized scores, scalar loops)",
+     [](OpPassManager &pm, StringRef text, TargetAttr,
+        function_ref<LogicalResult(const Twine &)> errorHandler) {
+       return buildFromText<LowerToLoopsOptions>(pm, text, errorHandler,
+                                                 buildLowerToLoopsPipeline);
+     }},
+    {"vulkan", TargetKind::Vulkan,
+     "Lower mha ops to GPU kernels for Vulkan (SPIR-V) and host code in the "
+     "LLVM dialect: one workgroup per (batch, head, query tile), a thread "
+     "per query row, tile buffers in workgroup memory",
+     [](OpPassManager &pm, StringRef text, TargetAttr,
+        function_ref<LogicalResult(const Twine &)> errorHandler) {
+       return buildFromText<LowerToVulkanOptions>(pm, text, errorHandler,
+                                                  buildLowerToVulkanPipeline);
+     }},
+};
+
+ArrayRef<PipelineInfo> mha::getMHAPipelines() { return kPipelines; }
+
+const PipelineInfo *mha::lookupMHAPipeline(StringRef name) {
+  for (const PipelineInfo &pipeline : kPipelines)
+    if (pipeline.name == name)
+      return &pipeline;
+  return nullptr;
+}
+
+/// `mha-lower-to-NAME` registered with upstream's pipeline registry (for
+/// mha-opt's --pass-pipeline and --help), built as the tools build it.
+template <typename Options>
+static void registerPipeline(StringRef name,
+                             void (*build)(OpPassManager &, const Options &)) {
+  const PipelineInfo *info = lookupMHAPipeline(name);
+  PassPipelineRegistration<Options>(("mha-lower-to-" + name).str(),
+                                    info->description, build);
+}
+
 void mha::registerMHAPipelines() {
-  PassPipelineRegistration<LowerToLoopsOptions>(
-      "mha-lower-to-loops",
-      "Lower mha ops to the LLVM dialect through the reference path "
-      "(materialized scores, scalar loops)",
-      buildLowerToLoopsPipeline);
-  PassPipelineRegistration<LowerToCPUOptions>(
-      "mha-lower-to-cpu",
-      "Lower mha ops to the LLVM dialect through the tiled path "
-      "(FlashAttention-style online softmax, O(S*d) memory)",
-      buildLowerToCPUPipeline);
-  PassPipelineRegistration<LowerToVulkanOptions>(
-      "mha-lower-to-vulkan",
-      "Lower mha ops to GPU kernels for Vulkan (SPIR-V) and host code in the "
-      "LLVM dialect: one workgroup per (batch, head, query tile), a thread "
-      "per query row, tile buffers in workgroup memory",
-      buildLowerToVulkanPipeline);
-  PassPipelineRegistration<LowerToCUDAOptions>(
-      "mha-lower-to-cuda",
-      "Lower mha ops to GPU kernels for CUDA (NVVM, a PTX/cubin/fatbin "
-      "gpu.binary) and host code in the LLVM dialect: the mapping of "
-      "mha-lower-to-vulkan, host buffers copied to the device around each "
-      "launch, dynamic sizes allowed",
-      buildLowerToCUDAPipeline);
+  registerPipeline<LowerToLoopsOptions>("loops", buildLowerToLoopsPipeline);
+  registerPipeline<LowerToCPUOptions>("cpu", buildLowerToCPUPipeline);
+  registerPipeline<LowerToVulkanOptions>("vulkan", buildLowerToVulkanPipeline);
+  registerPipeline<LowerToCUDAOptions>("cuda", buildLowerToCUDAPipeline);
   PassPipelineRegistration<VulkanBackendOptions>(
       "mha-vulkan-backend",
       "Lower GPU kernels on buffers (gpu.launch) to a Vulkan SPIR-V binary "

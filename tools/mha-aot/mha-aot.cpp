@@ -81,7 +81,7 @@ cl::opt<std::string> pipelineName(
     cl::desc("NAME[{OPTIONS}]: the registered pipeline mha-lower-to-NAME "
              "(cpu, loops, vulkan, cuda) with its options; or a textual "
              "pass pipeline 'builtin.module(...)' ending in the LLVM dialect"),
-    cl::init("cpu"), cl::cat(category));
+    cl::init(mha::kDefaultPipeline.str()), cl::cat(category));
 cl::opt<std::string> entryName("entry", cl::desc("Function to compile"),
                                cl::init("main"), cl::cat(category));
 cl::opt<std::string> symbolName(
@@ -626,9 +626,10 @@ int compile(MLIRContext &context) {
                         llvm::toString(tm.takeError()));
   // The CPU pipeline's register tiles fit the target's vector registers.
   PassManager pm(&context);
-  if (llvm::Error error =
-          mha::addPipeline(pm, pipelineName, mha::vectorWidthOf(**tm)))
-    return badInput(llvm::toString(std::move(error)));
+  if (llvm::Expected<const mha::PipelineInfo *> pipeline =
+          mha::addPipeline(pm, pipelineName, mha::hostTarget(&context, **tm));
+      !pipeline)
+    return badInput(llvm::toString(pipeline.takeError()));
   llvm::Expected<std::string> cc = findCCompiler();
   if (!cc)
     return badInput(llvm::toString(cc.takeError()));

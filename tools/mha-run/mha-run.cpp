@@ -78,7 +78,7 @@ cl::opt<std::string> pipelineName(
     cl::desc("NAME[{OPTIONS}]: the registered pipeline mha-lower-to-NAME "
              "(loops, cpu, ...) with its options; or a textual pass pipeline "
              "'builtin.module(...)' ending in the LLVM dialect"),
-    cl::init("loops"), cl::cat(category));
+    cl::init(mha::kDefaultPipeline.str()), cl::cat(category));
 cl::opt<std::string> entryName("entry", cl::desc("Function to call"),
                                cl::init("main"), cl::cat(category));
 cl::list<std::string> inputs("input",
@@ -326,7 +326,8 @@ int checkSignature(FunctionType signature) {
                           .str());
   }
   // The Vulkan calling convention gives kernels static buffer sizes.
-  if (StringRef(pipelineName.getValue()).starts_with("vulkan"))
+  const mha::PipelineInfo *pipeline = mha::pipelineOf(pipelineName);
+  if (pipeline && pipeline->target == mha::TargetKind::Vulkan)
     for (auto [i, type] : llvm::enumerate(signature.getInputs()))
       if (!cast<RankedTensorType>(type).hasStaticShape())
         return badInput(llvm::formatv(
@@ -696,12 +697,13 @@ int run(MLIRContext &context) {
   }
   if (llvm::Error error = mha::checkRunsOnHost(**codegenTarget))
     return badInput(llvm::toString(std::move(error)));
-  unsigned vectorWidth = mha::vectorWidthOf(**codegenTarget);
   // Anchored on the module (what the input is), so that --dump-pass-pipeline
   // prints `builtin.module(...)`, which --pipeline takes back.
   PassManager pm(&context, ModuleOp::getOperationName());
-  if (llvm::Error error = mha::addPipeline(pm, pipelineName, vectorWidth))
-    return badInput(llvm::toString(std::move(error)));
+  if (llvm::Expected<const mha::PipelineInfo *> pipeline = mha::addPipeline(
+          pm, pipelineName, mha::hostTarget(&context, **codegenTarget));
+      !pipeline)
+    return badInput(llvm::toString(pipeline.takeError()));
   if (dumpPassPipeline) {
     pm.printAsTextualPipeline(llvm::outs());
     llvm::outs() << "\n";
@@ -735,7 +737,7 @@ int run(MLIRContext &context) {
   }
   if (printTarget)
     llvm::outs() << mha::describeTargetMachine(**codegenTarget)
-                 << "; vectors of " << vectorWidth << " bits\n";
+                 << "; vectors of " << mha::vectorWidthOf(**codegenTarget) << " bits\n";
   auto jitStart = std::chrono::steady_clock::now();
   std::unique_ptr<ExecutionEngine> engine;
   if (int error = createEngine(*module, optimizerTarget->get(),

@@ -31,26 +31,17 @@
 using namespace mlir;
 using namespace mlir::mha;
 
-/// The NAME of every registered `mha-lower-to-NAME` pipeline, sorted. MLIR's
-/// pass registry has no public iteration; the command-line parser it offers
-/// drivers like mlir-opt adds one option per registered pass and pipeline
-/// when it has no flag name of its own, so one is built (after the tool's own
-/// options were parsed, so it adds no flags to the tool) and LLVM's option
-/// map is read back.
-static SmallVector<std::string> registeredPipelineNames() {
-  static PassPipelineCLParser everyPass("", "Registered passes and pipelines");
-  SmallVector<std::string> names;
-  for (auto &option : llvm::cl::getRegisteredOptions()) {
-    StringRef arg = option.first;
-    if (arg.starts_with(kPipelinePrefix) && PassPipelineInfo::lookup(arg))
-      names.push_back(arg.drop_front(kPipelinePrefix.size()).str());
-  }
-  llvm::sort(names);
-  return names;
+/// The NAME of a `NAME{OPTIONS}` spec.
+static StringRef nameOf(StringRef spec) {
+  return spec.trim().take_until([](char c) { return c == '{'; });
 }
 
-llvm::Error mha::addPipeline(PassManager &pm, StringRef spec,
-                             std::optional<int64_t> vectorWidth) {
+const PipelineInfo *mha::pipelineOf(StringRef spec) {
+  return lookupMHAPipeline(nameOf(spec));
+}
+
+llvm::Expected<const PipelineInfo *>
+mha::addPipeline(PassManager &pm, StringRef spec, TargetAttr host) {
   auto fail = [&](const Twine &message) {
     return llvm::createStringError("--pipeline=" + spec + ": " + message);
   };
@@ -64,36 +55,33 @@ llvm::Error mha::addPipeline(PassManager &pm, StringRef spec,
     // The registered pipelines end with this check; a textual one gets it
     // too, so an op it left is named rather than refused by the JIT.
     pm.addPass(mha::createMHACheckLoweredPass());
-    return llvm::Error::success();
+    return nullptr;
   }
 
-  StringRef name = text.take_until([](char c) { return c == '{'; });
+  StringRef name = nameOf(text);
   StringRef options = text.drop_front(name.size());
   if (!options.empty() &&
       (!options.consume_front("{") || !options.consume_back("}")))
     return fail("expected NAME or NAME{OPTIONS}");
-  const PassPipelineInfo *pipeline =
-      PassPipelineInfo::lookup((kPipelinePrefix + name).str());
+  const PipelineInfo *pipeline = lookupMHAPipeline(name);
   if (name.empty() || !pipeline) {
     std::string available;
-    for (const std::string &known : registeredPipelineNames())
-      available += (available.empty() ? "" : ", ") + known;
+    for (const PipelineInfo &known : getMHAPipelines())
+      available += (available.empty() ? "" : ", ") + known.name.str();
     return fail("unknown pipeline '" + name + "'; expected one of " +
-                available + " (the registered " + kPipelinePrefix +
-                "* pipelines) or 'builtin.module(...)'");
+                available +
+                " (the registered mha-lower-to-* pipelines) or "
+                "'builtin.module(...)'");
   }
-  std::string withWidth = options.str();
-  if (vectorWidth && name == "cpu" && !options.contains("vector-width"))
-    withWidth += " vector-width=" + std::to_string(*vectorWidth);
   // Option errors are printed by the options parser itself, before this.
   std::string error;
-  if (failed(pipeline->addToPipeline(pm, withWidth, [&](const Twine &message) {
+  if (failed(pipeline->build(pm, options, host, [&](const Twine &message) {
         error = message.str();
         return failure();
       })))
-    return fail("invalid options for '" + pipeline->getPassArgument() + "'" +
+    return fail("invalid options for 'mha-lower-to-" + pipeline->name + "'" +
                 (error.empty() ? "" : ": " + error));
-  return llvm::Error::success();
+  return pipeline;
 }
 
 llvm::Error mha::loadEntry(MLIRContext &context, llvm::SourceMgr &sourceMgr,
@@ -215,6 +203,13 @@ llvm::Error mha::checkRunsOnHost(const llvm::TargetMachine &tm) {
       "the target (cpu " + tm.getTargetCPU() + ") has features this host " +
       "lacks: " + llvm::join(missing, ", ") +
       "; its code would not run here (mha-aot compiles for other machines)");
+}
+
+TargetAttr mha::hostTarget(MLIRContext *context, const llvm::TargetMachine &tm) {
+  return TargetAttr::get(
+      context, TargetKind::CPU, StringAttr::get(context, tm.getTargetCPU()),
+      StringAttr::get(context, tm.getTargetFeatureString()),
+      vectorWidthOf(tm), 0, 0, 0);
 }
 
 int64_t mha::vectorWidthOf(const llvm::TargetMachine &tm) {

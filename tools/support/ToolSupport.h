@@ -9,6 +9,7 @@
 #ifndef MHA_TOOLS_SUPPORT_TOOLSUPPORT_H
 #define MHA_TOOLS_SUPPORT_TOOLSUPPORT_H
 
+#include "mha/Pipelines/Pipelines.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
@@ -35,18 +36,19 @@ class FuncOp;
 
 namespace mha {
 
-/// `--pipeline=NAME` runs the registered pipeline `mha-lower-to-NAME`.
-constexpr StringLiteral kPipelinePrefix = "mha-lower-to-";
+/// The pipeline a `--pipeline` value names (`NAME[{OPTIONS}]`); null for a
+/// textual pipeline or an unknown name.
+const PipelineInfo *pipelineOf(StringRef spec);
 
-/// Adds what a `--pipeline` value names to `pm`: `NAME[{OPTIONS}]` resolves
-/// to the registered pipeline `mha-lower-to-NAME` (so a new pipeline needs no
-/// change in the tools), `builtin.module(...)` is parsed as a textual
-/// pipeline. With `vectorWidth`, the `cpu` pipeline gets it as its
-/// `vector-width` option (the register tiles fit the target's vector
-/// registers) unless the spec sets one. Errors name the spec and, for an
-/// unknown name, list the known ones.
-llvm::Error addPipeline(PassManager &pm, StringRef spec,
-                        std::optional<int64_t> vectorWidth = std::nullopt);
+/// Adds what a `--pipeline` value names to `pm`: `NAME[{OPTIONS}]` is the
+/// pipeline `mha-lower-to-NAME` of mha::getMHAPipelines(), built for `host`
+/// (the `cpu` pipeline fits its register tiles to the host's vector width
+/// unless `vector-width` is given); `builtin.module(...)` is parsed as a
+/// textual pipeline. Returns the pipeline (null for a textual one). Errors
+/// name the spec and, for an unknown name, list the known ones.
+llvm::Expected<const PipelineInfo *> addPipeline(PassManager &pm,
+                                                 StringRef spec,
+                                                 TargetAttr host = {});
 
 /// Parses `path` into `sourceMgr` and finds the function `entry` with a body
 /// in it; errors name the file or the function (`--entry`). Diagnostics of
@@ -93,6 +95,10 @@ llvm::Error checkRunsOnHost(const llvm::TargetMachine &tm);
 /// Bits of the widest vector registers `tm` computes f32 in: 512 with
 /// AVX-512F, 256 with AVX, else 128 (SSE, NEON).
 int64_t vectorWidthOf(const llvm::TargetMachine &tm);
+
+/// The #mha.target of the CPU `tm` compiles for: its name, features and
+/// vector width (vectorWidthOf).
+TargetAttr hostTarget(MLIRContext *context, const llvm::TargetMachine &tm);
 
 /// `target: TRIPLE, cpu CPU, features +A,+B,...` (enabled features only).
 std::string describeTargetMachine(const llvm::TargetMachine &tm);

@@ -9,6 +9,7 @@
 #ifndef MHA_PIPELINES_PIPELINES_H
 #define MHA_PIPELINES_PIPELINES_H
 
+#include "mha/Dialect/MHA/IR/MHADialect.h"
 #include "mlir/Pass/PassOptions.h"
 
 #include <cstdint>
@@ -49,12 +50,15 @@ void buildLowerToLoopsPipeline(OpPassManager &pm,
 struct LowerToCPUOptions : public EntryOptions<LowerToCPUOptions> {
   PassOptions::Option<int64_t> qTileSize{
       *this, "q-tile-size",
-      llvm::cl::desc("Queries per tile; 0 (the default) chooses from the "
-                     "shape: 128 for layers with B * Sq >= 512, else 64"),
+      llvm::cl::desc("Queries per tile; 0 (the default): the op's "
+                     "mha.lowering_config, else chosen from the shape (128 "
+                     "for layers with B * Sq >= 512, else 64)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> kvTileSize{
-      *this, "kv-tile-size", llvm::cl::desc("Keys per online-softmax step"),
-      llvm::cl::init(64)};
+      *this, "kv-tile-size",
+      llvm::cl::desc("Keys per online-softmax step; 0 (the default): the "
+                     "op's mha.lowering_config, else 64"),
+      llvm::cl::init(0)};
   PassOptions::Option<bool> emitCInterface{
       *this, "emit-c-interface",
       llvm::cl::desc("Give every function a `_mlir_ciface_` wrapper taking "
@@ -81,8 +85,15 @@ struct LowerToCPUOptions : public EntryOptions<LowerToCPUOptions> {
   PassOptions::Option<int64_t> chunk{
       *this, "chunk",
       llvm::cl::desc("Elements per vector step of the other ops "
-                     "(mha-vectorize)"),
-      llvm::cl::init(64)};
+                     "(mha-vectorize); 0 (the default): the function's "
+                     "mha.lowering_config, else 64"),
+      llvm::cl::init(0)};
+  PassOptions::Option<int64_t> packMinStride{
+      *this, "pack-min-stride",
+      llvm::cl::desc("Read the weights of contractions whose rows are at "
+                     "least this many elements apart by packed column "
+                     "panels (mha-vectorize; negative: never)"),
+      llvm::cl::init(256)};
   PassOptions::Option<int64_t> panelReductionTile{
       *this, "panel-reduction-tile",
       llvm::cl::desc("Reduction steps per pass of the row tiles over a "
@@ -118,11 +129,22 @@ void buildLowerToCPUPipeline(OpPassManager &pm,
 /// the like); elementwise arith/math on tensors as linalg.generic.
 void buildEntryStage(OpPassManager &pm, bool raiseAttention);
 
-/// Tensor-level tiling and fusion: the entry stage, mha-fuse-layer (whole
-/// layers) and mha-tile-attention (standalone mha.attention), leaving each
-/// key block as an mha.online_attention in the key loops.
+/// Tensor-level tiling and fusion: the entry stage, the strategy for
+/// `target` (buildStrategyStage; the tile sizes given, non-zero, override
+/// it), mha-fuse-layer (whole layers) and mha-tile-attention (standalone
+/// mha.attention), leaving each key block as an mha.online_attention in the
+/// key loops.
 void buildTilingStage(OpPassManager &pm, int64_t qTileSize,
-                      int64_t kvTileSize, bool raiseAttention = true);
+                      int64_t kvTileSize, bool raiseAttention = true,
+                      StringRef target = "");
+
+/// The strategy, chosen once: mha-select-lowering-config for `target` (the
+/// text of a #mha.target; empty: the module's mha.target, else a CPU with
+/// 512-bit vectors) with the fields of `overrides` (the text of a
+/// #mha.lowering_config; empty: none) over the chosen ones. The tiling,
+/// vectorization and GPU mapping passes read the result from the IR.
+void buildStrategyStage(OpPassManager &pm, StringRef target,
+                        StringRef overrides);
 
 /// Decomposition into linalg on tensors: mha-decompose for layers still
 /// whole, mha-attention-to-linalg for attention ops left (the reference form)
@@ -183,17 +205,18 @@ void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
 
 /// The GPU mapping, target-neutral, from `mha` ops on tensors to
 /// `gpu.launch` on buffers: run-time checks, the layer decomposed, an i1
-/// mask made additive (mha-additive-mask), the projections tiled into
+/// mask made additive (mha-additive-mask), the strategy chosen for `target`
+/// with `overrides` (buildStrategyStage), the projections tiled into
 /// workgroup tiles (mha-tile-for-workgroups), the attention tiled
 /// FlashAttention-style (mha-tile-attention), each tile's linalg ops
-/// distributed over `qTileSize` threads with the tile's buffers in workgroup
-/// memory (mha-distribute-to-threads), bufferization, one workgroup per
+/// distributed over the configuration's threads with the tile's buffers in
+/// workgroup memory (mha-distribute-to-threads), bufferization, one workgroup per
 /// tile (mha-map-forall-to-gpu), the rest of linalg as loops (docs/GPU.md);
 /// with `maxKernelLoopIterations` > 0 (Vulkan), the kernels' short innermost
 /// loops unrolled and the loop iterations of an invocation bounded by it
 /// (mha-unroll-kernel-loops, mha-check-kernel-loop-iterations).
-void buildGPUMappingStage(OpPassManager &pm, int64_t qTileSize,
-                          int64_t kvTileSize, bool raiseAttention = true,
+void buildGPUMappingStage(OpPassManager &pm, StringRef target,
+                          StringRef overrides, bool raiseAttention = true,
                           int64_t maxKernelLoopIterations = 0);
 
 /// Options of `mha-lower-to-vulkan`.
@@ -202,12 +225,14 @@ struct LowerToVulkanOptions
                                  EntryOptions<LowerToVulkanOptions>> {
   mlir::detail::PassOptions::Option<int64_t> qTileSize{
       *this, "q-tile-size",
-      llvm::cl::desc("Queries per workgroup (a thread per query row)"),
-      llvm::cl::init(32)};
+      llvm::cl::desc("Queries per workgroup (a thread per query row); "
+                     "not given: the op's mha.lowering_config, else 32"),
+      llvm::cl::init(0)};
   mlir::detail::PassOptions::Option<int64_t> kvTileSize{
       *this, "kv-tile-size",
-      llvm::cl::desc("Keys per block of the online softmax"),
-      llvm::cl::init(32)};
+      llvm::cl::desc("Keys per block of the online softmax; not given: the "
+                     "op's mha.lowering_config, else 32"),
+      llvm::cl::init(0)};
 };
 
 /// `mha` ops on tensors to Vulkan: buildGPUMappingStage, then
@@ -251,12 +276,14 @@ struct LowerToCUDAOptions
                                EntryOptions<LowerToCUDAOptions>> {
   mlir::detail::PassOptions::Option<int64_t> qTileSize{
       *this, "q-tile-size",
-      llvm::cl::desc("Queries per workgroup (a thread per query row)"),
-      llvm::cl::init(32)};
+      llvm::cl::desc("Queries per workgroup (a thread per query row); "
+                     "not given: the op's mha.lowering_config, else 32"),
+      llvm::cl::init(0)};
   mlir::detail::PassOptions::Option<int64_t> kvTileSize{
       *this, "kv-tile-size",
-      llvm::cl::desc("Keys per block of the online softmax"),
-      llvm::cl::init(32)};
+      llvm::cl::desc("Keys per block of the online softmax; not given: the "
+                     "op's mha.lowering_config, else 32"),
+      llvm::cl::init(0)};
 };
 
 /// `mha` ops on tensors to CUDA: buildGPUMappingStage, the host buffers of
@@ -266,6 +293,33 @@ struct LowerToCUDAOptions
 /// calls the mgpu* CUDA runtime (runtime/cuda).
 void buildLowerToCUDAPipeline(OpPassManager &pm,
                               const LowerToCUDAOptions &options);
+
+/// A pipeline from mha ops to runnable code, as the tools name it
+/// (`--pipeline=NAME` is `mha-lower-to-NAME`).
+struct PipelineInfo {
+  /// `loops`, `cpu`, `vulkan` or `cuda`.
+  StringRef name;
+  /// What its kernels run on (the host runs the rest).
+  TargetKind target;
+  StringRef description;
+  /// Adds the pipeline, with `options` (its textual options, as between the
+  /// braces of `NAME{...}`), to `pm`. `host` is the CPU the host code is
+  /// compiled for (null: unknown): the `cpu` pipeline fits its register
+  /// tiles to the host's vector width unless `vector-width` is given. An
+  /// option error is reported through `errorHandler`.
+  LogicalResult (*build)(OpPassManager &pm, StringRef options, TargetAttr host,
+                         function_ref<LogicalResult(const Twine &)>
+                             errorHandler);
+};
+
+/// The pipelines the tools run, by name.
+ArrayRef<PipelineInfo> getMHAPipelines();
+
+/// The pipeline called `name`; null if there is none.
+const PipelineInfo *lookupMHAPipeline(StringRef name);
+
+/// The pipeline mha-run and mha-aot run when not told.
+constexpr StringLiteral kDefaultPipeline = "cpu";
 
 /// Registers `mha-lower-to-loops`, `mha-lower-to-cpu`,
 /// `mha-lower-to-vulkan`, `mha-lower-to-cuda`, `mha-vulkan-backend` and

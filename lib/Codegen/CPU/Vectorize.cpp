@@ -28,6 +28,7 @@
 
 #include "mha/Codegen/CPU/Passes.h"
 #include "mha/Codegen/CPU/Transforms.h"
+#include "mha/Codegen/Common/KernelConfig.h"
 #include "mha/Dialect/MHA/IR/MHADialect.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
@@ -797,14 +798,6 @@ mha::peelParallelLoop(RewriterBase &rewriter, LoopLikeOpInterface loop) {
       loops, [](scf::ForallOp l) { return cast<LoopLikeOpInterface>(*l); });
 }
 
-FailureOr<std::pair<int64_t, int64_t>>
-mha::defaultRegisterTile(int64_t vectorWidth) {
-  if (vectorWidth <= 0 || vectorWidth % 32 != 0)
-    return failure();
-  int64_t lanes = vectorWidth / 32;
-  return std::pair<int64_t, int64_t>(vectorWidth >= 512 ? 8 : 4, 2 * lanes);
-}
-
 LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
                                       const VectorizeOptions &requested) {
   FailureOr<std::pair<int64_t, int64_t>> fitting =
@@ -974,16 +967,31 @@ struct MHAVectorizePass final
   using MHAVectorizePassBase::MHAVectorizePassBase;
 
   void runOnOperation() override {
-    VectorizeOptions options;
-    options.vectorWidth = vectorWidth;
-    options.registerTileRows = registerTileRows;
-    options.registerTileCols = registerTileCols;
-    options.chunk = chunk;
-    options.packMinStride = packMinStride;
-    options.panelReductionTile = panelReductionTile;
     IRRewriter rewriter(&getContext());
-    if (failed(vectorizeLinalgOps(rewriter, getOperation(), options)))
-      signalPassFailure();
+    for (FunctionOpInterface func : functionsUnder(getOperation())) {
+      // A given option, else the function's lowering configuration, else the
+      // default (register tiles: from the vector width).
+      LoweringConfigAttr config = getLoweringConfig(func);
+      TargetAttr target = getTarget(func);
+      ArrayRef<int64_t> tile =
+          config ? config.getRegisterTile() : ArrayRef<int64_t>();
+      auto pick = [](int64_t given, int64_t configured, int64_t otherwise) {
+        return given ? given : configured ? configured : otherwise;
+      };
+      VectorizeOptions options;
+      options.vectorWidth =
+          pick(vectorWidth, target ? target.getVectorBits() : 0, 512);
+      options.registerTileRows =
+          pick(registerTileRows, tile.empty() ? 0 : tile[0], 0);
+      options.registerTileCols =
+          pick(registerTileCols, tile.empty() ? 0 : tile[1], 0);
+      options.chunk =
+          pick(chunk, config ? config.getChunk().value_or(0) : 0, 64);
+      options.packMinStride = packMinStride;
+      options.panelReductionTile = panelReductionTile;
+      if (failed(vectorizeLinalgOps(rewriter, func, options)))
+        return signalPassFailure();
+    }
   }
 };
 

@@ -12,6 +12,7 @@
 #include "GPUMapping.h"
 
 #include "mha/Codegen/GPU/Passes.h"
+#include "mha/Codegen/Common/KernelConfig.h"
 #include "mha/Codegen/GPU/Transforms.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
@@ -176,6 +177,18 @@ static LogicalResult allocateInWorkgroupMemory(RewriterBase &rewriter,
   return success();
 }
 
+FailureOr<int64_t> mha::detail::resolveThreads(FunctionOpInterface func,
+                                               int64_t given) {
+  mha::LoweringConfigAttr config = mha::getLoweringConfig(func);
+  int64_t threads =
+      given ? given : config ? config.getThreads().value_or(0) : 0;
+  if (threads <= 0)
+    return func.emitError()
+           << "threads per workgroup must be positive, found " << threads
+           << " (0: from the function's mha.lowering_config, which sets none)";
+  return threads;
+}
+
 LogicalResult mha::distributeToThreads(RewriterBase &rewriter, Operation *root,
                                        int64_t threads) {
   MLIRContext *ctx = root->getContext();
@@ -268,8 +281,11 @@ struct MHADistributeToThreadsPass final
   using MHADistributeToThreadsPassBase::MHADistributeToThreadsPassBase;
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
-    if (failed(mha::distributeToThreads(rewriter, getOperation(), threads)))
-      signalPassFailure();
+    for (FunctionOpInterface func : mha::functionsUnder(getOperation())) {
+      FailureOr<int64_t> count = resolveThreads(func, threads);
+      if (failed(count) || failed(mha::distributeToThreads(rewriter, func, *count)))
+        return signalPassFailure();
+    }
   }
 };
 

@@ -13,8 +13,14 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/PatternMatch.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 namespace mlir::mha::detail {
+
+/// The threads per workgroup of `func`'s kernels: `given` if non-zero, else
+/// its lowering configuration's; an error at `func` where neither is
+/// positive.
+FailureOr<int64_t> resolveThreads(FunctionOpInterface func, int64_t given);
 
 /// The scf.forall ops not nested in another scf.forall.
 SmallVector<scf::ForallOp> topLevelForalls(Operation *root);

@@ -11,6 +11,7 @@
 #include "GPUMapping.h"
 
 #include "mha/Codegen/GPU/Passes.h"
+#include "mha/Codegen/Common/KernelConfig.h"
 #include "mha/Codegen/GPU/Transforms.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
@@ -260,8 +261,11 @@ struct MHAMapForallToGPUPass final
   using MHAMapForallToGPUPassBase::MHAMapForallToGPUPassBase;
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
-    if (failed(mha::mapForallsToGPULaunch(rewriter, getOperation(), threads)))
-      signalPassFailure();
+    for (FunctionOpInterface func : mha::functionsUnder(getOperation())) {
+      FailureOr<int64_t> count = resolveThreads(func, threads);
+      if (failed(count) || failed(mha::mapForallsToGPULaunch(rewriter, func, *count)))
+        return signalPassFailure();
+    }
   }
 };
 

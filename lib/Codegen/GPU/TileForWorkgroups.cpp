@@ -11,6 +11,7 @@
 #include "GPUMapping.h"
 
 #include "mha/Codegen/GPU/Passes.h"
+#include "mha/Codegen/Common/KernelConfig.h"
 #include "mha/Codegen/GPU/Transforms.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
@@ -130,9 +131,18 @@ struct MHATileForWorkgroupsPass final
   using MHATileForWorkgroupsPassBase::MHATileForWorkgroupsPassBase;
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
-    if (failed(mha::tileForWorkgroups(rewriter, getOperation(), rows, cols,
-                                      depth)))
-      signalPassFailure();
+    for (FunctionOpInterface func : mha::functionsUnder(getOperation())) {
+      // A given size, else the function's lowering configuration (rows have
+      // no default: they must match the attention's query tile).
+      mha::LoweringConfigAttr config = mha::getLoweringConfig(func);
+      ArrayRef<int64_t> tile =
+          config ? config.getWorkgroupTile() : ArrayRef<int64_t>();
+      int64_t tileRows = rows ? rows : tile.empty() ? 0 : tile[0];
+      int64_t tileCols = cols ? cols : tile.empty() ? 64 : tile[1];
+      if (failed(mha::tileForWorkgroups(rewriter, func, tileRows, tileCols,
+                                        depth)))
+        return signalPassFailure();
+    }
   }
 };
 

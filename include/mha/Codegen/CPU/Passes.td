@@ -86,16 +86,20 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
     for a target. `mha-lower-to-cpu` runs it after the decomposition stage.
   }];
   let options = [
-    Option<"vectorWidth", "vector-width", "int64_t", "512",
+    Option<"vectorWidth", "vector-width", "int64_t", "0",
            "Bits of the target's vector registers (512: AVX-512, 256: AVX2), "
-           "which the register tile defaults to">,
+           "which the register tile defaults to; 0: the mha.target's "
+           "vector_bits, else 512">,
     Option<"registerTileRows", "register-tile-rows", "int64_t", "0",
-           "Rows of a contraction's register tile (0: from vector-width)">,
+           "Rows of a contraction's register tile (0: the function's "
+           "mha.lowering_config register_tile, else from the vector width)">,
     Option<"registerTileCols", "register-tile-cols", "int64_t", "0",
            "Columns (contiguous lanes) of a contraction's register tile (0: "
-           "from vector-width)">,
-    Option<"chunk", "chunk", "int64_t", "64",
-           "Elements per vector step of the other ops">,
+           "the function's mha.lowering_config register_tile, else from the "
+           "vector width)">,
+    Option<"chunk", "chunk", "int64_t", "0",
+           "Elements per vector step of the other ops (0: the function's "
+           "mha.lowering_config chunk, else 64)">,
     Option<"packMinStride", "pack-min-stride", "int64_t", "256",
            "Read the rhs of contractions whose rows are at least this many "
            "elements apart by packed column panels (a negative value: never)">,

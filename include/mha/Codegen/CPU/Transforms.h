@@ -43,15 +43,6 @@ struct VectorizeOptions {
   int64_t panelReductionTile = 0;
 };
 
-/// The register tile [rows, cols] of f32 contractions for vector registers of
-/// `vectorWidth` bits: two vectors of columns per row, and as many rows as
-/// the register file holds accumulators for, with the operands besides
-/// (8x32 for AVX-512: 16 of its 32 zmm registers; 4x16 for AVX2 or 128-bit
-/// vectors: 8 of 16). Rows are kept a power of two so that they divide the
-/// tile sizes of the tiling stage. Fails on a width that is not a positive
-/// multiple of 32 bits.
-FailureOr<std::pair<int64_t, int64_t>> defaultRegisterTile(int64_t vectorWidth);
-
 /// Cuts every linalg op on tensors under `root` into register tiles (upstream
 /// scf::tileUsingSCF) and vectorizes the full ones (upstream
 /// linalg::vectorize); contractions become outer products whose accumulator

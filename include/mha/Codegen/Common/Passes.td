@@ -81,4 +81,56 @@ def MHAApproximateExpPass : Pass<"mha-approximate-exp"> {
   ];
 }
 
+def MHASelectLoweringConfigPass
+    : Pass<"mha-select-lowering-config", "::mlir::ModuleOp"> {
+  let summary = "Choose the tile sizes, register tiles and thread counts "
+                "once, as #mha.lowering_config";
+  let description = [{
+    The one place the strategy of the lowering is chosen. From the target
+    (the `target` option, else the module's `mha.target`, else a CPU with
+    512-bit vectors; recorded as the module's `mha.target`) and the shapes,
+    it sets `mha.lowering_config` on every `mha.attention` and
+    `mha.multi_head_attention` (`q_tile`, `kv_tile`) and on every function
+    with a body (CPU: `register_tile`, `chunk`; GPU: `threads`,
+    `workgroup_tile`). The tiling (`mha-fuse-layer`, `mha-tile-attention`),
+    vectorization (`mha-vectorize`) and GPU mapping
+    (`mha-tile-for-workgroups`, `mha-distribute-to-threads`,
+    `mha-map-forall-to-gpu`) passes read it; their options, where given,
+    override it.
+
+    A field is kept where the input IR sets it already (written by hand, on
+    the op, its function or the module); `overrides` (a
+    `#mha.lowering_config`, what the pipelines' options give) replaces both.
+    The rules:
+    - CPU: `q_tile` 128 for a layer whose static B·Sq is at least 512 (the
+      weight panels amortized over more rows, with 4 tiles or more to share
+      out), else 64; `kv_tile` 64; `register_tile` 8x32 for 512-bit
+      vectors, 4 x (2 · vector_bits / 32) below; `chunk` 64.
+    - GPU (`cuda`, `vulkan`): `q_tile` and `kv_tile` 32; one thread per
+      query row: `threads` is the smallest `q_tile` of the function's ops,
+      `workgroup_tile` [threads, 64].
+
+    The result is checked: a GPU function's thread count must be positive,
+    within the target's `max_workgroup_threads`, and at most the rows of each
+    query tile and workgroup tile (threads that no row feeds); the fields of
+    one kind of target are refused on the other.
+  }];
+  let options = [
+    Option<"target", "target", "std::string", /*default=*/"\"\"",
+           "The #mha.target to choose for (empty: the module's mha.target, "
+           "else a CPU with 512-bit vectors)">,
+    Option<"overrides", "overrides", "std::string", /*default=*/"\"\"",
+           "A #mha.lowering_config whose fields replace the chosen ones">,
+  ];
+}
+
+def MHADropLoweringConfigPass : Pass<"mha-drop-lowering-config"> {
+  let summary = "Remove mha.lowering_config and mha.target once consumed";
+  let description = [{
+    The pipelines run it once the passes that read the configuration have
+    run, so that the attributes do not reach the LLVM dialect (the
+    conversion of functions would copy them onto `llvm.func`).
+  }];
+}
+
 #endif // MHA_CODEGEN_COMMON_PASSES_TD

@@ -27,9 +27,12 @@ def MHATileForWorkgroupsPass : Pass<"mha-tile-for-workgroups"> {
     whole layer runs on the GPU.
   }];
   let options = [
-    Option<"rows", "rows", "int64_t", "32", "Rows of a workgroup tile">,
-    Option<"cols", "cols", "int64_t", "64",
-           "Columns of a workgroup tile (at most)">,
+    Option<"rows", "rows", "int64_t", "0",
+           "Rows of a workgroup tile; 0: the function's mha.lowering_config "
+           "workgroup_tile (required then)">,
+    Option<"cols", "cols", "int64_t", "0",
+           "Columns of a workgroup tile (at most); 0: the function's "
+           "mha.lowering_config workgroup_tile, else 64">,
     Option<"depth", "depth", "int64_t", "32",
            "Reduction step whose input tiles are staged in workgroup memory "
            "(0: no staging, each thread reads its inputs directly)">,
@@ -54,7 +57,9 @@ def MHADistributeToThreadsPass : Pass<"mha-distribute-to-threads"> {
     static (pad partial tiles first).
   }];
   let options = [
-    Option<"threads", "threads", "int64_t", "64", "Threads per workgroup">,
+    Option<"threads", "threads", "int64_t", "0",
+           "Threads per workgroup; 0: the function's mha.lowering_config "
+           "threads (required then)">,
   ];
   let dependentDialects = [
     "::mlir::bufferization::BufferizationDialect",
@@ -75,7 +80,9 @@ def MHAMapForallToGPUPass : Pass<"mha-map-forall-to-gpu"> {
     launch's workgroup attributions.
   }];
   let options = [
-    Option<"threads", "threads", "int64_t", "64", "Threads per workgroup">,
+    Option<"threads", "threads", "int64_t", "0",
+           "Threads per workgroup; 0: the function's mha.lowering_config "
+           "threads (required then)">,
   ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",

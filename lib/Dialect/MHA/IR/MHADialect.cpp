@@ -21,6 +21,8 @@ using namespace mlir::mha;
 
 #include "mha/Dialect/MHA/IR/MHADialect.cpp.inc"
 
+#include "mha/Dialect/MHA/IR/MHAEnums.cpp.inc"
+
 #define GET_ATTRDEF_CLASSES
 #include "mha/Dialect/MHA/IR/MHAAttrs.cpp.inc"
 
@@ -40,3 +42,116 @@ void MHADialect::initialize() {
 int64_t PeeledDimAttr::getMappingId() const { return getDim(); }
 bool PeeledDimAttr::isLinearMapping() const { return false; }
 int64_t PeeledDimAttr::getRelativeIndex() const { return getDim(); }
+
+//===----------------------------------------------------------------------===//
+// The lowering configuration
+//===----------------------------------------------------------------------===//
+
+LogicalResult
+TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                   TargetKind kind, StringAttr chip, StringAttr features,
+                   int64_t vectorBits, int64_t subgroupSize,
+                   int64_t maxWorkgroupThreads, int64_t maxWorkgroupMemory) {
+  if (kind == TargetKind::CPU) {
+    if (vectorBits <= 0 || vectorBits % 32 != 0)
+      return emitError() << "vector_bits must be a positive multiple of 32 on "
+                            "a cpu target, found "
+                         << vectorBits;
+    if (subgroupSize || maxWorkgroupThreads || maxWorkgroupMemory)
+      return emitError() << "subgroup_size, max_workgroup_threads and "
+                            "max_workgroup_memory have no meaning on a cpu "
+                            "target";
+    return success();
+  }
+  if (vectorBits)
+    return emitError() << "vector_bits has no meaning on a "
+                       << stringifyTargetKind(kind) << " target";
+  if (subgroupSize < 0 || maxWorkgroupThreads < 0 || maxWorkgroupMemory < 0)
+    return emitError() << "GPU limits must be non-negative (0: unknown)";
+  return success();
+}
+
+LogicalResult
+LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                           std::optional<int64_t> qTile,
+                           std::optional<int64_t> kvTile,
+                           ArrayRef<int64_t> registerTile,
+                           std::optional<int64_t> chunk,
+                           ArrayRef<int64_t> workgroupTile,
+                           std::optional<int64_t> threads) {
+  for (auto [name, value] :
+       {std::pair<StringRef, std::optional<int64_t>>{"q_tile", qTile},
+        {"kv_tile", kvTile},
+        {"chunk", chunk},
+        {"threads", threads}})
+    if (value && *value <= 0)
+      return emitError() << name << " must be positive, found " << *value;
+  for (auto [name, tile] :
+       {std::pair<StringRef, ArrayRef<int64_t>>{"register_tile", registerTile},
+        {"workgroup_tile", workgroupTile}}) {
+    if (tile.empty())
+      continue;
+    if (tile.size() != 2)
+      return emitError() << name << " must have 2 entries [rows, cols], found "
+                         << tile.size();
+    if (tile[0] <= 0 || tile[1] <= 0)
+      return emitError() << name << " must be positive, found [" << tile[0]
+                         << ", " << tile[1] << "]";
+  }
+  return success();
+}
+
+LoweringConfigAttr LoweringConfigAttr::merge(LoweringConfigAttr overrides) const {
+  if (!*this)
+    return overrides;
+  if (!overrides)
+    return *this;
+  auto pick = [](std::optional<int64_t> over, std::optional<int64_t> base) {
+    return over ? over : base;
+  };
+  auto pickTile = [](ArrayRef<int64_t> over, ArrayRef<int64_t> base) {
+    return over.empty() ? base : over;
+  };
+  return LoweringConfigAttr::get(
+      getContext(), pick(overrides.getQTile(), getQTile()),
+      pick(overrides.getKvTile(), getKvTile()),
+      pickTile(overrides.getRegisterTile(), getRegisterTile()),
+      pick(overrides.getChunk(), getChunk()),
+      pickTile(overrides.getWorkgroupTile(), getWorkgroupTile()),
+      pick(overrides.getThreads(), getThreads()));
+}
+
+TargetAttr mha::getTarget(Operation *op) {
+  for (; op; op = op->getParentOp())
+    if (auto target = op->getAttrOfType<TargetAttr>(kTargetAttrName))
+      return target;
+  return {};
+}
+
+LoweringConfigAttr mha::getLoweringConfig(Operation *op) {
+  // Outermost first, so that each nearer configuration overrides it.
+  SmallVector<LoweringConfigAttr> configs;
+  for (; op; op = op->getParentOp())
+    if (auto config =
+            op->getAttrOfType<LoweringConfigAttr>(kLoweringConfigAttrName))
+      configs.push_back(config);
+  LoweringConfigAttr merged;
+  for (LoweringConfigAttr config : llvm::reverse(configs))
+    merged = merged.merge(config);
+  return merged;
+}
+
+LogicalResult MHADialect::verifyOperationAttribute(Operation *op,
+                                                   NamedAttribute attribute) {
+  if (attribute.getName() == kTargetAttrName &&
+      !isa<TargetAttr>(attribute.getValue()))
+    return op->emitError() << "'" << kTargetAttrName
+                           << "' must be a #mha.target, found "
+                           << attribute.getValue();
+  if (attribute.getName() == kLoweringConfigAttrName &&
+      !isa<LoweringConfigAttr>(attribute.getValue()))
+    return op->emitError() << "'" << kLoweringConfigAttrName
+                           << "' must be a #mha.lowering_config, found "
+                           << attribute.getValue();
+  return success();
+}

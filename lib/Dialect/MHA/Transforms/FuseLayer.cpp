@@ -22,6 +22,7 @@
 #include "mha/Dialect/MHA/IR/MHAOps.h"
 #include "mha/Dialect/MHA/Transforms/Passes.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
+#include "mha/Codegen/Common/KernelConfig.h"
 
 #include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -94,8 +95,10 @@ struct MHAFuseLayerPass final
     SmallVector<MultiHeadAttentionOp> ops;
     getOperation()->walk([&](MultiHeadAttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
-    TileOptions options{qTileSize, kvTileSize, decompose};
     for (MultiHeadAttentionOp op : ops) {
+      TileOptions options{qTileSize, kvTileSize, decompose};
+      std::tie(options.qTileSize, options.kvTileSize) =
+          resolveTileSizes(op, qTileSize, kvTileSize);
       // With its probabilities, the layer is decomposed instead: its
       // attention is tiled on its own (mha-tile-attention) beside the
       // O(Sq·Sk) weights, from whole projections.
@@ -126,24 +129,6 @@ FailureOr<Operation *> mha::tileAndFuseIntoForall(RewriterBase &rewriter,
   return result->loops.front().getOperation();
 }
 
-/// The query tile of the fused layer when the options leave it to the shape
-/// (0): 128 rows when the layer has at least 4 such tiles (B * Sq >= 512,
-/// static), else 64. Larger row tiles amortize the weight panels of the
-/// per-head projections over more rows (BERT-base S=512: 22 -> 19.5 ms on
-/// one thread), but a layer of a single 128-row tile would leave the second
-/// thread idle (BERT-base S=128 on 2 threads: 2.1 -> 2.7 ms).
-static int64_t chooseQueryTileSize(MultiHeadAttentionOp op,
-                                   const TileOptions &options) {
-  if (options.qTileSize > 0)
-    return options.qTileSize;
-  auto query = cast<ShapedType>(op.getQuery().getType());
-  int64_t batch = query.getDimSize(0), rows = query.getDimSize(1);
-  if (!ShapedType::isDynamic(batch) && !ShapedType::isDynamic(rows) &&
-      batch * rows >= 4 * 128)
-    return 128;
-  return 64;
-}
-
 FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
                                                   MultiHeadAttentionOp op,
                                                   const TileOptions &requested) {
@@ -155,7 +140,9 @@ FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
               "matrix: decompose it (mha-decompose) and tile its attention "
               "instead of fusing the layer";
   TileOptions options = requested;
-  options.qTileSize = chooseQueryTileSize(op, requested);
+  if (options.qTileSize == 0)
+    options.qTileSize =
+        selectLoweringConfig(op, getTarget(op)).getQTile().value_or(64);
   OpBuilder::InsertionGuard guard(rewriter);
 
   // The ops the decomposition creates, in order: the only ones fusion may

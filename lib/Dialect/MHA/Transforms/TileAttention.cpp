@@ -13,6 +13,7 @@
 #include "mha/Dialect/MHA/IR/MHAOps.h"
 #include "mha/Dialect/MHA/Transforms/Passes.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
+#include "mha/Codegen/Common/KernelConfig.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -147,9 +148,12 @@ FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
   scf::SCFTilingOptions tiling;
   tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
   tiling.setTileSizes({rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
-                       rewriter.getIndexAttr(options.qTileSize > 0
-                                                 ? options.qTileSize
-                                                 : 64)});
+                       rewriter.getIndexAttr(
+                           options.qTileSize > 0
+                               ? options.qTileSize
+                               : selectLoweringConfig(op, getTarget(op))
+                                     .getQTile()
+                                     .value_or(64))});
   FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
       rewriter, cast<TilingInterface>(op.getOperation()), tiling);
   if (failed(tiled))
@@ -180,10 +184,13 @@ struct MHATileAttentionPass final
     SmallVector<AttentionOp> ops;
     getOperation()->walk([&](AttentionOp op) { ops.push_back(op); });
     IRRewriter rewriter(&getContext());
-    TileOptions options{qTileSize, kvTileSize, decompose, workgroups};
-    for (AttentionOp op : ops)
+    for (AttentionOp op : ops) {
+      TileOptions options{qTileSize, kvTileSize, decompose, workgroups};
+      std::tie(options.qTileSize, options.kvTileSize) =
+          resolveTileSizes(op, qTileSize, kvTileSize);
       if (failed(tileAttention(rewriter, op, options)))
         return signalPassFailure();
+    }
   }
 };
 

@@ -29,4 +29,118 @@ def MHA_PeeledDimAttr : AttrDef<MHA_Dialect, "PeeledDim",
   let assemblyFormat = "`<` $dim `>`";
 }
 
+include "mlir/IR/EnumAttr.td"
+
+def MHA_TargetKind : I32EnumAttr<"TargetKind", "what code is generated for", [
+    I32EnumAttrCase<"CPU", 0, "cpu">,
+    I32EnumAttrCase<"CUDA", 1, "cuda">,
+    I32EnumAttrCase<"Vulkan", 2, "vulkan">]> {
+  let cppNamespace = "::mlir::mha";
+  let genSpecializedAttr = 0;
+}
+
+def MHA_TargetAttr : AttrDef<MHA_Dialect, "Target"> {
+  let mnemonic = "target";
+  let summary = "The machine code is generated for";
+  let description = [{
+    What `mha-select-lowering-config` chooses a lowering configuration for,
+    as a discardable attribute `mha.target` on the `builtin.module` (or a
+    function, which then takes precedence). `mha-run` and `mha-aot` give it
+    from their target; the pipelines take it as their `target` option; a
+    user can write it in the input IR.
+
+    - `kind`: `cpu`, `cuda` or `vulkan`.
+    - `chip`, `features`: the CPU or SM name and its features, as recorded
+      (the LLVM and NVVM back ends take theirs from the pipeline options).
+    - `vector_bits` (CPU): bits of a vector register (512: AVX-512, 256:
+      AVX2, 128: SSE or NEON); the register tiles are chosen for it.
+    - `subgroup_size`, `max_workgroup_threads`, `max_workgroup_memory`
+      (GPU, bytes): the limits a configuration is checked against; 0: unknown.
+
+    ```mlir
+    module attributes {mha.target = #mha.target<kind = cpu, vector_bits = 256>}
+    ```
+  }];
+  let parameters = (ins
+    EnumParameter<MHA_TargetKind>:$kind,
+    OptionalParameter<"StringAttr">:$chip,
+    OptionalParameter<"StringAttr">:$features,
+    DefaultValuedParameter<"int64_t", "0">:$vector_bits,
+    DefaultValuedParameter<"int64_t", "0">:$subgroup_size,
+    DefaultValuedParameter<"int64_t", "0">:$max_workgroup_threads,
+    DefaultValuedParameter<"int64_t", "0">:$max_workgroup_memory);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    bool isGPU() const { return getKind() != TargetKind::CPU; }
+  }];
+}
+
+/// A tile [rows, cols], written `[8, 32]`.
+def MHA_TileParameter : OptionalArrayRefParameter<"int64_t"> {
+  let parser = [{ [&]() -> FailureOr<SmallVector<int64_t>> {
+    SmallVector<int64_t> sizes;
+    if ($_parser.parseCommaSeparatedList(AsmParser::Delimiter::Square, [&] {
+          return $_parser.parseInteger(sizes.emplace_back());
+        }))
+      return failure();
+    return sizes;
+  }() }];
+  let printer = [{
+    $_printer << '[';
+    llvm::interleaveComma($_self, $_printer);
+    $_printer << ']';
+  }];
+}
+
+def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
+  let mnemonic = "lowering_config";
+  let summary = "How an mha op, or a function's code, is tiled and mapped";
+  let description = [{
+    The strategy of the lowering, in the IR: a discardable attribute
+    `mha.lowering_config` that `mha-select-lowering-config` sets from the
+    target and the shapes, that a user may write by hand (or set from a
+    transform script with `transform.annotate`), and that the tiling,
+    vectorization and GPU mapping passes read. A field is taken from the
+    nearest `mha.lowering_config` that sets it, on the op itself or on an op
+    around it (its function, the module); a field that is absent is not
+    set, and one that is set must be positive. A pass option that is given
+    (non-zero) overrides the configuration.
+
+    On each mha op (they depend on its shape):
+    - `q_tile`: queries per tile (CPU: a tile of the parallel loop; GPU: a
+      workgroup's rows, one thread per row);
+    - `kv_tile`: keys per step of the online softmax.
+
+    On a function (they depend on the target):
+    - `register_tile = [rows, cols]` (CPU): a contraction's register tile
+      (mha-vectorize);
+    - `chunk` (CPU): elements per vector step of the other linalg ops;
+    - `workgroup_tile = [rows, cols]` (GPU): workgroup tiles of the linalg
+      ops outside the attention (mha-tile-for-workgroups);
+    - `threads` (GPU): threads per workgroup (mha-distribute-to-threads,
+      mha-map-forall-to-gpu).
+
+    ```mlir
+    func.func @f(...) attributes {
+        mha.lowering_config = #mha.lowering_config<register_tile = [8, 32], chunk = 64>} {
+      %o = mha.attention ... {mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64>}
+    ```
+  }];
+  let parameters = (ins
+    OptionalParameter<"std::optional<int64_t>">:$q_tile,
+    OptionalParameter<"std::optional<int64_t>">:$kv_tile,
+    MHA_TileParameter:$register_tile,
+    OptionalParameter<"std::optional<int64_t>">:$chunk,
+    MHA_TileParameter:$workgroup_tile,
+    OptionalParameter<"std::optional<int64_t>">:$threads);
+  let assemblyFormat = "`<` struct(params) `>`";
+  let genVerifyDecl = 1;
+  let extraClassDeclaration = [{
+    /// `this` with every field that `overrides` sets replaced by it (null
+    /// `this` or `overrides`: the other one).
+    LoweringConfigAttr merge(LoweringConfigAttr overrides) const;
+  }];
+}
+
 #endif // MHA_DIALECT_MHA_IR_MHAATTRS_TD

@@ -37,6 +37,8 @@ def MHA_Dialect : Dialect {
     "::mlir::tensor::TensorDialect",
   ];
   let useDefaultAttributePrinterParser = 1;
+  // mha.target and mha.lowering_config (MHAAttrs.td) hold their attributes.
+  let hasOperationAttrVerify = 1;
 }
 
 /// Base class of every op of the dialect.

@@ -11,8 +11,27 @@
 #include "mlir/IR/Dialect.h"
 
 #include "mha/Dialect/MHA/IR/MHADialect.h.inc"
+#include "mha/Dialect/MHA/IR/MHAEnums.h.inc"
 
 #define GET_ATTRDEF_CLASSES
 #include "mha/Dialect/MHA/IR/MHAAttrs.h.inc"
+
+namespace mlir::mha {
+
+/// The discardable attributes that carry the strategy of the lowering (see
+/// #mha.target and #mha.lowering_config).
+inline constexpr llvm::StringLiteral kTargetAttrName = "mha.target";
+inline constexpr llvm::StringLiteral kLoweringConfigAttrName =
+    "mha.lowering_config";
+
+/// The nearest `mha.target` on `op` or an op around it; null if none.
+TargetAttr getTarget(Operation *op);
+
+/// The lowering configuration that applies to `op`: each field from the
+/// nearest `mha.lowering_config` that sets it, on `op` or an op around it
+/// (its function, the module). Null if there is none.
+LoweringConfigAttr getLoweringConfig(Operation *op);
+
+} // namespace mlir::mha
 
 #endif // MHA_DIALECT_MHA_IR_MHADIALECT_H

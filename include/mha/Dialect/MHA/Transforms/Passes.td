@@ -104,11 +104,13 @@ def MHATileAttentionPass : Pass<"mha-tile-attention"> {
     tiles are smaller). Query head `h` reads key/value head `h / (H / Hkv)`.
   }];
   let options = [
-    Option<"qTileSize", "q-tile-size", "int64_t", /*default=*/"64",
-           "Queries per tile (rows of the score block); 0: chosen from the "
-           "shape">,
-    Option<"kvTileSize", "kv-tile-size", "int64_t", /*default=*/"64",
-           "Keys per online-softmax step (columns of the score block)">,
+    Option<"qTileSize", "q-tile-size", "int64_t", /*default=*/"0",
+           "Queries per tile (rows of the score block); 0: the op's "
+           "mha.lowering_config q_tile (mha-select-lowering-config chooses "
+           "it from the target and shape), else 64">,
+    Option<"kvTileSize", "kv-tile-size", "int64_t", /*default=*/"0",
+           "Keys per online-softmax step (columns of the score block); 0: "
+           "the op's mha.lowering_config kv_tile, else 64">,
     Option<"decompose", "decompose", "bool", /*default=*/"true",
            "Decompose each key block into linalg; false leaves the "
            "mha.online_attention blocks for a later mha-attention-to-linalg">,
@@ -159,11 +161,13 @@ def MHAFuseLayerPass : Pass<"mha-fuse-layer"> {
     `mha-tile-attention`.
   }];
   let options = [
-    Option<"qTileSize", "q-tile-size", "int64_t", /*default=*/"64",
-           "Queries per tile (rows of the score block); 0: chosen from the "
-           "shape">,
-    Option<"kvTileSize", "kv-tile-size", "int64_t", /*default=*/"64",
-           "Keys per online-softmax step (columns of the score block)">,
+    Option<"qTileSize", "q-tile-size", "int64_t", /*default=*/"0",
+           "Queries per tile (rows of the score block); 0: the op's "
+           "mha.lowering_config q_tile (mha-select-lowering-config chooses "
+           "it from the target and shape), else 64">,
+    Option<"kvTileSize", "kv-tile-size", "int64_t", /*default=*/"0",
+           "Keys per online-softmax step (columns of the score block); 0: "
+           "the op's mha.lowering_config kv_tile, else 64">,
     Option<"decompose", "decompose", "bool", /*default=*/"true",
            "Decompose each key block into linalg; false leaves the "
            "mha.online_attention blocks for a later mha-attention-to-linalg">,

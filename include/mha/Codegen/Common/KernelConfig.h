@@ -1,0 +1,76 @@
+//===- KernelConfig.h - The strategy of the lowering -------------*- C++ -*-===//
+//
+// One place chooses how each mha op and each function is tiled and mapped,
+// from the target (#mha.target) and the shapes, and records it in the IR as
+// #mha.lowering_config (mha-select-lowering-config); the tiling,
+// vectorization and GPU mapping passes read it from there
+// (mha::getLoweringConfig). A pass option that is given overrides it.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef MHA_CODEGEN_COMMON_KERNELCONFIG_H
+#define MHA_CODEGEN_COMMON_KERNELCONFIG_H
+
+#include "mha/Dialect/MHA/IR/MHADialect.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Support/LLVM.h"
+
+namespace mlir {
+class Operation;
+
+namespace mha {
+
+/// The target assumed where none is given: a CPU with 512-bit vectors.
+TargetAttr getDefaultCPUTarget(MLIRContext *context);
+
+/// A GPU target of `kind` with the limits of the devices the pipelines are
+/// written for: subgroups of 32, 1024 threads per workgroup, 48 KiB (CUDA's
+/// static shared memory) or 32 KiB (lavapipe) of workgroup memory.
+TargetAttr getDefaultGPUTarget(MLIRContext *context, TargetKind kind,
+                               StringRef chip = {}, StringRef features = {});
+
+/// The register tile [rows, cols] of f32 contractions for vector registers of
+/// `vectorBits` bits: two vectors of columns per row, and as many rows as
+/// the register file holds accumulators for, with the operands besides
+/// (8x32 for AVX-512: 16 of its 32 zmm registers; 4x16 for AVX2 or 128-bit
+/// vectors: 8 of 16). Rows are kept a power of two so that they divide the
+/// tile sizes of the tiling stage. Fails on a width that is not a positive
+/// multiple of 32 bits.
+FailureOr<std::pair<int64_t, int64_t>> defaultRegisterTile(int64_t vectorBits);
+
+/// What the rules choose on `target` (null: getDefaultCPUTarget), every field
+/// of its kind set: for an mha.attention or mha.multi_head_attention its
+/// q_tile and kv_tile; for a function, the target's function fields (CPU:
+/// register_tile and chunk; GPU: threads, the smallest q_tile of its mha ops,
+/// and workgroup_tile). Null for other ops.
+LoweringConfigAttr selectLoweringConfig(Operation *op, TargetAttr target);
+
+/// The query and key tile sizes of `op` (an mha.attention or
+/// mha.multi_head_attention): each given size (non-zero) as it is, else that
+/// of its lowering configuration, else 64 (the tiling passes' default, where
+/// nothing chose a configuration).
+std::pair<int64_t, int64_t> resolveTileSizes(Operation *op, int64_t qTile,
+                                             int64_t kvTile);
+
+/// The functions with a body under `root` (`root` itself if it is one): the
+/// scopes of the function fields of the lowering configuration.
+SmallVector<FunctionOpInterface> functionsUnder(Operation *root);
+
+/// Sets `mha.lowering_config` on every mha.attention and
+/// mha.multi_head_attention under `root`, then on every function with a
+/// body: the configuration already there (written by hand, also on an op
+/// around it) with `overrides` over it, and the fields neither sets selected
+/// for `target`. Fails, with an error at the op, where the result is not
+/// legal (verifyLoweringConfig).
+LogicalResult setLoweringConfigs(Operation *root, TargetAttr target,
+                                 LoweringConfigAttr overrides);
+
+/// Checks the configuration of a function and of its mha ops on `target`:
+/// fields of the other kind of target, a GPU thread count of 0, above the
+/// target's limit, or above a tile's rows (threads that no row feeds).
+LogicalResult verifyLoweringConfig(FunctionOpInterface func, TargetAttr target);
+
+} // namespace mha
+} // namespace mlir
+
+#endif // MHA_CODEGEN_COMMON_KERNELCONFIG_H

@@ -1,0 +1,294 @@
+//===- KernelConfig.cpp - The strategy of the lowering, chosen once ------===//
+//
+// The rules that choose tile sizes, register tiles and thread counts for a
+// target and a shape, and the pass that records them as
+// #mha.lowering_config. Every later pass reads the configuration, so a rule
+// changes here only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mha/Codegen/Common/KernelConfig.h"
+#include "mha/Codegen/Common/Passes.h"
+#include "mha/Dialect/MHA/IR/MHAOps.h"
+
+#include "mlir/AsmParser/AsmParser.h"
+#include "mlir/IR/BuiltinOps.h"
+
+namespace mlir::mha {
+#define GEN_PASS_DEF_MHASELECTLOWERINGCONFIGPASS
+#define GEN_PASS_DEF_MHADROPLOWERINGCONFIGPASS
+#include "mha/Codegen/Common/Passes.h.inc"
+} // namespace mlir::mha
+
+using namespace mlir;
+using namespace mlir::mha;
+
+TargetAttr mha::getDefaultCPUTarget(MLIRContext *context) {
+  return TargetAttr::get(context, TargetKind::CPU, StringAttr(), StringAttr(),
+                         /*vector_bits=*/512, 0, 0, 0);
+}
+
+TargetAttr mha::getDefaultGPUTarget(MLIRContext *context, TargetKind kind,
+                                    StringRef chip, StringRef features) {
+  auto str = [&](StringRef s) {
+    return s.empty() ? StringAttr() : StringAttr::get(context, s);
+  };
+  return TargetAttr::get(context, kind, str(chip), str(features),
+                         /*vector_bits=*/0, /*subgroup_size=*/32,
+                         /*max_workgroup_threads=*/1024,
+                         kind == TargetKind::CUDA ? 48 * 1024 : 32 * 1024);
+}
+
+FailureOr<std::pair<int64_t, int64_t>>
+mha::defaultRegisterTile(int64_t vectorBits) {
+  if (vectorBits <= 0 || vectorBits % 32 != 0)
+    return failure();
+  int64_t lanes = vectorBits / 32;
+  return std::pair<int64_t, int64_t>(vectorBits >= 512 ? 8 : 4, 2 * lanes);
+}
+
+/// A configuration of the op fields only, or of the function fields only.
+static LoweringConfigAttr opFields(LoweringConfigAttr c) {
+  if (!c || (!c.getQTile() && !c.getKvTile()))
+    return {};
+  return LoweringConfigAttr::get(c.getContext(), c.getQTile(), c.getKvTile(),
+                                 {}, {}, {}, {});
+}
+static LoweringConfigAttr functionFields(LoweringConfigAttr c) {
+  if (!c || (c.getRegisterTile().empty() && !c.getChunk() &&
+             c.getWorkgroupTile().empty() && !c.getThreads()))
+    return {};
+  return LoweringConfigAttr::get(c.getContext(), {}, {}, c.getRegisterTile(),
+                                 c.getChunk(), c.getWorkgroupTile(),
+                                 c.getThreads());
+}
+
+static bool isConfigured(Operation *op) {
+  return isa<AttentionOp, MultiHeadAttentionOp>(op);
+}
+
+/// CPU: the query tile of a layer. Larger row tiles amortize the weight
+/// panels of the per-head projections over more rows (BERT-base S=512 on one
+/// thread: 22 -> 19.5 ms with 128), but a layer of a single 128-row tile
+/// would leave the second thread idle (BERT-base S=128 on 2 threads: 2.1 ->
+/// 2.7 ms): 128 rows when the layer has at least 4 such tiles (B * Sq >= 512,
+/// static), else 64. A standalone attention keeps 64.
+static int64_t cpuQueryTile(Operation *op) {
+  auto layer = dyn_cast<MultiHeadAttentionOp>(op);
+  if (!layer)
+    return 64;
+  auto query = cast<ShapedType>(layer.getQuery().getType());
+  int64_t batch = query.getDimSize(0), rows = query.getDimSize(1);
+  if (!ShapedType::isDynamic(batch) && !ShapedType::isDynamic(rows) &&
+      batch * rows >= 4 * 128)
+    return 128;
+  return 64;
+}
+
+/// GPU: one thread per query row of a workgroup, 32 rows and keys per tile;
+/// the projections' workgroup tiles are as many rows by 64 columns.
+static constexpr int64_t kGPUQueryTile = 32, kGPUKeyTile = 32,
+                         kGPUWorkgroupCols = 64;
+
+LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
+                                             TargetAttr target) {
+  MLIRContext *ctx = op->getContext();
+  if (!target)
+    target = getDefaultCPUTarget(ctx);
+  bool gpu = target.isGPU();
+  if (isConfigured(op))
+    return gpu ? LoweringConfigAttr::get(ctx, kGPUQueryTile, kGPUKeyTile, {},
+                                         {}, {}, {})
+               : LoweringConfigAttr::get(ctx, cpuQueryTile(op), 64, {}, {},
+                                         {}, {});
+  if (!isa<FunctionOpInterface>(op))
+    return {};
+  if (!gpu) {
+    FailureOr<std::pair<int64_t, int64_t>> tile =
+        defaultRegisterTile(target.getVectorBits());
+    if (failed(tile))
+      return {};
+    return LoweringConfigAttr::get(ctx, {}, {}, {tile->first, tile->second},
+                                   /*chunk=*/64, {}, {});
+  }
+  // As many threads as the smallest query tile has rows.
+  int64_t threads = 0;
+  op->walk([&](Operation *nested) {
+    if (!isConfigured(nested))
+      return;
+    LoweringConfigAttr config = getLoweringConfig(nested);
+    if (config && config.getQTile())
+      threads = threads ? std::min(threads, *config.getQTile())
+                        : *config.getQTile();
+  });
+  if (!threads)
+    threads = kGPUQueryTile;
+  return LoweringConfigAttr::get(ctx, {}, {}, {}, {},
+                                 {threads, kGPUWorkgroupCols}, threads);
+}
+
+std::pair<int64_t, int64_t> mha::resolveTileSizes(Operation *op,
+                                                  int64_t qTile,
+                                                  int64_t kvTile) {
+  LoweringConfigAttr config = getLoweringConfig(op);
+  auto resolve = [&](int64_t given, std::optional<int64_t> configured) {
+    return given ? given : configured.value_or(64);
+  };
+  return {resolve(qTile, config ? config.getQTile() : std::nullopt),
+          resolve(kvTile, config ? config.getKvTile() : std::nullopt)};
+}
+
+SmallVector<FunctionOpInterface> mha::functionsUnder(Operation *root) {
+  SmallVector<FunctionOpInterface> functions;
+  root->walk([&](FunctionOpInterface func) {
+    if (!func.isExternal())
+      functions.push_back(func);
+  });
+  return functions;
+}
+
+LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
+                                        TargetAttr target) {
+  LoweringConfigAttr config = getLoweringConfig(func);
+  StringRef kind = stringifyTargetKind(target.getKind());
+  if (!target.isGPU()) {
+    if (config && (config.getThreads() || !config.getWorkgroupTile().empty()))
+      return func.emitError()
+             << "lowering_config: threads and workgroup_tile have no "
+                "meaning on a cpu target";
+    return success();
+  }
+  if (config && (config.getChunk() || !config.getRegisterTile().empty()))
+    return func.emitError() << "lowering_config: register_tile and chunk have "
+                               "no meaning on a "
+                            << kind << " target";
+  int64_t threads = config ? config.getThreads().value_or(0) : 0;
+  if (threads <= 0)
+    return func.emitError() << "lowering_config: threads must be positive on "
+                               "a GPU target, found "
+                            << threads;
+  if (target.getMaxWorkgroupThreads() &&
+      threads > target.getMaxWorkgroupThreads())
+    return func.emitError()
+           << "lowering_config: " << threads
+           << " threads per workgroup exceed the target's "
+           << target.getMaxWorkgroupThreads() << " (max_workgroup_threads)";
+  ArrayRef<int64_t> workgroupTile = config.getWorkgroupTile();
+  if (!workgroupTile.empty() && workgroupTile[0] < threads)
+    return func.emitError() << "lowering_config: " << threads
+                            << " threads per workgroup cannot be fed by "
+                               "workgroup tiles of "
+                            << workgroupTile[0]
+                            << " rows (one row per thread at least)";
+  WalkResult walk = func->walk([&](Operation *op) {
+    if (!isConfigured(op))
+      return WalkResult::advance();
+    LoweringConfigAttr own = getLoweringConfig(op);
+    int64_t rows = own ? own.getQTile().value_or(0) : 0;
+    if (rows <= 0) {
+      op->emitError() << "lowering_config: q_tile must be positive on a GPU "
+                         "target (it is the workgroup's rows), found "
+                      << rows;
+      return WalkResult::interrupt();
+    }
+    if (rows < threads) {
+      op->emitError() << "lowering_config: " << threads
+                      << " threads per workgroup cannot be fed by a query "
+                         "tile of "
+                      << rows << " rows (one row per thread at least)";
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
+                                      LoweringConfigAttr overrides) {
+  if (!target)
+    target = getDefaultCPUTarget(root->getContext());
+  // The mha ops first: a GPU function's threads follow their query tiles.
+  root->walk([&](Operation *op) {
+    if (!isConfigured(op))
+      return;
+    LoweringConfigAttr config = selectLoweringConfig(op, target)
+                                    .merge(opFields(getLoweringConfig(op)))
+                                    .merge(opFields(overrides));
+    op->setAttr(kLoweringConfigAttrName, config);
+  });
+  WalkResult walk = root->walk([&](FunctionOpInterface func) {
+    if (func.isExternal())
+      return WalkResult::advance();
+    LoweringConfigAttr selected = selectLoweringConfig(func, target);
+    if (!selected) {
+      func.emitError() << "no lowering configuration for " << target;
+      return WalkResult::interrupt();
+    }
+    LoweringConfigAttr given = functionFields(getLoweringConfig(func))
+                                   .merge(functionFields(overrides));
+    // Workgroup tiles of as many rows as there are threads, when only the
+    // threads are given.
+    if (target.isGPU() && given && given.getThreads() &&
+        given.getWorkgroupTile().empty())
+      selected = selected.merge(LoweringConfigAttr::get(
+          func->getContext(), {}, {}, {}, {},
+          {*given.getThreads(), selected.getWorkgroupTile()[1]}, {}));
+    LoweringConfigAttr config = selected.merge(given);
+    func->setAttr(kLoweringConfigAttrName, config);
+    if (failed(verifyLoweringConfig(func, target)))
+      return WalkResult::interrupt();
+    return WalkResult::advance();
+  });
+  return failure(walk.wasInterrupted());
+}
+
+namespace {
+
+/// An attribute of type `AttrT` from a pass option's text; null for "".
+template <typename AttrT>
+FailureOr<AttrT> parseOption(Operation *op, StringRef option, StringRef text) {
+  if (text.empty())
+    return AttrT();
+  auto attr = dyn_cast_if_present<AttrT>(parseAttribute(text, op->getContext()));
+  if (!attr)
+    return op->emitError() << "'" << option << "' must be a "
+                           << (std::is_same_v<AttrT, TargetAttr>
+                                   ? "#mha.target"
+                                   : "#mha.lowering_config")
+                           << ", found '" << text << "'";
+  return attr;
+}
+
+struct MHASelectLoweringConfigPass final
+    : mha::impl::MHASelectLoweringConfigPassBase<MHASelectLoweringConfigPass> {
+  using MHASelectLoweringConfigPassBase::MHASelectLoweringConfigPassBase;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    FailureOr<TargetAttr> given = parseOption<TargetAttr>(module, "target", target);
+    FailureOr<LoweringConfigAttr> over =
+        parseOption<LoweringConfigAttr>(module, "overrides", overrides);
+    if (failed(given) || failed(over))
+      return signalPassFailure();
+    TargetAttr chosen = *given;
+    if (!chosen)
+      chosen = getTarget(module);
+    if (!chosen)
+      chosen = getDefaultCPUTarget(&getContext());
+    module->setAttr(kTargetAttrName, chosen);
+    if (failed(setLoweringConfigs(module, chosen, *over)))
+      signalPassFailure();
+  }
+};
+
+struct MHADropLoweringConfigPass final
+    : mha::impl::MHADropLoweringConfigPassBase<MHADropLoweringConfigPass> {
+  void runOnOperation() override {
+    getOperation()->walk([](Operation *op) {
+      op->removeAttr(kLoweringConfigAttrName);
+      op->removeAttr(kTargetAttrName);
+    });
+  }
+};
+
+} // namespace

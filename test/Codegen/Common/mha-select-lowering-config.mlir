@@ -1,0 +1,61 @@
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config | FileCheck %s --check-prefix=AVX512
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cpu, chip = \"haswell\", vector_bits = 256>}" | FileCheck %s --check-prefix=AVX2
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cpu, vector_bits = 128>}" | FileCheck %s --check-prefix=SSE
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_80\", subgroup_size = 32, max_workgroup_threads = 1024>}" | FileCheck %s --check-prefix=GPU
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_90\", features = \"+ptx80\">}" | FileCheck %s --check-prefix=GPU
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = vulkan, subgroup_size = 32, max_workgroup_threads = 1024, max_workgroup_memory = 32768>}" | FileCheck %s --check-prefix=GPU
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = vulkan>} overrides={#mha.lowering_config<q_tile = 64>}" | FileCheck %s --check-prefix=GPU64
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="overrides={#mha.lowering_config<q_tile = 16, register_tile = [2, 16]>}" | FileCheck %s --check-prefix=OVER
+
+// The rules of the CPU (q_tile from B·Sq of a layer: 512 and more -> 128,
+// else 64; register tiles from the vector width) and of the GPU (a thread per
+// query row of 32; workgroup tiles of as many rows); the target is recorded
+// on the module; overrides replace any field.
+
+// AVX512: module attributes {mha.target = #mha.target<kind = cpu, vector_bits = 512>}
+// AVX512-LABEL: func.func @layer_512
+// AVX512-SAME: mha.lowering_config = #mha.lowering_config<register_tile = [8, 32], chunk = 64>
+// AVX512: mha.multi_head_attention {{.*}}mha.lowering_config = #mha.lowering_config<q_tile = 128, kv_tile = 64>
+// AVX2: module attributes {mha.target = #mha.target<kind = cpu, chip = "haswell", vector_bits = 256>}
+// AVX2-LABEL: func.func @layer_512
+// AVX2-SAME: #mha.lowering_config<register_tile = [4, 16], chunk = 64>
+// AVX2: #mha.lowering_config<q_tile = 128, kv_tile = 64>
+// SSE-LABEL: func.func @layer_512
+// SSE-SAME: #mha.lowering_config<register_tile = [4, 8], chunk = 64>
+// GPU: module attributes {mha.target = #mha.target<kind = {{cuda|vulkan}}
+// GPU-LABEL: func.func @layer_512
+// GPU-SAME: #mha.lowering_config<workgroup_tile = [32, 64], threads = 32>
+// GPU: #mha.lowering_config<q_tile = 32, kv_tile = 32>
+// GPU64-LABEL: func.func @layer_512
+// GPU64-SAME: #mha.lowering_config<workgroup_tile = [64, 64], threads = 64>
+// GPU64: #mha.lowering_config<q_tile = 64, kv_tile = 32>
+// OVER-LABEL: func.func @layer_512
+// OVER-SAME: #mha.lowering_config<register_tile = [2, 16], chunk = 64>
+// OVER: #mha.lowering_config<q_tile = 16, kv_tile = 64>
+func.func @layer_512(%x: tensor<2x256x64xf32>, %w: tensor<64x64xf32>) -> tensor<2x256x64xf32> {
+  %y = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w {num_heads = 4 : i64}
+    : (tensor<2x256x64xf32>, tensor<2x256x64xf32>, tensor<2x256x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x256x64xf32>
+  return %y : tensor<2x256x64xf32>
+}
+
+// -----
+
+// B·Sq = 511 and a dynamic batch: 64 rows on the CPU.
+// AVX512-LABEL: func.func @layer_511
+// AVX512: #mha.lowering_config<q_tile = 64, kv_tile = 64>
+// AVX512: #mha.lowering_config<q_tile = 64, kv_tile = 64>
+// AVX512-LABEL: func.func @attention
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64>
+// GPU-LABEL: func.func @attention
+// GPU: mha.attention {{.*}}#mha.lowering_config<q_tile = 32, kv_tile = 32>
+func.func @layer_511(%x: tensor<1x511x64xf32>, %d: tensor<?x600x64xf32>, %w: tensor<64x64xf32>) -> (tensor<1x511x64xf32>, tensor<?x600x64xf32>) {
+  %y = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w {num_heads = 4 : i64}
+    : (tensor<1x511x64xf32>, tensor<1x511x64xf32>, tensor<1x511x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<1x511x64xf32>
+  %z = mha.multi_head_attention %d, %d, %d, %w, %w, %w, %w {num_heads = 4 : i64}
+    : (tensor<?x600x64xf32>, tensor<?x600x64xf32>, tensor<?x600x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<?x600x64xf32>
+  return %y, %z : tensor<1x511x64xf32>, tensor<?x600x64xf32>
+}
+func.func @attention(%q: tensor<1x2x100x16xf32>, %init: tensor<1x2x100x16xf32>) -> tensor<1x2x100x16xf32> {
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x100x16xf32>, tensor<1x2x100x16xf32>, tensor<1x2x100x16xf32>) outs(%init : tensor<1x2x100x16xf32>) -> tensor<1x2x100x16xf32>
+  return %o : tensor<1x2x100x16xf32>
+}
