@@ -2,7 +2,8 @@
 //
 // The matcher (see Matcher.h): the softmax, the scores' scale and masks,
 // the contraction of queries and keys and the layouts of Q, K and V, read
-// off terms; the projections of the layer around an mha.attention.
+// off terms; the projections of the layer around an mha.attention; the
+// plans, with every check mha.attention and mha.multi_head_attention need.
 //
 //===----------------------------------------------------------------------===//
 
@@ -51,7 +52,8 @@ static std::optional<SmallVector<int64_t>> transposeOf(Value v,
   return p;
 }
 
-Value raise::lookThroughTranspose(Value v, ArrayRef<int64_t> perm) {
+/// The source of `v` if `v` is a transpose of it by `perm`.
+static Value lookThroughTranspose(Value v, ArrayRef<int64_t> perm) {
   Value source;
   std::optional<SmallVector<int64_t>> p = transposeOf(v, source);
   return p && ArrayRef<int64_t>(*p) == perm ? source : Value();
@@ -170,7 +172,10 @@ static FailureOr<Contraction> matchContraction(Operation *contraction,
   return c;
 }
 
-Value raise::lookThroughHeadRepeat(Value x, int64_t &group) {
+/// The key/value heads [B, Hkv, S, d] that `x` [B, H, S, d] repeats, each
+/// `group` times in a row (a broadcast over a group dim collapsed into the
+/// heads, as frontends materialize grouped-query attention).
+static Value lookThroughHeadRepeat(Value x, int64_t &group) {
   auto collapse = x.getDefiningOp<tensor::CollapseShapeOp>();
   if (!collapse || collapse.getSrcType().getRank() != 5 ||
       collapse.getReassociationIndices() !=
@@ -745,13 +750,270 @@ FailureOr<AttentionMatch> AttentionMatcher::match(Operation *pv) {
   return m;
 }
 
+//===----------------------------------------------------------------------===//
+// The plan
+//===----------------------------------------------------------------------===//
 
+/// The 4-d source of `v` [N, S, d] if it is a collapse of [B, H, S, d].
+static Value collapsedFrom4D(Value v) {
+  if (auto reshape = v.getDefiningOp<tosa::ReshapeOp>()) {
+    auto in = cast<RankedTensorType>(reshape.getInput1().getType());
+    auto out = cast<RankedTensorType>(reshape.getType());
+    if (isBatchReshape(reshape) && in.getRank() == 4 && out.getRank() == 3)
+      return reshape.getInput1();
+    return {};
+  }
+  auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>();
+  if (!collapse || collapse.getSrcType().getRank() != 4 ||
+      collapse.getReassociationIndices() !=
+          SmallVector<ReassociationIndices>{{0, 1}, {2}, {3}})
+    return {};
+  return collapse.getSrc();
+}
+
+/// The type of the view [N, 1, S, d] the rewrite builds of `x` [batch..., S,
+/// d] (flattenBatch, then reshapeBatch to [N, 1]): N is the product of the
+/// batch dims (1 without any), dynamic when one of them is.
+static RankedTensorType flattenedViewType(Value x) {
+  auto type = cast<RankedTensorType>(x.getType());
+  int64_t rank = type.getRank(), n = 1;
+  for (int64_t size : type.getShape().drop_back(2))
+    n = ShapedType::isDynamic(n) || ShapedType::isDynamic(size)
+            ? ShapedType::kDynamic
+            : n * size;
+  return RankedTensorType::get(
+      {n, 1, type.getDimSize(rank - 2), type.getDimSize(rank - 1)},
+      type.getElementType());
+}
+
+/// The mask as mha.attention takes it, [B|1, H|1, Sq|1, Sk|1], from the
+/// tensor read at `use.map` in the scores' space: as it is when that space
+/// is the view (`viewShape` the queries' static shape), else with its batch
+/// dims flattened and split as the view's. Failure, with `why`, where the
+/// broadcast cannot be expressed.
+static FailureOr<MaskPlan> planMask(const MaskUse &use,
+                                    ArrayRef<int64_t> viewShape, Why &why) {
+  MaskPlan plan;
+  plan.tensor = use.tensor;
+  plan.predicate = use.predicate;
+  plan.negate = use.negate;
+  AffineMap map = use.map;
+  auto type = cast<RankedTensorType>(use.tensor.getType());
+  int64_t rank = map.getNumDims();
+  // For each mask dim, the space dim it is read along (-1: a unit dim read
+  // at 0); the space dims must come in order.
+  SmallVector<int64_t> spaceDim;
+  int64_t last = -1;
+  for (auto [i, e] : llvm::enumerate(map.getResults())) {
+    if (auto c = dyn_cast<AffineConstantExpr>(e)) {
+      if (c.getValue() != 0 || type.getDimSize(i) != 1)
+        return why("the mask is read at a fixed position");
+      spaceDim.push_back(-1);
+      continue;
+    }
+    auto d = dyn_cast<AffineDimExpr>(e);
+    if (!d || d.getPosition() <= last)
+      return why("the mask is not broadcastable to the scores: its dims are "
+                 "not the scores' in order");
+    last = d.getPosition();
+    spaceDim.push_back(last);
+  }
+  if (last < 0)
+    return why("the mask has no dim of the scores");
+
+  // To the rank of the space: unit dims read at 0 dropped, a unit dim for
+  // each space dim the mask lacks.
+  SmallVector<int64_t> shape(type.getShape());
+  bool aligned = type.getRank() == rank;
+  for (int64_t i = 0; aligned && i < rank; ++i)
+    aligned = spaceDim[i] == i || spaceDim[i] == -1;
+  if (!aligned) {
+    // Each kept dim with the unit dims after it (the first also those
+    // before it).
+    SmallVector<ReassociationIndices> collapse;
+    SmallVector<int64_t> kept;
+    bool groupHasKept = false;
+    for (int64_t i = 0; i < type.getRank(); ++i) {
+      bool isKept = spaceDim[i] >= 0;
+      if (collapse.empty() || (isKept && groupHasKept)) {
+        collapse.push_back({i});
+        groupHasKept = isKept;
+      } else {
+        collapse.back().push_back(i);
+        groupHasKept |= isKept;
+      }
+      if (isKept)
+        kept.push_back(spaceDim[i]);
+    }
+    if (collapse.size() != kept.size())
+      return why("the mask's unit dims cannot be dropped");
+    if (static_cast<int64_t>(collapse.size()) != type.getRank())
+      plan.collapse = collapse;
+    // The collapsed shape, as collapse_shape infers it.
+    SmallVector<int64_t> collapsed;
+    for (const ReassociationIndices &group : collapse) {
+      int64_t size = 1;
+      for (int64_t i : group)
+        size = ShapedType::isDynamic(size) || type.isDynamicDim(i)
+                   ? ShapedType::kDynamic
+                   : size * type.getDimSize(i);
+      collapsed.push_back(size);
+    }
+    // Expand: kept dim g owns the space dims after the previous one up to
+    // its own (the last one also those after it).
+    plan.expand.resize(kept.size());
+    shape.clear();
+    for (int64_t d = 0, g = 0; d < rank; ++d) {
+      while (g + 1 < static_cast<int64_t>(kept.size()) && d > kept[g])
+        ++g;
+      plan.expand[g].push_back(d);
+      bool isKept = d == kept[g];
+      shape.push_back(isKept ? collapsed[g] : 1);
+      plan.expandSizeOf.push_back(isKept ? g : -1);
+    }
+    plan.expandShape = shape;
+  }
+
+  // The space is the view when both have batch dims [B, H] with the same
+  // static H (B then agrees too).
+  ArrayRef<int64_t> spaceBatch = ArrayRef(use.spaceShape).drop_back(2);
+  if (rank == 4 && spaceBatch[1] == viewShape[1] &&
+      !ShapedType::isDynamic(spaceBatch[1]))
+    return plan;
+  // The batch dims: all broadcast, or all present (flattened and split as
+  // the view).
+  bool allUnit = true, allFull = true;
+  for (int64_t d = 0; d + 2 < rank; ++d) {
+    allUnit &= shape[d] == 1;
+    allFull &= shape[d] != 1 || spaceBatch[d] == 1;
+  }
+  if (allUnit) {
+    plan.batch = MaskPlan::Batch::AllUnit;
+    return plan;
+  }
+  if (allFull) {
+    plan.batch = MaskPlan::Batch::AllFull;
+    return plan;
+  }
+  return why("the mask is broadcast over some of the batch dims of scores "
+             "whose batch dims are reshaped");
+}
+
+FailureOr<AttentionPlan> raise::planAttention(Operation *op, Why &why) {
+  if (!isContraction(op))
+    return why("not a contraction");
+  AttentionMatcher matcher(why);
+  FailureOr<AttentionMatch> m = matcher.match(op);
+  if (failed(m))
+    return failure();
+  AttentionPlan plan;
+  plan.match = *m;
+  auto rankOf = [](Value x) {
+    return cast<RankedTensorType>(x.getType()).getRank();
+  };
+  auto dimOf = [](Value x, int64_t d) {
+    return cast<RankedTensorType>(x.getType()).getDimSize(d);
+  };
+
+  // The 4-d view [B, H, S, d]: the operands themselves when all is rank 4;
+  // their 4-d sources when all three are collapses of such with the same
+  // static head count; else [N, 1, S, d].
+  Value q = m->query, k = m->key, v = m->value;
+  auto as4D = [&](Value x) {
+    return rankOf(x) == 4 ? x : collapsedFrom4D(x);
+  };
+  Value qs = as4D(q), ks = as4D(k), vs = as4D(v);
+  bool direct = rankOf(q) == 4 && rankOf(k) == 4 && rankOf(v) == 4 &&
+                rankOf(op->getResult(0)) == 4;
+  RankedTensorType q4Type, k4Type, v4Type;
+  if (qs && ks && vs && !ShapedType::isDynamic(dimOf(qs, 1)) &&
+      dimOf(qs, 1) == dimOf(ks, 1) && dimOf(qs, 1) == dimOf(vs, 1)) {
+    plan.view =
+        direct ? AttentionPlan::View::Direct : AttentionPlan::View::From4D;
+    plan.q4 = qs, plan.k4 = ks, plan.v4 = vs;
+    // Grouped-query attention: key and value heads repeated alike. (The
+    // flattened views are expand_shapes, which repeat no heads.)
+    int64_t kGroup = 0, vGroup = 0;
+    Value kHeads = lookThroughHeadRepeat(plan.k4, kGroup),
+          vHeads = lookThroughHeadRepeat(plan.v4, vGroup);
+    if (kHeads && vHeads && kGroup == vGroup) {
+      plan.k4 = kHeads;
+      plan.v4 = vHeads;
+    }
+    q4Type = cast<RankedTensorType>(plan.q4.getType());
+    k4Type = cast<RankedTensorType>(plan.k4.getType());
+    v4Type = cast<RankedTensorType>(plan.v4.getType());
+  } else {
+    plan.view = AttentionPlan::View::Flatten;
+    q4Type = flattenedViewType(q);
+    k4Type = flattenedViewType(k);
+    v4Type = flattenedViewType(v);
+  }
+  if (q4Type.isDynamicDim(1) || k4Type.isDynamicDim(1))
+    return why("the head counts are dynamic");
+
+  if (m->mask) {
+    FailureOr<MaskPlan> mask = planMask(*m->mask, q4Type.getShape(), why);
+    if (failed(mask))
+      return failure();
+    // A materialized predicate is i1, but an expand to the space's rank
+    // takes the type of the mask it was computed from.
+    Type maskElt = mask->expand.empty() && (mask->predicate || mask->negate)
+                       ? IntegerType::get(op->getContext(), 1)
+                       : getElementTypeOrSelf(mask->tensor.getType());
+    if (maskElt != q4Type.getElementType() && !maskElt.isInteger(1))
+      return why("the mask's element type is neither i1 nor the scores'");
+    plan.mask = std::move(*mask);
+  }
+
+  // The causal offset, left to its default (Sk - Sq) when it provably is.
+  if (m->causal) {
+    int64_t sq = q4Type.getDimSize(2),
+            sk = k4Type.getDimSize(getKeySeqDim(m->keyTransposed));
+    bool isDefault = m->causal->values.empty() &&
+                     !ShapedType::isDynamic(sq) &&
+                     !ShapedType::isDynamic(sk) &&
+                     m->causal->constant == sk - sq;
+    if (!isDefault)
+      plan.causalOffset = m->causal;
+  }
+
+  // Back to the shape of the op's result; or straight to its one user when
+  // that reshapes it back to [B, H, Sq, dv] (a frontend's head split).
+  auto resultType = cast<RankedTensorType>(op->getResult(0).getType());
+  auto attentionType =
+      RankedTensorType::get({q4Type.getDimSize(0), q4Type.getDimSize(1),
+                             q4Type.getDimSize(2), v4Type.getDimSize(3)},
+                            q4Type.getElementType());
+  if (Operation *user = singleUser(op->getResult(0));
+      user && attentionType != resultType && isBatchReshape(user) &&
+      user->getResult(0).getType() == attentionType) {
+    plan.userReshape = user;
+    return plan;
+  }
+  if (plan.view != AttentionPlan::View::Direct) {
+    // The batch sizes: static, or those of a linalg op's init.
+    auto pvLinalg = dyn_cast<linalg::LinalgOp>(op);
+    if (pvLinalg)
+      plan.resultBatchInit = pvLinalg.getDpsInitOperand(0)->get();
+    for (int64_t d = 0; d + 2 < resultType.getRank(); ++d)
+      if (resultType.isDynamicDim(d) && !pvLinalg)
+        return why("the result has dynamic batch dims and no init to read "
+                   "them from");
+  }
+  return plan;
+}
 
 //===----------------------------------------------------------------------===//
 // The layer around it
 //===----------------------------------------------------------------------===//
 
-FailureOr<Projection> raise::matchProjection(Value out, Why &why) {
+/// Reads a projection ending in `out` ([B, S, Eout], or [B*S, Eout] from a
+/// [B, S, Ein] input collapsed to 2-d): a contraction over the input's last
+/// dim with a weight read [Ein, Eout] or [Eout, Ein] (through maps, a
+/// transpose or a broadcast over the batch), and a bias [Eout] added after
+/// it or used as its initial value.
+static FailureOr<Projection> matchProjection(Value out, Why &why) {
   Projection proj;
   auto outType = cast<RankedTensorType>(out.getType());
   int64_t rank = outType.getRank();
@@ -848,7 +1110,9 @@ FailureOr<Projection> raise::matchProjection(Value out, Why &why) {
   return proj;
 }
 
-Value raise::matchHeadSplit(Value x4) {
+/// The projection [B, S, H*d] whose heads `x4` [B, H, S, d] are: split by
+/// an expand_shape and moved before the sequence by a transpose.
+static Value matchHeadSplit(Value x4) {
   Value split = lookThroughTranspose(x4, {0, 2, 1, 3});
   auto expand = split ? split.getDefiningOp<tensor::ExpandShapeOp>()
                       : tensor::ExpandShapeOp();
@@ -862,9 +1126,76 @@ Value raise::matchHeadSplit(Value x4) {
     return expand.getSrc();
   return {};
 }
+FailureOr<LayerPlan> raise::planLayer(AttentionOp att, Why &why) {
+  if (att.getCausalOffset())
+    return why("the attention's causal diagonal is not bottom-right");
+  if (att.getKeyTransposed())
+    return why("the keys are given transposed ([B, Hkv, dk, Sk])");
+  Value pq = matchHeadSplit(att.getQuery()), pk = matchHeadSplit(att.getKey()),
+        pv = matchHeadSplit(att.getValue());
+  if (!pq || !pk || !pv)
+    return why("the queries, keys or values are not projections split "
+               "into heads");
+  FailureOr<Projection> q = matchProjection(pq, why);
+  FailureOr<Projection> k = failed(q) ? q : matchProjection(pk, why);
+  FailureOr<Projection> v = failed(k) ? k : matchProjection(pv, why);
+  if (failed(v))
+    return failure();
+  for (Projection *p : {&*q, &*k, &*v})
+    if (cast<RankedTensorType>(p->input.getType()).getRank() != 3)
+      return why("a projection's input is not [B, S, E]");
 
+  // The heads merged back and projected: transpose, collapse, projection.
+  Operation *merge = singleUser(att.getResult());
+  if (!merge || merge->getNumResults() != 1 ||
+      lookThroughTranspose(merge->getResult(0), {0, 2, 1, 3}) !=
+          att.getResult())
+    return why("the attention's result is not moved back after the "
+               "sequence");
+  auto collapse =
+      dyn_cast_or_null<tensor::CollapseShapeOp>(singleUser(merge->getResult(0)));
+  if (!collapse ||
+      (collapse.getReassociationIndices() !=
+           SmallVector<ReassociationIndices>{{0}, {1}, {2, 3}} &&
+       collapse.getReassociationIndices() !=
+           SmallVector<ReassociationIndices>{{0, 1}, {2, 3}}))
+    return why("the heads are not merged by a collapse_shape");
+  // The output projection: the contraction reading the merged heads, and
+  // its bias add if that is its one user.
+  auto outContraction =
+      dyn_cast_or_null<linalg::LinalgOp>(singleUser(collapse.getResult()));
+  if (!outContraction || outContraction->getNumResults() != 1)
+    return why("the merged heads are not projected");
+  // The projection with its bias when the contraction's one user adds it,
+  // else the contraction alone.
+  Value out = outContraction->getResult(0);
+  FailureOr<Projection> o = failure();
+  if (Operation *user = singleUser(out)) {
+    auto add = dyn_cast<linalg::LinalgOp>(user);
+    if (add && add->getNumResults() == 1) {
+      Why ignored;
+      FailureOr<Projection> withBias =
+          matchProjection(add->getResult(0), ignored);
+      if (succeeded(withBias) && withBias->bias &&
+          withBias->contraction == outContraction.getOperation()) {
+        out = add->getResult(0);
+        o = withBias;
+      }
+    }
+  }
+  if (failed(o))
+    o = matchProjection(out, why);
+  if (failed(o))
+    return failure();
+  if (o->input != collapse.getResult())
+    return why("the output projection does not read the merged heads");
 
-FailureOr<AttentionMatch> raise::matchAttention(Operation *pv, Why &why) {
-  AttentionMatcher matcher(why);
-  return matcher.match(pv);
+  // Types: one float type; biases on all four or none (zeros added).
+  Type elt = getElementTypeOrSelf(att.getType());
+  for (Projection *p : {&*q, &*k, &*v, &*o})
+    for (Value x : {p->input, p->weight, p->bias})
+      if (x && getElementTypeOrSelf(x.getType()) != elt)
+        return why("the projections' element types differ from the "
+                   "attention's");
+  return LayerPlan{*q, *k, *v, *o, out};
 }

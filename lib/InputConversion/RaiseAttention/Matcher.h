@@ -3,7 +3,10 @@
 // Internal to lib/InputConversion/RaiseAttention: what the matcher finds in
 // frontend IR, the attention (queries, keys, values, scale, mask, causal
 // visibility) a contraction of probabilities with values ends, and the
-// projections of the layer around an mha.attention. Matching creates no IR.
+// projections of the layer around an mha.attention; and the plans of what
+// the rewrite builds from them. A plan holds every decision and every check
+// (on types and existing values), so planning creates no IR and applying a
+// plan cannot fail.
 //
 //===----------------------------------------------------------------------===//
 
@@ -11,6 +14,8 @@
 #define MHA_LIB_INPUTCONVERSION_RAISEATTENTION_MATCHER_H
 
 #include "Terms.h"
+
+#include "mha/Dialect/MHA/IR/MHAOps.h"
 
 #include <string>
 
@@ -60,18 +65,53 @@ struct Why {
   void note(const Twine &reason) { text = reason.str(); }
 };
 
-/// The attention that `pv`, a contraction of probabilities with values,
-/// ends, read through the softmax, the mask and the scale down to the
-/// contraction of queries and keys; failure with `why` otherwise.
-FailureOr<AttentionMatch> matchAttention(Operation *pv, Why &why);
+/// How a mask becomes the [B|1, H|1, Sq|1, Sk|1] tensor mha.attention
+/// takes, decided from types: the rewrite follows it step by step.
+struct MaskPlan {
+  /// The mask, or (with `predicate` or `negate`) a boolean of it to
+  /// materialize as a new i1 tensor.
+  Value tensor;
+  TermRef predicate;
+  bool negate = false;
+  /// Its unit dims read at 0 dropped, when some are.
+  std::optional<SmallVector<ReassociationIndices>> collapse;
+  /// Then, when the mask lacks some dims of the scores' space (or has them
+  /// elsewhere), the expand to the space's rank: its groups, its static
+  /// shape and for each space dim the collapsed dim it takes its size from
+  /// (-1: a new unit dim). Empty when the mask has the space's dims already.
+  SmallVector<ReassociationIndices> expand;
+  SmallVector<int64_t> expandShape;
+  SmallVector<int64_t> expandSizeOf;
+  /// Its batch dims: the view's already, all broadcast, or all present (and
+  /// then flattened and split as the view's).
+  enum class Batch { AsIs, AllUnit, AllFull } batch = Batch::AsIs;
+};
 
-/// The source of `v` if `v` is a transpose of it by `perm`.
-Value lookThroughTranspose(Value v, ArrayRef<int64_t> perm);
+/// Everything the rewrite of a match builds, decided without creating IR:
+/// applying it cannot fail.
+struct AttentionPlan {
+  AttentionMatch match;
+  /// The 4-d view [B, H, S, d] of Q, K and V: the operands themselves when
+  /// all is rank 4 (Direct), the 4-d sources of their collapses (From4D),
+  /// or [N, 1, S, d] reshapes to build (Flatten).
+  enum class View { Direct, From4D, Flatten } view = View::Flatten;
+  /// The views when they exist (not Flatten), keys and values through a
+  /// head repeat.
+  Value q4, k4, v4;
+  std::optional<MaskPlan> mask;
+  /// The causal offset to build; none when the attention is not causal or
+  /// the offset is provably the default (Sk - Sq).
+  std::optional<CausalUse> causalOffset;
+  /// The one user of the op that reshapes its result back to the view's
+  /// shape: the attention replaces it (a frontend's head split).
+  Operation *userReshape = nullptr;
+  /// The init of the op to read the result's dynamic batch sizes from.
+  Value resultBatchInit;
+};
 
-/// The key/value heads [B, Hkv, S, d] that `x` [B, H, S, d] repeats, each
-/// `group` times in a row (a broadcast over a group dim collapsed into the
-/// heads, as frontends materialize grouped-query attention).
-Value lookThroughHeadRepeat(Value x, int64_t &group);
+/// The plan to raise `op` to mha.attention; failure with `why` when it is
+/// not exactly attention or mha.attention cannot take it. Creates no IR.
+FailureOr<AttentionPlan> planAttention(Operation *op, Why &why);
 
 /// `out = input · weight (+ bias)` over the last dim of `input`.
 struct Projection {
@@ -87,16 +127,17 @@ struct Projection {
   Operation *contraction = nullptr;
 };
 
-/// Reads a projection ending in `out` ([B, S, Eout], or [B*S, Eout] from a
-/// [B, S, Ein] input collapsed to 2-d): a contraction over the input's last
-/// dim with a weight read [Ein, Eout] or [Eout, Ein] (through maps, a
-/// transpose or a broadcast over the batch), and a bias [Eout] added after
-/// it or used as its initial value.
-FailureOr<Projection> matchProjection(Value out, Why &why);
+/// The layer around an mha.attention, as the rewrite needs it.
+struct LayerPlan {
+  Projection q, k, v, o;
+  /// The output projection's result (with its bias), which the layer
+  /// replaces.
+  Value out;
+};
 
-/// The projection [B, S, H*d] whose heads `x4` [B, H, S, d] are: split by
-/// an expand_shape and moved before the sequence by a transpose.
-Value matchHeadSplit(Value x4);
+/// The plan to raise `att` and the layer around it to
+/// mha.multi_head_attention; failure with `why`. Creates no IR.
+FailureOr<LayerPlan> planLayer(AttentionOp att, Why &why);
 
 } // namespace mlir::mha::raise
 

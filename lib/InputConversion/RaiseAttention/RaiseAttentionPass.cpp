@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Terms.h"
+#include "Matcher.h"
 
 #include "mha/InputConversion/Passes.h"
 #include "mha/InputConversion/RaiseAttention.h"
@@ -77,13 +77,13 @@ struct MHARaiseAttentionPass final
     }
     if (!explain)
       return;
-    // The contractions left, with the reason (matching changes nothing).
+    // The contractions left, with the reason: planned only, so the walk
+    // changes nothing.
     getOperation()->walk([&](Operation *op) {
-      std::string reason;
-      if (!isContraction(op) ||
-          succeeded(mha::raiseAttention(rewriter, op, &reason)))
+      Why why;
+      if (!isContraction(op) || succeeded(planAttention(op, why)))
         return;
-      op->emitRemark() << "not raised to mha.attention: " << reason;
+      op->emitRemark() << "not raised to mha.attention: " << why.text;
     });
   }
 };
