@@ -69,21 +69,15 @@ namespace {
 enum ExitCode { kOk = 0, kBadInput = 2, kCompileError = 3 };
 
 cl::OptionCategory category("mha-aot options");
-cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir file>"),
-                               cl::Required, cl::cat(category));
+mha::EntryFlags entryFlags(category, "Function to compile");
+cl::opt<std::string> &inputFile = entryFlags.input;
+cl::opt<std::string> &pipelineName = entryFlags.pipeline;
+cl::opt<std::string> &entryName = entryFlags.entry;
 cl::opt<std::string> outputPrefix(
     "o",
     cl::desc("Output prefix: writes PREFIX.h, PREFIX.so and the executable "
              "PREFIX (default: the input's name in the current directory)"),
     cl::value_desc("prefix"), cl::cat(category));
-cl::opt<std::string> pipelineName(
-    "pipeline",
-    cl::desc("NAME[{OPTIONS}]: the registered pipeline mha-lower-to-NAME "
-             "(cpu, loops, vulkan, cuda) with its options; or a textual "
-             "pass pipeline 'builtin.module(...)' ending in the LLVM dialect"),
-    cl::init(mha::kDefaultPipeline.str()), cl::cat(category));
-cl::opt<std::string> entryName("entry", cl::desc("Function to compile"),
-                               cl::init("main"), cl::cat(category));
 cl::opt<std::string> symbolName(
     "name",
     cl::desc("C name of the entry point (default: the prefix's file name, "

@@ -71,16 +71,10 @@ enum ExitCode {
 };
 
 cl::OptionCategory category("mha-run options");
-cl::opt<std::string> inputFile(cl::Positional, cl::desc("<input .mlir file>"),
-                               cl::Required, cl::cat(category));
-cl::opt<std::string> pipelineName(
-    "pipeline",
-    cl::desc("NAME[{OPTIONS}]: the registered pipeline mha-lower-to-NAME "
-             "(loops, cpu, ...) with its options; or a textual pass pipeline "
-             "'builtin.module(...)' ending in the LLVM dialect"),
-    cl::init(mha::kDefaultPipeline.str()), cl::cat(category));
-cl::opt<std::string> entryName("entry", cl::desc("Function to call"),
-                               cl::init("main"), cl::cat(category));
+mha::EntryFlags entryFlags(category, "Function to call");
+cl::opt<std::string> &inputFile = entryFlags.input;
+cl::opt<std::string> &pipelineName = entryFlags.pipeline;
+cl::opt<std::string> &entryName = entryFlags.entry;
 cl::list<std::string> inputs("input",
                              cl::desc("@file.npy for each argument, in order"),
                              cl::cat(category));

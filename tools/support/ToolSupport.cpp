@@ -112,6 +112,20 @@ static SmallVector<std::string> splitFeatures(StringRef features) {
   return list;
 }
 
+mha::EntryFlags::EntryFlags(llvm::cl::OptionCategory &category,
+                            StringRef entryDescription)
+    : input(llvm::cl::Positional, llvm::cl::desc("<input .mlir file>"),
+            llvm::cl::Required, llvm::cl::cat(category)),
+      pipeline("pipeline",
+               llvm::cl::desc("NAME[{OPTIONS}]: the pipeline mha-lower-to-NAME "
+                              "(cpu, the default; loops, vulkan, cuda) with "
+                              "its options; or a textual pass pipeline "
+                              "'builtin.module(...)' ending in the LLVM "
+                              "dialect"),
+               llvm::cl::init(kDefaultPipeline.str()), llvm::cl::cat(category)),
+      entry("entry", llvm::cl::desc(entryDescription), llvm::cl::init("main"),
+            llvm::cl::cat(category)) {}
+
 mha::CPUTargetFlags::CPUTargetFlags(llvm::cl::OptionCategory &category)
     : cpu("target-cpu",
           llvm::cl::desc("Compile for this CPU instead of the host's, with its "
@@ -206,6 +220,7 @@ llvm::Error mha::checkRunsOnHost(const llvm::TargetMachine &tm) {
 }
 
 TargetAttr mha::hostTarget(MLIRContext *context, const llvm::TargetMachine &tm) {
+  context->getOrLoadDialect<MHADialect>();
   return TargetAttr::get(
       context, TargetKind::CPU, StringAttr::get(context, tm.getTargetCPU()),
       StringAttr::get(context, tm.getTargetFeatureString()),

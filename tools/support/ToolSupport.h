@@ -66,6 +66,16 @@ struct CPUTarget {
   std::string features;
 };
 
+/// The flags of both tools that say what to lower: the input file, the
+/// `--pipeline` (mha::kDefaultPipeline when not given) and the `--entry`
+/// function, in the tool's option category.
+struct EntryFlags {
+  EntryFlags(llvm::cl::OptionCategory &category, StringRef entryDescription);
+  llvm::cl::opt<std::string> input;
+  llvm::cl::opt<std::string> pipeline;
+  llvm::cl::opt<std::string> entry;
+};
+
 /// The `--target-cpu` and `--target-features` flags of a tool, in its option
 /// category.
 class CPUTargetFlags {

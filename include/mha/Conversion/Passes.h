@@ -6,12 +6,6 @@
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
-namespace spirv {
-class SPIRVDialect;
-} // namespace spirv
-
-class ModuleOp;
-
 namespace mha {
 
 #define GEN_PASS_DECL

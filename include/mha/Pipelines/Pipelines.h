@@ -19,10 +19,14 @@ class OpPassManager;
 
 namespace mha {
 
+// Options shared by several pipelines, each declared once: mixins over a
+// `Base` (the next mixin, or PassPipelineOptions), for the `Derived` options
+// struct of a pipeline.
+
 /// The option of every pipeline that starts from `mha` ops on tensors (or
 /// from the frontend ops around them).
-template <typename Derived>
-struct EntryOptions : public PassPipelineOptions<Derived> {
+template <typename Derived, typename Base = PassPipelineOptions<Derived>>
+struct EntryOptions : public Base {
   mlir::detail::PassOptions::Option<bool> raiseAttention{
       *this, "raise-attention",
       llvm::cl::desc("Raise attention written as linalg or TOSA ops to mha "
@@ -31,14 +35,35 @@ struct EntryOptions : public PassPipelineOptions<Derived> {
       llvm::cl::init(true)};
 };
 
-/// Options of `mha-lower-to-loops`.
-struct LowerToLoopsOptions : public EntryOptions<LowerToLoopsOptions> {
-  PassOptions::Option<bool> emitCInterface{
+/// The option of the pipelines that end in host code callers in C may call.
+template <typename Derived, typename Base = PassPipelineOptions<Derived>>
+struct EmitCInterfaceOption : public Base {
+  mlir::detail::PassOptions::Option<bool> emitCInterface{
       *this, "emit-c-interface",
       llvm::cl::desc("Give every function a `_mlir_ciface_` wrapper taking "
                      "memref descriptors by pointer, for callers in C"),
       llvm::cl::init(false)};
 };
+
+/// The tile sizes of the GPU pipelines (a thread per query row).
+template <typename Derived, typename Base = PassPipelineOptions<Derived>>
+struct GPUTileOptions : public Base {
+  mlir::detail::PassOptions::Option<int64_t> qTileSize{
+      *this, "q-tile-size",
+      llvm::cl::desc("Queries per workgroup (a thread per query row); "
+                     "not given: the op's mha.lowering_config, else 32"),
+      llvm::cl::init(0)};
+  mlir::detail::PassOptions::Option<int64_t> kvTileSize{
+      *this, "kv-tile-size",
+      llvm::cl::desc("Keys per block of the online softmax; not given: the "
+                     "op's mha.lowering_config, else 32"),
+      llvm::cl::init(0)};
+};
+
+/// Options of `mha-lower-to-loops`.
+struct LowerToLoopsOptions
+    : public EmitCInterfaceOption<LowerToLoopsOptions,
+                                  EntryOptions<LowerToLoopsOptions>> {};
 
 /// The reference path, from `mha` ops on tensors to the LLVM dialect:
 /// run-time checks, then the decomposition, bufferization and CPU-to-LLVM
@@ -47,7 +72,9 @@ void buildLowerToLoopsPipeline(OpPassManager &pm,
                                const LowerToLoopsOptions &options);
 
 /// Options of `mha-lower-to-cpu`.
-struct LowerToCPUOptions : public EntryOptions<LowerToCPUOptions> {
+struct LowerToCPUOptions
+    : public EmitCInterfaceOption<LowerToCPUOptions,
+                                  EntryOptions<LowerToCPUOptions>> {
   PassOptions::Option<int64_t> qTileSize{
       *this, "q-tile-size",
       llvm::cl::desc("Queries per tile; 0 (the default): the op's "
@@ -59,11 +86,6 @@ struct LowerToCPUOptions : public EntryOptions<LowerToCPUOptions> {
       llvm::cl::desc("Keys per online-softmax step; 0 (the default): the "
                      "op's mha.lowering_config, else 64"),
       llvm::cl::init(0)};
-  PassOptions::Option<bool> emitCInterface{
-      *this, "emit-c-interface",
-      llvm::cl::desc("Give every function a `_mlir_ciface_` wrapper taking "
-                     "memref descriptors by pointer, for callers in C"),
-      llvm::cl::init(false)};
   PassOptions::Option<int64_t> vectorWidth{
       *this, "vector-width",
       llvm::cl::desc("Bits of the target's vector registers (512: AVX-512, "
@@ -180,12 +202,9 @@ struct VulkanTargetOptions : public Base {
 };
 
 /// Options of `mha-vulkan-backend`.
-struct VulkanBackendOptions : public VulkanTargetOptions<VulkanBackendOptions> {
-  mlir::detail::PassOptions::Option<bool> emitCInterface{
-      *this, "emit-c-interface",
-      llvm::cl::desc("Give every function a `_mlir_ciface_` wrapper taking "
-                     "memref descriptors by pointer, for callers in C"),
-      llvm::cl::init(false)};
+struct VulkanBackendOptions
+    : public EmitCInterfaceOption<VulkanBackendOptions,
+                                  VulkanTargetOptions<VulkanBackendOptions>> {
 };
 
 /// GPU kernels on buffers (`gpu.launch`, or kernels already outlined) to a
@@ -221,19 +240,10 @@ void buildGPUMappingStage(OpPassManager &pm, StringRef target,
 
 /// Options of `mha-lower-to-vulkan`.
 struct LowerToVulkanOptions
-    : public VulkanTargetOptions<LowerToVulkanOptions,
-                                 EntryOptions<LowerToVulkanOptions>> {
-  mlir::detail::PassOptions::Option<int64_t> qTileSize{
-      *this, "q-tile-size",
-      llvm::cl::desc("Queries per workgroup (a thread per query row); "
-                     "not given: the op's mha.lowering_config, else 32"),
-      llvm::cl::init(0)};
-  mlir::detail::PassOptions::Option<int64_t> kvTileSize{
-      *this, "kv-tile-size",
-      llvm::cl::desc("Keys per block of the online softmax; not given: the "
-                     "op's mha.lowering_config, else 32"),
-      llvm::cl::init(0)};
-};
+    : public GPUTileOptions<
+          LowerToVulkanOptions,
+          VulkanTargetOptions<LowerToVulkanOptions,
+                              EntryOptions<LowerToVulkanOptions>>> {};
 
 /// `mha` ops on tensors to Vulkan: buildGPUMappingStage, then
 /// buildVulkanBackendStage.
@@ -272,19 +282,10 @@ void buildNVVMBackendStage(OpPassManager &pm,
 
 /// Options of `mha-lower-to-cuda`.
 struct LowerToCUDAOptions
-    : public NVVMTargetOptions<LowerToCUDAOptions,
-                               EntryOptions<LowerToCUDAOptions>> {
-  mlir::detail::PassOptions::Option<int64_t> qTileSize{
-      *this, "q-tile-size",
-      llvm::cl::desc("Queries per workgroup (a thread per query row); "
-                     "not given: the op's mha.lowering_config, else 32"),
-      llvm::cl::init(0)};
-  mlir::detail::PassOptions::Option<int64_t> kvTileSize{
-      *this, "kv-tile-size",
-      llvm::cl::desc("Keys per block of the online softmax; not given: the "
-                     "op's mha.lowering_config, else 32"),
-      llvm::cl::init(0)};
-};
+    : public GPUTileOptions<
+          LowerToCUDAOptions,
+          NVVMTargetOptions<LowerToCUDAOptions,
+                            EntryOptions<LowerToCUDAOptions>>> {};
 
 /// `mha` ops on tensors to CUDA: buildGPUMappingStage, the host buffers of
 /// each launch copied to and from device memory around it

@@ -6,36 +6,6 @@
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
-namespace LLVM {
-class LLVMDialect;
-} // namespace LLVM
-namespace arith {
-class ArithDialect;
-} // namespace arith
-namespace bufferization {
-class BufferizationDialect;
-} // namespace bufferization
-namespace linalg {
-class LinalgDialect;
-} // namespace linalg
-namespace mha {
-class MHADialect;
-} // namespace mha
-namespace omp {
-class OpenMPDialect;
-} // namespace omp
-namespace scf {
-class SCFDialect;
-} // namespace scf
-namespace tensor {
-class TensorDialect;
-} // namespace tensor
-namespace vector {
-class VectorDialect;
-} // namespace vector
-
-class ModuleOp;
-
 namespace mha {
 
 #define GEN_PASS_DECL

@@ -6,21 +6,6 @@
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
-namespace arith {
-class ArithDialect;
-} // namespace arith
-namespace linalg {
-class LinalgDialect;
-} // namespace linalg
-namespace math {
-class MathDialect;
-} // namespace math
-namespace tensor {
-class TensorDialect;
-} // namespace tensor
-
-class ModuleOp;
-
 namespace mha {
 
 #define GEN_PASS_DECL

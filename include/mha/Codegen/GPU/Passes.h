@@ -6,27 +6,6 @@
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
-namespace affine {
-class AffineDialect;
-} // namespace affine
-namespace bufferization {
-class BufferizationDialect;
-} // namespace bufferization
-namespace gpu {
-class GPUDialect;
-} // namespace gpu
-namespace memref {
-class MemRefDialect;
-} // namespace memref
-namespace scf {
-class SCFDialect;
-} // namespace scf
-namespace tensor {
-class TensorDialect;
-} // namespace tensor
-
-class ModuleOp;
-
 namespace mha {
 
 #define GEN_PASS_DECL

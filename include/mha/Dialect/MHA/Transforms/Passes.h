@@ -6,48 +6,6 @@
 #include "mlir/Pass/Pass.h"
 
 namespace mlir {
-namespace affine {
-class AffineDialect;
-} // namespace affine
-namespace cf {
-class ControlFlowDialect;
-} // namespace cf
-namespace scf {
-class SCFDialect;
-} // namespace scf
-namespace arith {
-class ArithDialect;
-} // namespace arith
-namespace math {
-class MathDialect;
-} // namespace math
-namespace linalg {
-class LinalgDialect;
-} // namespace linalg
-namespace tensor {
-class TensorDialect;
-} // namespace tensor
-namespace omp {
-class OpenMPDialect;
-} // namespace omp
-namespace vector {
-class VectorDialect;
-} // namespace vector
-namespace LLVM {
-class LLVMDialect;
-} // namespace LLVM
-namespace spirv {
-class SPIRVDialect;
-} // namespace spirv
-namespace gpu {
-class GPUDialect;
-} // namespace gpu
-namespace bufferization {
-class BufferizationDialect;
-} // namespace bufferization
-
-class ModuleOp;
-
 namespace mha {
 
 #define GEN_PASS_DECL
