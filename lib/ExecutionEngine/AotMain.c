@@ -1,7 +1,8 @@
 /*===- AotMain.c - standalone runner of an mha-aot entry point -----------===*
  *
- * mha-aot compiles this with RunnerSupport.c, the generated wrapper and the
- * entry's object code into an executable that needs neither MLIR nor LLVM:
+ * mha-aot compiles this with RunnerSupport.c, the fixed wrapper
+ * (AotWrapper.c), the entry's generated table and stubs, and its object code
+ * into an executable that needs neither MLIR nor LLVM:
  * it reads each argument from a .npy file, calls the entry and writes each
  * result to a .npy file (or prints a summary). The generated header provides
  * the entry's signature; MHA_AOT_HEADER, MHA_AOT_SIGNATURE and MHA_AOT_RUN

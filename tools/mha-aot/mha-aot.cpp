@@ -60,8 +60,10 @@
 using namespace mlir;
 namespace cl = llvm::cl;
 
-// kAotMainSource, kRunnerSupportHeader, kRunnerSupportSource: the C sources
-// of lib/ExecutionEngine compiled into the outputs (generated from them).
+// kAotMainSource, kAotWrapperSource, kAotSignatureHeader,
+// kRunnerSupportHeader, kRunnerSupportSource: the C sources of
+// lib/ExecutionEngine compiled into the outputs; kAotSignatureTypes: the
+// public block of AotSignature.h (generated from them).
 #include "AotSources.inc"
 
 namespace {
@@ -111,7 +113,6 @@ int compileError(const Twine &message) {
 struct ArrayInfo {
   std::string npyDtype; // "<f4", "<f2", "<u2" (bf16 bits), "|b1"
   std::string cType;    // float, uint16_t, uint8_t
-  unsigned elementBytes;
   SmallVector<int64_t> shape; // ShapedType::kDynamic for dynamic sizes
 };
 
@@ -122,13 +123,13 @@ FailureOr<ArrayInfo> arrayInfo(Type type) {
   ArrayInfo info;
   Type element = tensor.getElementType();
   if (element.isF32())
-    info = {"<f4", "float", 4, {}};
+    info = {"<f4", "float", {}};
   else if (element.isF16())
-    info = {"<f2", "uint16_t", 2, {}};
+    info = {"<f2", "uint16_t", {}};
   else if (element.isBF16())
-    info = {"<u2", "uint16_t", 2, {}};
+    info = {"<u2", "uint16_t", {}};
   else if (element.isInteger(1))
-    info = {"|b1", "uint8_t", 1, {}};
+    info = {"|b1", "uint8_t", {}};
   else
     return failure();
   info.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
@@ -153,8 +154,57 @@ std::string shapeComment(const ArrayInfo &info) {
   return s + "]";
 }
 
-/// The header: types shared by every generated header, the typed entry, the
-/// generic entry and the signature.
+/// The names of the dynamic sizes of array `index` (`argI_dimD` or
+/// `resultJ_dimD`), in the order `NAME` takes them.
+SmallVector<std::string> dynamicSizes(StringRef what, size_t index,
+                                      const ArrayInfo &info) {
+  SmallVector<std::string> names;
+  for (auto [d, size] : llvm::enumerate(info.shape))
+    if (ShapedType::isDynamic(size))
+      names.push_back(llvm::formatv("{0}{1}_dim{2}", what, index, d).str());
+  return names;
+}
+
+/// `int NAME(...)`, the typed entry: each argument then its dynamic sizes,
+/// each result then its dynamic sizes.
+std::string typedEntry(StringRef name, ArrayRef<ArrayInfo> inputs,
+                       ArrayRef<ArrayInfo> outputs) {
+  SmallVector<std::string> params;
+  for (auto [i, info] : llvm::enumerate(inputs)) {
+    params.push_back("const " + info.cType + " *arg" + std::to_string(i));
+    for (const std::string &size : dynamicSizes("arg", i, info))
+      params.push_back("int64_t " + size);
+  }
+  for (auto [j, info] : llvm::enumerate(outputs)) {
+    params.push_back(info.cType + " *result" + std::to_string(j));
+    for (const std::string &size : dynamicSizes("result", j, info))
+      params.push_back("int64_t " + size);
+  }
+  return "int " + name.str() + "(" +
+         (params.empty() ? "void" : llvm::join(params, ",\n    ")) + ")";
+}
+
+/// `int NAME_run(...)`, the generic entry.
+std::string genericEntry(StringRef name) {
+  return "int " + name.str() +
+         "_run(void *const inputs[], const int64_t *const input_shapes[],\n"
+         "    void *outputs[], int64_t *const output_shapes[])";
+}
+
+/// Declares the local array `name` of `items` and returns its name, or
+/// returns `NULL` for no items (C has no empty arrays).
+std::string localArray(StringRef elementType, StringRef name,
+                       ArrayRef<std::string> items, llvm::raw_ostream &os) {
+  if (items.empty())
+    return "NULL";
+  os << "  " << elementType << (elementType.ends_with("*") ? "" : " ") << name
+     << "[" << items.size() << "] = {" << llvm::join(items, ", ") << "};\n";
+  return name.str();
+}
+
+/// The header: the signature types (AotSignature.h's public block, so that
+/// the header stands alone), the typed entry, the generic entry and the
+/// signature.
 std::string generateHeader(StringRef name, StringRef fileStem, StringRef source,
                            ArrayRef<ArrayInfo> inputs,
                            ArrayRef<ArrayInfo> outputs) {
@@ -167,16 +217,7 @@ std::string generateHeader(StringRef name, StringRef fileStem, StringRef source,
      << "*/\n"
      << "#ifndef " << guard << "\n#define " << guard << "\n\n"
      << "#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
-     << "#ifndef MHA_AOT_SIGNATURE_TYPES\n#define MHA_AOT_SIGNATURE_TYPES\n"
-     << "/* One array of a signature: its .npy dtype (\"<f4\" float32, \"<f2\" "
-        "float16,\n   \"<u2\" bfloat16 bits, \"|b1\" bool as one byte), rank "
-        "and shape (-1: dynamic). */\n"
-     << "struct mha_aot_array_info {\n  const char *dtype;\n  int64_t rank;\n"
-     << "  const int64_t *shape;\n};\n"
-     << "struct mha_aot_signature {\n  const char *entry;\n"
-     << "  int64_t num_inputs;\n  const struct mha_aot_array_info *inputs;\n"
-     << "  int64_t num_outputs;\n  const struct mha_aot_array_info *outputs;\n"
-     << "};\n#endif\n\n";
+     << kAotSignatureTypes << "\n";
 
   os << "/* Computes @" << entryName << ". Arrays are dense and row-major:\n";
   for (auto [i, info] : llvm::enumerate(inputs))
@@ -191,85 +232,40 @@ std::string generateHeader(StringRef name, StringRef fileStem, StringRef source,
         "argument's shape does not match\n   the signature. Arguments are not "
         "written. A failed run-time check of the\n   layer (e.g. a size the "
         "attributes contradict) aborts the process. */\n";
-  os << "int " << name << "(";
-  bool first = true;
-  auto param = [&](const Twine &decl) {
-    os << (first ? "" : ",\n    ") << decl;
-    first = false;
-  };
-  for (auto [i, info] : llvm::enumerate(inputs)) {
-    param("const " + info.cType + " *arg" + Twine(i));
-    for (auto [d, size] : llvm::enumerate(info.shape))
-      if (ShapedType::isDynamic(size))
-        param("int64_t arg" + Twine(i) + "_dim" + Twine(d));
-  }
-  for (auto [j, info] : llvm::enumerate(outputs)) {
-    param(info.cType + " *result" + Twine(j));
-    for (auto [d, size] : llvm::enumerate(info.shape))
-      if (ShapedType::isDynamic(size))
-        param("int64_t result" + Twine(j) + "_dim" + Twine(d));
-  }
-  if (first)
-    os << "void";
-  os << ");\n\n";
+  os << typedEntry(name, inputs, outputs) << ";\n\n";
   os << "/* The same computation for generic callers: inputs[i] points to "
         "argument i,\n   of shape input_shapes[i]. Each result comes back in "
         "a buffer from malloc\n   (outputs[j], the caller frees it) of shape "
         "output_shapes[j]. Returns 0, or\n   2 when an argument's shape does "
         "not match the signature. */\n"
-     << "int " << name << "_run(void *const inputs[], "
-     << "const int64_t *const input_shapes[],\n    void *outputs[], "
-     << "int64_t *const output_shapes[]);\n\n"
+     << genericEntry(name) << ";\n\n"
      << "extern const struct mha_aot_signature " << name << "_signature;\n\n"
      << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
   return text;
 }
 
-/// The wrapper: calls the `_mlir_ciface_` function of the entry with memref
-/// descriptors built from dense arrays, and hands the results back dense.
-std::string generateWrapper(StringRef name, StringRef headerName,
-                            ArrayRef<ArrayInfo> inputs,
-                            ArrayRef<ArrayInfo> outputs, bool memrefCopy) {
+/// The entry's C side beside the fixed wrapper (AotWrapper.c): the
+/// signature table, and `NAME` and `NAME_run` forwarded to the wrapper with
+/// the entry's `_mlir_ciface_` function, which takes a pointer to the
+/// results' descriptors (when there are results), then one per argument.
+std::string generateEntry(StringRef name, StringRef headerName,
+                          ArrayRef<ArrayInfo> inputs,
+                          ArrayRef<ArrayInfo> outputs) {
   std::string text;
   llvm::raw_string_ostream os(text);
-  os << "/* Generated by mha-aot: the C entry points of " << name
-     << ".h around the\n   compiled function's C interface (memref "
-        "descriptors). */\n"
+  os << "/* Generated by mha-aot: the signature of " << name
+     << ".h's entry, and its entry\n   points forwarded to the fixed wrapper "
+        "(AotWrapper.c). */\n"
      << "#include \"" << headerName << "\"\n"
-     << "#include \"mha/ExecutionEngine/RunnerSupport.h\"\n\n"
-     << "#include <stdlib.h>\n#include <string.h>\n\n";
-  // One descriptor type per rank in use.
-  SmallVector<int64_t> ranks;
-  if (memrefCopy)
-    ranks.push_back(0);
-  for (const ArrayInfo &info : llvm::concat<const ArrayInfo>(inputs, outputs))
-    if (!llvm::is_contained(ranks, (int64_t)info.shape.size()))
-      ranks.push_back(info.shape.size());
-  for (int64_t rank : ranks) {
-    os << "struct memref" << rank
-       << " {\n  void *allocated;\n  void *aligned;\n  int64_t offset;\n";
-    if (rank)
-      os << "  int64_t sizes[" << rank << "];\n  int64_t strides[" << rank
-         << "];\n";
-    os << "};\n";
-  }
-  os << "struct results {\n";
-  for (auto [j, info] : llvm::enumerate(outputs))
-    os << "  struct memref" << info.shape.size() << " r" << j << ";\n";
-  if (outputs.empty())
-    os << "  char unused;\n";
-  os << "};\n\n";
-  os << "void _mlir_ciface_mha_aot_" << name << "_impl(";
-  SmallVector<std::string> cifaceParams;
-  if (!outputs.empty())
-    cifaceParams.push_back("struct results *");
-  for (const ArrayInfo &info : inputs)
-    cifaceParams.push_back("struct memref" + std::to_string(info.shape.size()) +
-                           " *");
-  os << (cifaceParams.empty() ? "void" : llvm::join(cifaceParams, ", "))
-     << ");\n\n";
+     << "#include \"mha/ExecutionEngine/AotSignature.h\"\n\n"
+     << "#include <stddef.h>\n\n";
+  std::string ciface = "_mlir_ciface_mha_aot_" + name.str() + "_impl";
+  size_t arity = inputs.size() + (outputs.empty() ? 0 : 1);
+  SmallVector<std::string> pointers(arity, "void *");
+  os << "void " << ciface << "("
+     << (arity ? llvm::join(pointers, ", ") : "void") << ");\n\n";
 
-  // Signature tables.
+  // The signature table.
   auto shapeTable = [&](StringRef what, size_t index, const ArrayInfo &info) {
     os << "static const int64_t " << what << index << "_shape["
        << std::max<size_t>(info.shape.size(), 1) << "] = {";
@@ -291,171 +287,31 @@ std::string generateWrapper(StringRef name, StringRef headerName,
   };
   infoTable("arg", inputs);
   infoTable("result", outputs);
-  os << "const struct mha_aot_signature " << name << "_signature = {\"" << entryName
-     << "\", " << inputs.size() << ", args, " << outputs.size()
+  os << "const struct mha_aot_signature " << name << "_signature = {\""
+     << entryName << "\", " << inputs.size() << ", args, " << outputs.size()
      << ", results};\n\n";
 
-  os << R"c(/* Whether `allocated` is memory the compiled code malloc'd for a result:
-   not an argument, not a constant (MLIR marks those 0xdeadbeef), not a
-   buffer an earlier result already owns. */
-static int owns(void *allocated, void *const inputs[], int64_t num_inputs,
-                void *const earlier[], int64_t num_earlier) {
-  if (!allocated || allocated == (void *)0xdeadbeef)
-    return 0;
-  for (int64_t i = 0; i < num_inputs; ++i)
-    if (inputs[i] == allocated)
-      return 0;
-  for (int64_t j = 0; j < num_earlier; ++j)
-    if (earlier[j] == allocated)
-      return 0;
-  return 1;
-}
+  os << genericEntry(name) << " {\n"
+     << "  return mha_aot_run(&" << name << "_signature, (mha_aot_ciface)"
+     << ciface << ",\n      inputs, input_shapes, outputs, output_shapes);\n"
+     << "}\n\n";
 
-)c";
-
-  // The copy that memref.copy between strided buffers lowers to (what
-  // libmlir_c_runner_utils would provide), kept out of the exports.
-  if (memrefCopy)
-    os << R"c(struct unranked_memref {
-  int64_t rank;
-  struct memref0 *descriptor; /* sizes and strides follow the offset */
-};
-
-__attribute__((visibility("hidden"))) void
-memrefCopy(int64_t bytes, struct unranked_memref *src,
-           struct unranked_memref *dst) {
-  const int64_t *ss = (const int64_t *)(src->descriptor + 1);
-  const int64_t *ds = (const int64_t *)(dst->descriptor + 1);
-  mha_copy_strided(
-      (char *)dst->descriptor->aligned + dst->descriptor->offset * bytes,
-      (const char *)src->descriptor->aligned + src->descriptor->offset * bytes,
-      bytes, src->rank, ss, ss + src->rank, ds + src->rank);
-}
-
-)c";
-
-  // NAME_run.
-  os << "int " << name << "_run(void *const inputs[], const int64_t *const "
-     << "input_shapes[],\n    void *outputs[], int64_t *const "
-     << "output_shapes[]) {\n";
+  os << typedEntry(name, inputs, outputs) << " {\n";
+  SmallVector<std::string> in, out, dims;
   for (auto [i, info] : llvm::enumerate(inputs)) {
-    int64_t rank = info.shape.size();
-    os << "  for (int d = 0; d < " << rank << "; ++d)\n"
-       << "    if (arg" << i << "_shape[d] >= 0 && input_shapes[" << i
-       << "][d] != arg" << i << "_shape[d])\n      return 2;\n";
-    os << "  struct memref" << rank << " a" << i << " = {inputs[" << i
-       << "], inputs[" << i << "], 0";
-    if (rank) {
-      os << ", {";
-      for (int64_t d = 0; d < rank; ++d)
-        os << (d ? ", " : "") << "input_shapes[" << i << "][" << d << "]";
-      os << "}, {";
-      for (int64_t d = 0; d < rank; ++d) {
-        os << (d ? ", " : "");
-        std::string stride = "1";
-        for (int64_t e = d + 1; e < rank; ++e)
-          stride += " * input_shapes[" + std::to_string(i) + "][" +
-                    std::to_string(e) + "]";
-        os << stride;
-      }
-      os << "}";
-    }
-    os << "};\n";
-  }
-  os << "  struct results r;\n  _mlir_ciface_mha_aot_" << name << "_impl(";
-  SmallVector<std::string> args;
-  if (!outputs.empty())
-    args.push_back("&r");
-  for (size_t i = 0; i < inputs.size(); ++i)
-    args.push_back("&a" + std::to_string(i));
-  os << llvm::join(args, ", ") << ");\n";
-  os << "  void *owned[" << std::max<size_t>(outputs.size(), 1)
-     << "];\n  (void)owned;\n  (void)r;\n";
-  for (auto [j, info] : llvm::enumerate(outputs)) {
-    int64_t rank = info.shape.size();
-    os << "  {\n    int64_t n = 1;\n";
-    for (int64_t d = 0; d < rank; ++d)
-      os << "    output_shapes[" << j << "][" << d << "] = r.r" << j
-         << ".sizes[" << d << "];\n    n *= r.r" << j << ".sizes[" << d
-         << "];\n";
-    os << "    outputs[" << j << "] = malloc(n ? n * " << info.elementBytes
-       << " : 1);\n"
-       << "    mha_copy_strided(outputs[" << j << "], (const char *)r.r" << j
-       << ".aligned + r.r" << j << ".offset * " << info.elementBytes << ", "
-       << info.elementBytes << ", " << rank << ", "
-       << (rank ? "r.r" + std::to_string(j) + ".sizes" : std::string("0"))
-       << ", "
-       << (rank ? "r.r" + std::to_string(j) + ".strides" : std::string("0"))
-       << ", NULL);\n"
-       << "    owned[" << j << "] = r.r" << j << ".allocated;\n"
-       << "    if (owns(owned[" << j << "], inputs, " << inputs.size()
-       << ", owned, " << j << "))\n      free(owned[" << j << "]);\n  }\n";
-  }
-  os << "  return 0;\n}\n\n";
-
-  // NAME: the typed entry.
-  os << "int " << name << "(";
-  SmallVector<std::string> params;
-  for (auto [i, info] : llvm::enumerate(inputs)) {
-    params.push_back("const " + info.cType + " *arg" + std::to_string(i));
-    for (auto [d, size] : llvm::enumerate(info.shape))
-      if (ShapedType::isDynamic(size))
-        params.push_back(llvm::formatv("int64_t arg{0}_dim{1}", i, d).str());
+    in.push_back("(void *)arg" + std::to_string(i));
+    llvm::append_range(dims, dynamicSizes("arg", i, info));
   }
   for (auto [j, info] : llvm::enumerate(outputs)) {
-    params.push_back(info.cType + " *result" + std::to_string(j));
-    for (auto [d, size] : llvm::enumerate(info.shape))
-      if (ShapedType::isDynamic(size))
-        params.push_back(
-            llvm::formatv("int64_t result{0}_dim{1}", j, d).str());
+    out.push_back("result" + std::to_string(j));
+    llvm::append_range(dims, dynamicSizes("result", j, info));
   }
-  os << (params.empty() ? "void" : llvm::join(params, ", ")) << ") {\n";
-  auto shapeInit = [&](StringRef what, size_t index, const ArrayInfo &info) {
-    os << "  int64_t " << what << index << "_size["
-       << std::max<size_t>(info.shape.size(), 1) << "] = {";
-    for (auto [d, size] : llvm::enumerate(info.shape))
-      os << (d ? ", " : "")
-         << (ShapedType::isDynamic(size)
-                 ? llvm::formatv("{0}{1}_dim{2}", what, index, d).str()
-                 : std::to_string(size));
-    os << "};\n";
-  };
-  os << "  void *in[" << std::max<size_t>(inputs.size(), 1) << "] = {";
-  for (size_t i = 0; i < inputs.size(); ++i)
-    os << (i ? ", " : "") << "(void *)arg" << i;
-  os << "};\n";
-  for (auto [i, info] : llvm::enumerate(inputs))
-    shapeInit("arg", i, info);
-  os << "  const int64_t *in_shapes[" << std::max<size_t>(inputs.size(), 1)
-     << "] = {";
-  for (size_t i = 0; i < inputs.size(); ++i)
-    os << (i ? ", " : "") << "arg" << i << "_size";
-  os << "};\n";
-  for (auto [j, info] : llvm::enumerate(outputs))
-    shapeInit("result", j, info);
-  size_t numOut = std::max<size_t>(outputs.size(), 1);
-  os << "  void *out[" << numOut << "];\n  int64_t got[" << numOut
-     << "][16];\n  int64_t *out_shapes[" << numOut << "] = {";
-  for (size_t j = 0; j < numOut; ++j)
-    os << (j ? ", " : "") << "got[" << j << "]";
-  os << "};\n"
-     << "  int status = " << name << "_run(in, in_shapes, out, out_shapes);\n"
-     << "  if (status)\n    return status;\n";
-  if (!outputs.empty()) {
-    os << "  for (int d = 0; status == 0 && d < 16; ++d) {\n";
-    for (auto [j, info] : llvm::enumerate(outputs))
-      os << "    if (d < " << info.shape.size() << " && got[" << j
-         << "][d] != result" << j << "_size[d])\n      status = 1;\n";
-    os << "  }\n";
-  }
-  for (auto [j, info] : llvm::enumerate(outputs)) {
-    os << "  if (status == 0) {\n    int64_t n = 1;\n"
-       << "    for (int d = 0; d < " << info.shape.size() << "; ++d)\n"
-       << "      n *= got[" << j << "][d];\n"
-       << "    memcpy(result" << j << ", out[" << j << "], (size_t)(n * "
-       << info.elementBytes << "));\n  }\n  free(out[" << j << "]);\n";
-  }
-  os << "  return status;\n}\n";
+  std::string inArray = localArray("void *", "in", in, os);
+  std::string outArray = localArray("void *", "out", out, os);
+  std::string dimArray = localArray("int64_t", "dims", dims, os);
+  os << "  return mha_aot_call(&" << name << "_signature, (mha_aot_ciface)"
+     << ciface << ",\n      " << inArray << ", " << outArray << ", "
+     << dimArray << ");\n}\n";
   return text;
 }
 
@@ -758,9 +614,11 @@ int compile(MLIRContext &context) {
     codegen.run(*llvmModule);
   }
 
-  // The C side: header next to the outputs; wrapper, runner and
-  // RunnerSupport in the work directory (where their #include "mha/..."
-  // finds RunnerSupport.h), compiled and linked by the C compiler.
+  // The C side: header next to the outputs; the entry's table and stubs, the
+  // fixed wrapper, the runner and RunnerSupport in the work directory, with
+  // the headers they include as "mha/ExecutionEngine/...", compiled and
+  // linked by the C compiler. The entry's file name has a '-', so that no C
+  // name makes it one of the fixed ones.
   SmallString<128> outDir(llvm::sys::path::parent_path(prefix));
   if (outDir.empty())
     outDir = ".";
@@ -768,26 +626,27 @@ int compile(MLIRContext &context) {
     return badInput("'" + outDir + "': " + ec.message());
   std::string header = (prefix + ".h").str();
   std::string headerName = llvm::sys::path::filename(header).str();
-  std::string wrapper = inWork(name + ".c");
+  std::string entry = inWork("entry-" + name + ".c");
+  std::string wrapper = inWork("AotWrapper.c");
   std::string runner = inWork("AotMain.c");
   std::string runnerSupport = inWork("RunnerSupport.c");
-  std::string runnerSupportHeader =
-      inWork("mha/ExecutionEngine/RunnerSupport.h");
-  if (std::error_code ec = llvm::sys::fs::create_directories(
-          llvm::sys::path::parent_path(runnerSupportHeader)))
+  std::string includeDir = inWork("mha/ExecutionEngine");
+  if (std::error_code ec = llvm::sys::fs::create_directories(includeDir))
     return compileError("temporary directory: " + ec.message());
   std::string headerText = generateHeader(
       name, llvm::sys::path::filename(prefix),
       llvm::sys::path::filename(inputFile), inputs, outputs);
-  std::string wrapperText = generateWrapper(
-      name, headerName, inputs, outputs,
-      /*memrefCopy=*/llvmModule->getFunction("memrefCopy") != nullptr);
+  std::string entryText = generateEntry(name, headerName, inputs, outputs);
   for (auto [path, text] :
        {std::pair(header, StringRef(headerText)),
-        std::pair(wrapper, StringRef(wrapperText)),
+        std::pair(entry, StringRef(entryText)),
+        std::pair(wrapper, StringRef(kAotWrapperSource)),
         std::pair(runner, StringRef(kAotMainSource)),
         std::pair(runnerSupport, StringRef(kRunnerSupportSource)),
-        std::pair(runnerSupportHeader, StringRef(kRunnerSupportHeader))})
+        std::pair(includeDir + "/AotSignature.h",
+                  StringRef(kAotSignatureHeader)),
+        std::pair(includeDir + "/RunnerSupport.h",
+                  StringRef(kRunnerSupportHeader))})
     if (llvm::Error error = writeFile(path, text))
       return compileError(llvm::toString(std::move(error)));
   // The executable's TSan defaults: accesses and calls inside uninstrumented
@@ -814,18 +673,19 @@ int compile(MLIRContext &context) {
     link.push_back("-Wl,-rpath," +
                    llvm::sys::path::parent_path(library).str());
   }
-  // RunnerSupport is compiled into both outputs; the shared object exports
-  // only the entry points.
+  // The wrapper and RunnerSupport are compiled into both outputs; the shared
+  // object exports only the entry points. Their headers come from the work
+  // directory, the entry's header from the output directory.
   std::vector<std::string> common = {
-      *cc, "-O2", "-std=c11", "-I", outDir.str().str(), "-Wall",
-      "-Wno-unused-function",
+      *cc, "-O2", "-std=c11", "-I", workDir.str().str(), "-I",
+      outDir.str().str(), "-Wall", "-Wno-unused-function",
       "-DMHA_RUNNER_SUPPORT_API=__attribute__((visibility(\"hidden\")))"};
   // Under TSan the .so needs a host program built with -fsanitize=thread.
   if (tsan)
     common.insert(common.end(), {"-fsanitize=thread", "-g"});
   std::vector<std::string> shared = common;
   shared.insert(shared.end(), {"-shared", "-fPIC", "-o", (prefix + ".so").str(),
-                               wrapper, runnerSupport, object});
+                               entry, wrapper, runnerSupport, object});
   shared.insert(shared.end(), link.begin(), link.end());
   shared.push_back("-lm");
   std::vector<std::string> executable = common;
@@ -834,7 +694,7 @@ int compile(MLIRContext &context) {
                      "-DMHA_AOT_HEADER=\"" + headerName + "\"",
                      "-DMHA_AOT_SIGNATURE=" + name + "_signature",
                      "-DMHA_AOT_RUN=" + name + "_run", "-o", prefix.str().str(),
-                     runner, runnerSupport, wrapper, object});
+                     runner, runnerSupport, entry, wrapper, object});
   if (tsan)
     executable.push_back(tsanOptions);
   executable.insert(executable.end(), link.begin(), link.end());
