@@ -51,6 +51,8 @@
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
+#include "mlir/Transforms/Passes.h"
+#include "mlir/Pass/PassManager.h"
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHAVECTORIZEPASS
@@ -798,6 +800,15 @@ mha::peelParallelLoop(RewriterBase &rewriter, LoopLikeOpInterface loop) {
       loops, [](scf::ForallOp l) { return cast<LoopLikeOpInterface>(*l); });
 }
 
+bool mha::peelParallelLoops(RewriterBase &rewriter, Operation *root) {
+  SmallVector<scf::ForallOp> foralls;
+  root->walk([&](scf::ForallOp loop) { foralls.push_back(loop); });
+  bool peeled = false;
+  for (scf::ForallOp loop : foralls)
+    peeled |= peelParallelLoop(rewriter, loop).size() > 1;
+  return peeled;
+}
+
 LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
                                       const VectorizeOptions &requested) {
   FailureOr<std::pair<int64_t, int64_t>> fitting =
@@ -824,22 +835,6 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
               "reduction, found "
            << options.panelReductionTile;
   MLIRContext *ctx = root->getContext();
-
-  // 0. Parallel loops peeled, so that their tiles but the last have static
-  //    sizes, which canonicalization carries into the ops of the bodies.
-  SmallVector<scf::ForallOp> foralls;
-  root->walk([&](scf::ForallOp loop) { foralls.push_back(loop); });
-  bool peeled = false;
-  for (scf::ForallOp loop : foralls)
-    peeled |= peelParallelLoop(rewriter, loop).size() > 1;
-  if (peeled) {
-    RewritePatternSet patterns(ctx);
-    for (Dialect *dialect : ctx->getLoadedDialects())
-      dialect->getCanonicalizationPatterns(patterns);
-    for (RegisteredOperationName op : ctx->getRegisteredOperations())
-      op.getCanonicalizationPatterns(patterns, ctx);
-    (void)applyPatternsGreedily(root, std::move(patterns));
-  }
 
   SmallVector<linalg::LinalgOp> ops;
   root->walk([&](linalg::LinalgOp op) {
@@ -989,6 +984,15 @@ struct MHAVectorizePass final
           pick(chunk, config ? config.getChunk().value_or(0) : 0, 64);
       options.packMinStride = packMinStride;
       options.panelReductionTile = panelReductionTile;
+      // Parallel loops peeled, so that their tiles but the last have static
+      // sizes, which upstream's canonicalizer carries into the ops of the
+      // bodies (with the greedy driver's default configuration).
+      if (peelParallelLoops(rewriter, func)) {
+        OpPassManager canonicalize;
+        canonicalize.addPass(createCanonicalizerPass(GreedyRewriteConfig()));
+        if (failed(runPipeline(canonicalize, func)))
+          return signalPassFailure();
+      }
       if (failed(vectorizeLinalgOps(rewriter, func, options)))
         return signalPassFailure();
     }

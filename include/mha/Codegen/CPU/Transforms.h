@@ -48,13 +48,18 @@ struct VectorizeOptions {
 /// linalg::vectorize); contractions become outer products whose accumulator
 /// is carried in registers across the reduction loop (starting there from a
 /// fused fill or elementwise producer of it), and the strided weight panels
-/// of long reductions are packed first. Parallel loops with a partial
-/// last tile are peeled first (peelParallelLoop) and ops of dynamic size
-/// padded to their static bounds; ops the vectorizer does not take stay
-/// linalg ops (scalar loops later). Fails only
+/// of long reductions are packed first. Ops of dynamic size are padded to
+/// their static bounds; ops the vectorizer does not take stay linalg ops
+/// (scalar loops later). Run peelParallelLoops and a canonicalization first
+/// (mha-vectorize does), or partial tiles make every tile dynamic. Fails only
 /// on non-positive tile sizes or vector widths.
 LogicalResult vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
                                  const VectorizeOptions &options);
+
+/// peelParallelLoop on every scf.forall under `root`. Returns whether a loop
+/// was peeled: the static tile sizes then reach the ops of the bodies through
+/// canonicalization.
+bool peelParallelLoops(RewriterBase &rewriter, Operation *root);
 
 /// Peels the last, partial iteration off every dimension of `loop` (an
 /// scf.forall) whose lower bound and step are static and whose upper bound
