@@ -71,10 +71,9 @@ enum ExitCode {
 };
 
 cl::OptionCategory category("mha-run options");
+
+namespace flags {
 mha::EntryFlags entryFlags(category, "Function to call");
-cl::opt<std::string> &inputFile = entryFlags.input;
-cl::opt<std::string> &pipelineName = entryFlags.pipeline;
-cl::opt<std::string> &entryName = entryFlags.entry;
 cl::list<std::string> inputs("input",
                              cl::desc("@file.npy for each argument, in order"),
                              cl::cat(category));
@@ -120,6 +119,44 @@ cl::opt<std::string> dumpObjectFile(
     cl::desc("Write the object code the JIT generated to this file (after "
              "the first call)"),
     cl::value_desc("path"), cl::cat(category));
+
+} // namespace flags
+
+/// The command line, read once (readOptions) before anything runs; the
+/// functions below read only this.
+struct RunOptions {
+  std::string inputFile, pipelineName, entryName;
+  std::vector<std::string> inputs, outputs, expectedOutputs;
+  /// --random-inputs given (its value: the seed, may be empty).
+  bool random = false;
+  std::string randomInputs;
+  double atol = 0, rtol = 0;
+  unsigned benchmark = 0, repeat = 1;
+  bool printTarget = false, dumpPassPipeline = false;
+  mha::CPUTarget cpuTarget;
+  std::string dumpObjectFile;
+};
+
+RunOptions readOptions() {
+  RunOptions o;
+  o.inputFile = flags::entryFlags.input;
+  o.pipelineName = flags::entryFlags.pipeline;
+  o.entryName = flags::entryFlags.entry;
+  o.inputs = flags::inputs;
+  o.outputs = flags::outputs;
+  o.expectedOutputs = flags::expectedOutputs;
+  o.random = flags::randomInputs.getNumOccurrences() > 0;
+  o.randomInputs = flags::randomInputs;
+  o.atol = flags::atol;
+  o.rtol = flags::rtol;
+  o.benchmark = flags::benchmark;
+  o.repeat = flags::repeat;
+  o.printTarget = flags::printTarget;
+  o.dumpPassPipeline = flags::dumpPassPipeline;
+  o.cpuTarget = flags::targetFlags.get();
+  o.dumpObjectFile = flags::dumpObjectFile;
+  return o;
+}
 
 /// Reports a usage or input error and returns kBadInput.
 int badInput(const Twine &message) {
@@ -261,251 +298,14 @@ void printSummary(unsigned index, const NpyArray &array) {
   llvm::outs() << "\n";
 }
 
-/// Compares like numpy.allclose (NaN equals NaN); prints the worst errors.
-/// Returns true when every element is within tolerance.
-bool compare(unsigned index, const NpyArray &got, const NpyArray &want,
-             StringRef wantPath) {
-  double maxAbs = 0, maxRel = 0;
-  int64_t worst = -1, bad = 0;
-  for (int64_t i = 0, n = got.numElements(); i < n; ++i) {
-    double g = got.get(i), w = want.get(i);
-    if (std::isnan(g) && std::isnan(w))
-      continue;
-    double err = std::fabs(g - w);
-    if (std::isinf(g) && g == w)
-      err = 0;
-    if (std::isnan(err))
-      err = INFINITY;
-    double rel = w != 0 ? err / std::fabs(w) : (err == 0 ? 0 : INFINITY);
-    if (!(err <= atol + rtol * std::fabs(w)))
-      ++bad;
-    if (worst < 0 || err > maxAbs) {
-      maxAbs = err;
-      worst = i;
-    }
-    maxRel = std::max(maxRel, rel);
-  }
-  llvm::outs() << llvm::formatv(
-      "result {0} vs {1}: max abs error {2:e}, max rel error {3:e}", index,
-      wantPath, maxAbs, maxRel);
-  if (worst >= 0) {
-    SmallVector<int64_t> where(got.shape.size());
-    int64_t rest = worst;
-    for (int i = static_cast<int>(got.shape.size()) - 1; i >= 0; --i) {
-      where[i] = got.shape[i] ? rest % got.shape[i] : 0;
-      rest = got.shape[i] ? rest / got.shape[i] : 0;
-    }
-    llvm::outs() << " at " << shapeToString(where) << " (got "
-                 << got.get(worst) << ", expected " << want.get(worst) << ")";
-  }
-  llvm::outs() << (bad ? llvm::formatv(": MISMATCH, {0} element(s) outside "
-                                       "atol={1:e} rtol={2:e}\n",
-                                       bad, atol.getValue(), rtol.getValue())
-                             .str()
-                       : std::string(": OK\n"));
-  return bad == 0;
-}
-
-/// The entry's arguments and results are ranked tensors of element types
-/// mha-run reads and writes (and of static shapes for Vulkan). kOk or the
-/// exit code of the error reported.
-int checkSignature(FunctionType signature) {
-  for (auto [i, type] : llvm::enumerate(signature.getInputs())) {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!tensor || dtypeFor(tensor.getElementType()).empty())
-      return badInput(llvm::formatv("argument {0} of '@{1}' has type {2}; "
-                                    "mha-run passes ranked tensors of f32, "
-                                    "f16, bf16, i1 or i32",
-                                    i, entryName, type)
-                          .str());
-  }
-  // The Vulkan calling convention gives kernels static buffer sizes.
-  const mha::PipelineInfo *pipeline = mha::pipelineOf(pipelineName);
-  if (pipeline && pipeline->target == mha::TargetKind::Vulkan)
-    for (auto [i, type] : llvm::enumerate(signature.getInputs()))
-      if (!cast<RankedTensorType>(type).hasStaticShape())
-        return badInput(llvm::formatv(
-                            "argument {0} of '@{1}' has a dynamic shape ({2}); "
-                            "the Vulkan pipeline passes its kernels static "
-                            "buffer sizes: give the function static shapes, "
-                            "or use --pipeline=cpu",
-                            i, entryName, type)
-                            .str());
-  for (auto [i, type] : llvm::enumerate(signature.getResults())) {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!tensor || dtypeFor(tensor.getElementType()).empty())
-      return badInput(llvm::formatv("result {0} of '@{1}' has type {2}; "
-                                    "mha-run returns ranked tensors of f32, "
-                                    "f16, bf16, i1 or i32",
-                                    i, entryName, type)
-                          .str());
-  }
-  return kOk;
-}
-
-/// The arguments of the entry, from the --input files or random
-/// (--random-inputs), checked against its signature.
-int loadArguments(FunctionType signature, SmallVectorImpl<NpyArray> &args) {
-  unsigned numArgs = signature.getNumInputs();
-  bool random = randomInputs.getNumOccurrences() > 0;
-  if (random && !inputs.empty())
-    return badInput("--random-inputs and --input are exclusive");
-  if (!random && inputs.size() != numArgs)
-    return badInput(llvm::formatv("'@{0}' takes {1} argument(s), {2} --input "
-                                  "given",
-                                  entryName, numArgs, inputs.size())
-                        .str());
-  std::mt19937_64 rng;
-  if (random) {
-    uint64_t seed = 0;
-    if (!randomInputs.empty() && StringRef(randomInputs).getAsInteger(10, seed))
-      return badInput("--random-inputs=" + randomInputs +
-                      ": the seed must be an unsigned integer");
-    rng.seed(seed);
-  }
-  for (unsigned i = 0; i < numArgs; ++i) {
-    auto type = cast<RankedTensorType>(signature.getInput(i));
-    StringRef dtype = dtypeFor(type.getElementType());
-    NpyArray array;
-    if (random) {
-      if (!type.hasStaticShape())
-        return badInput(llvm::formatv("argument {0} has dynamic shape {1}: "
-                                      "--random-inputs needs static shapes; "
-                                      "pass --input files",
-                                      i, shapeToString(type.getShape()))
-                            .str());
-      array.dtype = dtype.str();
-      array.shape.assign(type.getShape().begin(), type.getShape().end());
-      array.data.resize(array.numElements() * NpyArray::elementSize(dtype));
-      fillRandom(array, rng);
-    } else {
-      StringRef path = stripAt(inputs[i]);
-      llvm::Expected<NpyArray> read = readNpy(path);
-      if (!read)
-        return badInput("--input " + Twine(i) + ": " +
-                        llvm::toString(read.takeError()));
-      array = std::move(*read);
-      if (array.dtype != dtype)
-        return badInput(llvm::formatv("--input {0} '{1}': dtype '{2}' does not "
-                                      "match argument type {3} (expected '{4}')",
-                                      i, path, array.dtype, type, dtype)
-                            .str());
-      if (static_cast<int64_t>(array.shape.size()) != type.getRank())
-        return badInput(llvm::formatv("--input {0} '{1}': rank {2} does not "
-                                      "match argument type {3}",
-                                      i, path, array.shape.size(), type)
-                            .str());
-      for (auto [d, size] : llvm::enumerate(type.getShape()))
-        if (!ShapedType::isDynamic(size) && array.shape[d] != size)
-          return badInput(llvm::formatv("--input {0} '{1}': shape {2} does not "
-                                        "match argument type {3} (dimension "
-                                        "{4}: expected {5}, found {6})",
-                                        i, path, shapeToString(array.shape),
-                                        type, d, size, array.shape[d])
-                              .str());
-    }
-    args.push_back(std::move(array));
-  }
-  return kOk;
-}
-
-/// The checks of the output flags against the entry's results, and the
-/// --expected-output arrays.
-int loadExpected(FunctionType signature, SmallVectorImpl<NpyArray> &expected) {
-  std::string errorMessage;
-  if (!dumpObjectFile.empty() &&
-      !openOutputFile(dumpObjectFile, &errorMessage)) // Not kept: a check.
-    return badInput("--dump-object-file: " + errorMessage);
-  if (!outputs.empty() && outputs.size() != signature.getNumResults())
-    return badInput(llvm::formatv("'@{0}' returns {1} result(s), {2} --output "
-                                  "given",
-                                  entryName, signature.getNumResults(),
-                                  outputs.size())
-                        .str());
-  if (!expectedOutputs.empty() &&
-      expectedOutputs.size() != signature.getNumResults())
-    return badInput(llvm::formatv("'@{0}' returns {1} result(s), {2} "
-                                  "--expected-output given",
-                                  entryName, signature.getNumResults(),
-                                  expectedOutputs.size())
-                        .str());
-  for (auto [i, arg] : llvm::enumerate(expectedOutputs)) {
-    llvm::Expected<NpyArray> read = readNpy(stripAt(arg));
-    if (!read)
-      return badInput("--expected-output " + Twine(i) + ": " +
-                      llvm::toString(read.takeError()));
-    expected.push_back(std::move(*read));
-  }
-  return kOk;
-}
-
-/// The JIT engine of the lowered `module`, with the runtime libraries its
-/// code may call (the runner utilities, OpenMP, the GPU runtime its kernels
-/// launch through). The engine compiles with `codegenTarget`, which it takes.
-int createEngine(ModuleOp module, llvm::TargetMachine *optimizerTarget,
-                 std::unique_ptr<llvm::TargetMachine> codegenTarget,
-                 std::unique_ptr<ExecutionEngine> &engine) {
-  auto transformer = makeOptimizingTransformer(
-      /*optLevel=*/3, /*sizeLevel=*/0, optimizerTarget);
-  ExecutionEngineOptions engineOptions;
-  engineOptions.transformer = transformer;
-  engineOptions.enableObjectDump = !dumpObjectFile.empty();
-  // Runtime functions lowered code may call (memrefCopy for buffer copies).
-  SmallVector<StringRef> sharedLibs;
-  if (llvm::sys::fs::exists(MHA_RUNNER_UTILS_LIBS))
-    sharedLibs.push_back(MHA_RUNNER_UTILS_LIBS);
-  // LLVM's OpenMP runtime, for the parallel loops of mha-lower-to-cpu.
-  if (llvm::sys::fs::exists(mha::openMPLibrary()))
-    sharedLibs.push_back(mha::openMPLibrary());
-  // The GPU runtime kernels launch through.
-  llvm::Expected<mha::GPURuntime> gpuRuntime = mha::gpuRuntimeOf(module);
-  if (!gpuRuntime)
-    return badInput(llvm::toString(gpuRuntime.takeError()));
-  llvm::Expected<std::string> gpuLibrary = mha::gpuRuntimeLibrary(*gpuRuntime);
-  if (!gpuLibrary)
-    return badInput(llvm::toString(gpuLibrary.takeError()));
-  if (!gpuLibrary->empty()) {
-    // Loaded here first so that a missing driver (the CUDA runtime needs
-    // libcuda.so.1) is one clear message instead of unresolved symbols.
-    std::string loadError;
-    if (!llvm::sys::DynamicLibrary::getPermanentLibrary(gpuLibrary->c_str(),
-                                                        &loadError)
-             .isValid()) {
-      llvm::errs() << "mha-run: error: the GPU runtime '" << *gpuLibrary
-                   << "' could not be loaded: " << loadError
-                   << " (is the GPU driver installed?)\n";
-      return kRunError;
-    }
-    sharedLibs.push_back(*gpuLibrary);
-  }
-  engineOptions.sharedLibPaths = sharedLibs;
-  // The engine generates code with the target machine it is given, so the
-  // -O3 code generation level is set on that machine, not through
-  // ExecutionEngineOptions::jitCodeGenOptLevel.
-  auto created =
-      ExecutionEngine::create(module, engineOptions, std::move(codegenTarget));
-  if (!created) {
-    llvm::errs() << "mha-run: error: JIT compilation failed: "
-                 << llvm::toString(created.takeError()) << "\n";
-    return kCompileError;
-  }
-  engine = std::move(*created);
-  // The JIT compiles on first lookup: look the entry up now so that its
-  // time is the compile time, not part of the first call.
-  if (llvm::Expected<void (*)(void **)> entry = engine->lookupPacked(entryName);
-      !entry)
-    llvm::consumeError(entry.takeError()); // Reported by the call below.
-  return kOk;
-}
-
 /// Calls of the entry through the engine's packed interface: one pointer per
 /// descriptor word of each argument, then one to the returned struct of
 /// result descriptors (3 + 2 * rank words each).
 class Caller {
 public:
-  Caller(ExecutionEngine &engine, FunctionType signature,
+  Caller(ExecutionEngine &engine, StringRef entryName, FunctionType signature,
          MutableArrayRef<NpyArray> args)
-      : engine(engine), signature(signature), args(args) {
+      : engine(engine), entryName(entryName), signature(signature), args(args) {
     for (NpyArray &array : args)
       descriptors.push_back(describe(array));
     for (Descriptor &d : descriptors)
@@ -572,6 +372,7 @@ public:
 
 private:
   ExecutionEngine &engine;
+  std::string entryName;
   FunctionType signature;
   MutableArrayRef<NpyArray> args;
   SmallVector<Descriptor> descriptors;
@@ -579,9 +380,268 @@ private:
   SmallVector<int64_t> resultStruct;
 };
 
+/// One run of mha-run over the options: the steps below, in the order run()
+/// takes them.
+class Runner : RunOptions {
+public:
+  explicit Runner(RunOptions options) : RunOptions(std::move(options)) {}
+  int run(MLIRContext &context);
+
+private:
+  bool compare(unsigned index, const NpyArray &got, const NpyArray &want,
+               StringRef wantPath);
+  int checkSignature(FunctionType signature);
+  int loadArguments(FunctionType signature, SmallVectorImpl<NpyArray> &args);
+  int loadExpected(FunctionType signature, SmallVectorImpl<NpyArray> &expected);
+  int createEngine(ModuleOp module, llvm::TargetMachine *optimizerTarget,
+                   std::unique_ptr<llvm::TargetMachine> codegenTarget,
+                   std::unique_ptr<ExecutionEngine> &engine);
+  int checkRepeats(Caller &caller, ArrayRef<NpyArray> results);
+  int reportResults(ArrayRef<NpyArray> results, ArrayRef<NpyArray> expected);
+  int runBenchmark(Caller &caller, double flops, double lowerMs, double jitMs);
+};
+
+/// Compares like numpy.allclose (NaN equals NaN); prints the worst errors.
+/// Returns true when every element is within tolerance.
+bool Runner::compare(unsigned index, const NpyArray &got, const NpyArray &want,
+                     StringRef wantPath) {
+  double maxAbs = 0, maxRel = 0;
+  int64_t worst = -1, bad = 0;
+  for (int64_t i = 0, n = got.numElements(); i < n; ++i) {
+    double g = got.get(i), w = want.get(i);
+    if (std::isnan(g) && std::isnan(w))
+      continue;
+    double err = std::fabs(g - w);
+    if (std::isinf(g) && g == w)
+      err = 0;
+    if (std::isnan(err))
+      err = INFINITY;
+    double rel = w != 0 ? err / std::fabs(w) : (err == 0 ? 0 : INFINITY);
+    if (!(err <= atol + rtol * std::fabs(w)))
+      ++bad;
+    if (worst < 0 || err > maxAbs) {
+      maxAbs = err;
+      worst = i;
+    }
+    maxRel = std::max(maxRel, rel);
+  }
+  llvm::outs() << llvm::formatv(
+      "result {0} vs {1}: max abs error {2:e}, max rel error {3:e}", index,
+      wantPath, maxAbs, maxRel);
+  if (worst >= 0) {
+    SmallVector<int64_t> where(got.shape.size());
+    int64_t rest = worst;
+    for (int i = static_cast<int>(got.shape.size()) - 1; i >= 0; --i) {
+      where[i] = got.shape[i] ? rest % got.shape[i] : 0;
+      rest = got.shape[i] ? rest / got.shape[i] : 0;
+    }
+    llvm::outs() << " at " << shapeToString(where) << " (got "
+                 << got.get(worst) << ", expected " << want.get(worst) << ")";
+  }
+  llvm::outs() << (bad ? llvm::formatv(": MISMATCH, {0} element(s) outside "
+                                       "atol={1:e} rtol={2:e}\n",
+                                       bad, atol, rtol)
+                             .str()
+                       : std::string(": OK\n"));
+  return bad == 0;
+}
+
+/// The entry's arguments and results are ranked tensors of element types
+/// mha-run reads and writes (and of static shapes for Vulkan). kOk or the
+/// exit code of the error reported.
+int Runner::checkSignature(FunctionType signature) {
+  for (auto [i, type] : llvm::enumerate(signature.getInputs())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || dtypeFor(tensor.getElementType()).empty())
+      return badInput(llvm::formatv("argument {0} of '@{1}' has type {2}; "
+                                    "mha-run passes ranked tensors of f32, "
+                                    "f16, bf16, i1 or i32",
+                                    i, entryName, type)
+                          .str());
+  }
+  // The Vulkan calling convention gives kernels static buffer sizes.
+  const mha::PipelineInfo *pipeline = mha::pipelineOf(pipelineName);
+  if (pipeline && pipeline->target == mha::TargetKind::Vulkan)
+    for (auto [i, type] : llvm::enumerate(signature.getInputs()))
+      if (!cast<RankedTensorType>(type).hasStaticShape())
+        return badInput(llvm::formatv(
+                            "argument {0} of '@{1}' has a dynamic shape ({2}); "
+                            "the Vulkan pipeline passes its kernels static "
+                            "buffer sizes: give the function static shapes, "
+                            "or use --pipeline=cpu",
+                            i, entryName, type)
+                            .str());
+  for (auto [i, type] : llvm::enumerate(signature.getResults())) {
+    auto tensor = dyn_cast<RankedTensorType>(type);
+    if (!tensor || dtypeFor(tensor.getElementType()).empty())
+      return badInput(llvm::formatv("result {0} of '@{1}' has type {2}; "
+                                    "mha-run returns ranked tensors of f32, "
+                                    "f16, bf16, i1 or i32",
+                                    i, entryName, type)
+                          .str());
+  }
+  return kOk;
+}
+
+/// The arguments of the entry, from the --input files or random
+/// (--random-inputs), checked against its signature.
+int Runner::loadArguments(FunctionType signature,
+                          SmallVectorImpl<NpyArray> &args) {
+  unsigned numArgs = signature.getNumInputs();
+  if (random && !inputs.empty())
+    return badInput("--random-inputs and --input are exclusive");
+  if (!random && inputs.size() != numArgs)
+    return badInput(llvm::formatv("'@{0}' takes {1} argument(s), {2} --input "
+                                  "given",
+                                  entryName, numArgs, inputs.size())
+                        .str());
+  std::mt19937_64 rng;
+  if (random) {
+    uint64_t seed = 0;
+    if (!randomInputs.empty() && StringRef(randomInputs).getAsInteger(10, seed))
+      return badInput("--random-inputs=" + randomInputs +
+                      ": the seed must be an unsigned integer");
+    rng.seed(seed);
+  }
+  for (unsigned i = 0; i < numArgs; ++i) {
+    auto type = cast<RankedTensorType>(signature.getInput(i));
+    StringRef dtype = dtypeFor(type.getElementType());
+    NpyArray array;
+    if (random) {
+      if (!type.hasStaticShape())
+        return badInput(llvm::formatv("argument {0} has dynamic shape {1}: "
+                                      "--random-inputs needs static shapes; "
+                                      "pass --input files",
+                                      i, shapeToString(type.getShape()))
+                            .str());
+      array.dtype = dtype.str();
+      array.shape.assign(type.getShape().begin(), type.getShape().end());
+      array.data.resize(array.numElements() * NpyArray::elementSize(dtype));
+      fillRandom(array, rng);
+    } else {
+      StringRef path = stripAt(inputs[i]);
+      llvm::Expected<NpyArray> read = readNpy(path);
+      if (!read)
+        return badInput("--input " + Twine(i) + ": " +
+                        llvm::toString(read.takeError()));
+      array = std::move(*read);
+      if (array.dtype != dtype)
+        return badInput(llvm::formatv("--input {0} '{1}': dtype '{2}' does not "
+                                      "match argument type {3} (expected '{4}')",
+                                      i, path, array.dtype, type, dtype)
+                            .str());
+      if (static_cast<int64_t>(array.shape.size()) != type.getRank())
+        return badInput(llvm::formatv("--input {0} '{1}': rank {2} does not "
+                                      "match argument type {3}",
+                                      i, path, array.shape.size(), type)
+                            .str());
+      for (auto [d, size] : llvm::enumerate(type.getShape()))
+        if (!ShapedType::isDynamic(size) && array.shape[d] != size)
+          return badInput(llvm::formatv("--input {0} '{1}': shape {2} does not "
+                                        "match argument type {3} (dimension "
+                                        "{4}: expected {5}, found {6})",
+                                        i, path, shapeToString(array.shape),
+                                        type, d, size, array.shape[d])
+                              .str());
+    }
+    args.push_back(std::move(array));
+  }
+  return kOk;
+}
+
+/// The checks of the output flags against the entry's results, and the
+/// --expected-output arrays.
+int Runner::loadExpected(FunctionType signature,
+                         SmallVectorImpl<NpyArray> &expected) {
+  std::string errorMessage;
+  if (!dumpObjectFile.empty() &&
+      !openOutputFile(dumpObjectFile, &errorMessage)) // Not kept: a check.
+    return badInput("--dump-object-file: " + errorMessage);
+  if (!outputs.empty() && outputs.size() != signature.getNumResults())
+    return badInput(llvm::formatv("'@{0}' returns {1} result(s), {2} --output "
+                                  "given",
+                                  entryName, signature.getNumResults(),
+                                  outputs.size())
+                        .str());
+  if (!expectedOutputs.empty() &&
+      expectedOutputs.size() != signature.getNumResults())
+    return badInput(llvm::formatv("'@{0}' returns {1} result(s), {2} "
+                                  "--expected-output given",
+                                  entryName, signature.getNumResults(),
+                                  expectedOutputs.size())
+                        .str());
+  for (auto [i, arg] : llvm::enumerate(expectedOutputs)) {
+    llvm::Expected<NpyArray> read = readNpy(stripAt(arg));
+    if (!read)
+      return badInput("--expected-output " + Twine(i) + ": " +
+                      llvm::toString(read.takeError()));
+    expected.push_back(std::move(*read));
+  }
+  return kOk;
+}
+
+/// The JIT engine of the lowered `module`, with the runtime libraries its
+/// code may call (the runner utilities, OpenMP, the GPU runtime its kernels
+/// launch through). The engine compiles with `codegenTarget`, which it takes.
+int Runner::createEngine(ModuleOp module, llvm::TargetMachine *optimizerTarget,
+                         std::unique_ptr<llvm::TargetMachine> codegenTarget,
+                         std::unique_ptr<ExecutionEngine> &engine) {
+  auto transformer = makeOptimizingTransformer(
+      /*optLevel=*/3, /*sizeLevel=*/0, optimizerTarget);
+  ExecutionEngineOptions engineOptions;
+  engineOptions.transformer = transformer;
+  engineOptions.enableObjectDump = !dumpObjectFile.empty();
+  // Runtime functions lowered code may call (memrefCopy for buffer copies).
+  SmallVector<StringRef> sharedLibs;
+  if (llvm::sys::fs::exists(MHA_RUNNER_UTILS_LIBS))
+    sharedLibs.push_back(MHA_RUNNER_UTILS_LIBS);
+  // LLVM's OpenMP runtime, for the parallel loops of mha-lower-to-cpu.
+  if (llvm::sys::fs::exists(mha::openMPLibrary()))
+    sharedLibs.push_back(mha::openMPLibrary());
+  // The GPU runtime kernels launch through.
+  llvm::Expected<mha::GPURuntime> gpuRuntime = mha::gpuRuntimeOf(module);
+  if (!gpuRuntime)
+    return badInput(llvm::toString(gpuRuntime.takeError()));
+  llvm::Expected<std::string> gpuLibrary = mha::gpuRuntimeLibrary(*gpuRuntime);
+  if (!gpuLibrary)
+    return badInput(llvm::toString(gpuLibrary.takeError()));
+  if (!gpuLibrary->empty()) {
+    // Loaded here first so that a missing driver (the CUDA runtime needs
+    // libcuda.so.1) is one clear message instead of unresolved symbols.
+    std::string loadError;
+    if (!llvm::sys::DynamicLibrary::getPermanentLibrary(gpuLibrary->c_str(),
+                                                        &loadError)
+             .isValid()) {
+      llvm::errs() << "mha-run: error: the GPU runtime '" << *gpuLibrary
+                   << "' could not be loaded: " << loadError
+                   << " (is the GPU driver installed?)\n";
+      return kRunError;
+    }
+    sharedLibs.push_back(*gpuLibrary);
+  }
+  engineOptions.sharedLibPaths = sharedLibs;
+  // The engine generates code with the target machine it is given, so the
+  // -O3 code generation level is set on that machine, not through
+  // ExecutionEngineOptions::jitCodeGenOptLevel.
+  auto created =
+      ExecutionEngine::create(module, engineOptions, std::move(codegenTarget));
+  if (!created) {
+    llvm::errs() << "mha-run: error: JIT compilation failed: "
+                 << llvm::toString(created.takeError()) << "\n";
+    return kCompileError;
+  }
+  engine = std::move(*created);
+  // The JIT compiles on first lookup: look the entry up now so that its
+  // time is the compile time, not part of the first call.
+  if (llvm::Expected<void (*)(void **)> entry = engine->lookupPacked(entryName);
+      !entry)
+    llvm::consumeError(entry.takeError()); // Reported by the call below.
+  return kOk;
+}
+
 /// Races and other nondeterminism: every further call (--repeat) must give
 /// bitwise the first call's `results`. kOk, kMismatch, or kRunError.
-int checkRepeats(Caller &caller, ArrayRef<NpyArray> results) {
+int Runner::checkRepeats(Caller &caller, ArrayRef<NpyArray> results) {
   int status = kOk;
   for (unsigned callIndex = 1; callIndex < repeat; ++callIndex) {
     if (int error = caller.call())
@@ -598,7 +658,7 @@ int checkRepeats(Caller &caller, ArrayRef<NpyArray> results) {
       llvm::outs() << llvm::formatv("result {0}: call {1} of {2} differs "
                                     "bitwise from call 1 in {3} element(s): "
                                     "NONDETERMINISTIC\n",
-                                    i, callIndex + 1, unsigned(repeat), differ);
+                                    i, callIndex + 1, repeat, differ);
       status = kMismatch;
     }
   }
@@ -607,7 +667,8 @@ int checkRepeats(Caller &caller, ArrayRef<NpyArray> results) {
 
 /// The results written (--output), summarized, and compared with the
 /// expected ones. kOk, kMismatch, or kBadInput.
-int reportResults(ArrayRef<NpyArray> results, ArrayRef<NpyArray> expected) {
+int Runner::reportResults(ArrayRef<NpyArray> results,
+                          ArrayRef<NpyArray> expected) {
   int status = kOk;
   for (auto [i, result] : llvm::enumerate(results)) {
     if (!outputs.empty()) {
@@ -638,7 +699,8 @@ int reportResults(ArrayRef<NpyArray> results, ArrayRef<NpyArray> expected) {
 /// --benchmark: the compile times, then a warm-up call and the timed calls
 /// with their median, minimum and maximum (and GFLOP/s where the FLOPs of a
 /// call are known). kOk or kRunError.
-int runBenchmark(Caller &caller, double flops, double lowerMs, double jitMs) {
+int Runner::runBenchmark(Caller &caller, double flops, double lowerMs,
+                         double jitMs) {
   llvm::outs() << llvm::formatv(
       "compile: lowering {0:f1} ms, JIT (LLVM optimization and code "
       "generation) {1:f1} ms\n",
@@ -666,11 +728,10 @@ int runBenchmark(Caller &caller, double flops, double lowerMs, double jitMs) {
   return kOk;
 }
 
-int run(MLIRContext &context) {
+int Runner::run(MLIRContext &context) {
   // The target and the pipeline first: usage errors, reported before any
   // input is read. The CPU pipeline's register tiles fit the target's vector
   // registers.
-  mha::CPUTarget cpuTarget = targetFlags.get();
   if (llvm::Error error = mha::checkCPUTarget(cpuTarget))
     return badInput(llvm::toString(std::move(error)));
   // JIT for the host: the LLVM optimizer needs the target machine for its
@@ -743,7 +804,7 @@ int run(MLIRContext &context) {
   };
   double lowerMs = ms(lowerStart, jitStart), jitMs = ms(jitStart, jitStop);
 
-  Caller caller(*engine, signature, args);
+  Caller caller(*engine, entryName, signature, args);
   if (int error = caller.call())
     return error;
   // The JIT compiles at the first lookup: the object code exists now.
@@ -810,5 +871,5 @@ int main(int argc, char **argv) {
   mha_keep_freed_memory();
   mha::setDefaultCUDARoot();
   MLIRContext context(registry);
-  return run(context);
+  return Runner(readOptions()).run(context);
 }
