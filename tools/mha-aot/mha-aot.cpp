@@ -716,15 +716,12 @@ int compile(MLIRContext &context) {
 
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
+  mha::initTool(argc, argv, category,
+                "mha-aot: compile an MLIR function through an MHA pipeline "
+                "into a C header, a shared object and a standalone .npy "
+                "executable\n");
   DialectRegistry registry;
   mha::registerAllDialectsAndPasses(registry);
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "mha-aot: compile an MLIR function through an MHA pipeline into a C "
-      "header, a shared object and a standalone .npy executable\n");
   mha::setDefaultCUDARoot();
   MLIRContext context(registry);
   return compile(context);

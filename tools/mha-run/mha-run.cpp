@@ -846,15 +846,11 @@ std::optional<std::string> takeThreadsOption(int &argc, char **argv) {
 int main(int argc, char **argv) {
   llvm::InitLLVM initLLVM(argc, argv);
   std::optional<std::string> threads = takeThreadsOption(argc, argv);
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
+  mha::initTool(argc, argv, category,
+                "mha-run: JIT-compile an MLIR file through an MHA pipeline "
+                "and call a function on .npy inputs\n");
   DialectRegistry registry;
   mha::registerAllDialectsAndPasses(registry);
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(
-      argc, argv,
-      "mha-run: JIT-compile an MLIR file through an MHA pipeline and call a "
-      "function on .npy inputs\n");
   if (threads) {
     unsigned n;
     if (StringRef(*threads).getAsInteger(10, n) || n == 0)

@@ -23,6 +23,7 @@
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
 #include "llvm/Target/TargetMachine.h"
 #include "llvm/TargetParser/Host.h"
 
@@ -110,6 +111,14 @@ static SmallVector<std::string> splitFeatures(StringRef features) {
   for (StringRef feature : parts)
     list.push_back(feature.trim().str());
   return list;
+}
+
+void mha::initTool(int argc, char **argv, llvm::cl::OptionCategory &category,
+                   StringRef overview) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::cl::HideUnrelatedOptions(category);
+  llvm::cl::ParseCommandLineOptions(argc, argv, overview);
 }
 
 mha::EntryFlags::EntryFlags(llvm::cl::OptionCategory &category,

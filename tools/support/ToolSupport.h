@@ -66,6 +66,12 @@ struct CPUTarget {
   std::string features;
 };
 
+/// What both tools do first (after llvm::InitLLVM): the native target
+/// initialized for the JIT and the object emitter, the command line parsed
+/// with only the options of `category` shown in --help.
+void initTool(int argc, char **argv, llvm::cl::OptionCategory &category,
+              StringRef overview);
+
 /// The flags of both tools that say what to lower: the input file, the
 /// `--pipeline` (mha::kDefaultPipeline when not given) and the `--entry`
 /// function, in the tool's option category.

@@ -96,13 +96,15 @@ struct LowerToCPUOptions
   PassOptions::Option<int64_t> registerTileRows{
       *this, "register-tile-rows",
       llvm::cl::desc("Rows of a contraction's register tile (mha-vectorize); "
-                     "0: from vector-width (8 for 512 bits, else 4)"),
+                     "0 (the default): the function's mha.lowering_config, "
+                     "chosen from vector-width (8 for 512 bits, else 4)"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> registerTileCols{
       *this, "register-tile-cols",
       llvm::cl::desc("Columns of a contraction's register tile, a multiple of "
-                     "the target's vector width (mha-vectorize); 0: two "
-                     "vectors of vector-width"),
+                     "the target's vector width (mha-vectorize); 0 (the "
+                     "default): the function's mha.lowering_config, chosen "
+                     "as two vectors of vector-width"),
       llvm::cl::init(0)};
   PassOptions::Option<int64_t> chunk{
       *this, "chunk",

@@ -10,6 +10,13 @@
 
 include "mlir/Pass/PassBase.td"
 
+// The threads per workgroup of mha-distribute-to-threads and
+// mha-map-forall-to-gpu, declared once.
+defvar MHA_ThreadsOption =
+    Option<"threads", "threads", "int64_t", "0",
+           "Threads per workgroup; 0: the function's mha.lowering_config "
+           "threads (required then)">;
+
 def MHATileForWorkgroupsPass : Pass<"mha-tile-for-workgroups"> {
   let summary = "Tile the linalg ops not yet in a loop into workgroup tiles";
   let description = [{
@@ -56,11 +63,7 @@ def MHADistributeToThreadsPass : Pass<"mha-distribute-to-threads"> {
     `#gpu.address_space<workgroup>`). Extents distributed over threads must be
     static (pad partial tiles first).
   }];
-  let options = [
-    Option<"threads", "threads", "int64_t", "0",
-           "Threads per workgroup; 0: the function's mha.lowering_config "
-           "threads (required then)">,
-  ];
+  let options = [MHA_ThreadsOption];
   let dependentDialects = [
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::gpu::GPUDialect",
@@ -79,11 +82,7 @@ def MHAMapForallToGPUPass : Pass<"mha-map-forall-to-gpu"> {
     Workgroup-memory allocations in the body (static sizes) become the
     launch's workgroup attributions.
   }];
-  let options = [
-    Option<"threads", "threads", "int64_t", "0",
-           "Threads per workgroup; 0: the function's mha.lowering_config "
-           "threads (required then)">,
-  ];
+  let options = [MHA_ThreadsOption];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
     "::mlir::gpu::GPUDialect",

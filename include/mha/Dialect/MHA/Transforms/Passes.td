@@ -14,6 +14,20 @@
 
 include "mlir/Pass/PassBase.td"
 
+// The tile sizes of mha-tile-attention and mha-fuse-layer, declared once.
+defvar MHA_AttentionTileOptions = [
+    Option<"qTileSize", "q-tile-size", "int64_t", /*default=*/"0",
+           "Queries per tile (rows of the score block); 0: the op's "
+           "mha.lowering_config q_tile (mha-select-lowering-config chooses "
+           "it from the target and shape), else 64">,
+    Option<"kvTileSize", "kv-tile-size", "int64_t", /*default=*/"0",
+           "Keys per online-softmax step (columns of the score block); 0: "
+           "the op's mha.lowering_config kv_tile, else 64">,
+    Option<"decompose", "decompose", "bool", /*default=*/"true",
+           "Decompose each key block into linalg; false leaves the "
+           "mha.online_attention blocks for a later mha-attention-to-linalg">,
+];
+
 def MHADecomposePass : Pass<"mha-decompose"> {
   let summary = "Decompose mha.multi_head_attention into projections around "
                 "one mha.attention";
@@ -103,17 +117,7 @@ def MHATileAttentionPass : Pass<"mha-tile-attention"> {
     are not multiples of the tiles and dynamic sizes are handled (the last
     tiles are smaller). Query head `h` reads key/value head `h / (H / Hkv)`.
   }];
-  let options = [
-    Option<"qTileSize", "q-tile-size", "int64_t", /*default=*/"0",
-           "Queries per tile (rows of the score block); 0: the op's "
-           "mha.lowering_config q_tile (mha-select-lowering-config chooses "
-           "it from the target and shape), else 64">,
-    Option<"kvTileSize", "kv-tile-size", "int64_t", /*default=*/"0",
-           "Keys per online-softmax step (columns of the score block); 0: "
-           "the op's mha.lowering_config kv_tile, else 64">,
-    Option<"decompose", "decompose", "bool", /*default=*/"true",
-           "Decompose each key block into linalg; false leaves the "
-           "mha.online_attention blocks for a later mha-attention-to-linalg">,
+  let options = MHA_AttentionTileOptions # [
     Option<"workgroups", "workgroups", "bool", /*default=*/"false",
            "Mark the loop over tiles as a grid of GPU workgroups "
            "(#gpu.block mapping), which canonicalization keeps even with "
@@ -160,18 +164,7 @@ def MHAFuseLayerPass : Pass<"mha-fuse-layer"> {
     and the concatenated heads `[B, Sq, H·dv]` never exist. `decompose` as in
     `mha-tile-attention`.
   }];
-  let options = [
-    Option<"qTileSize", "q-tile-size", "int64_t", /*default=*/"0",
-           "Queries per tile (rows of the score block); 0: the op's "
-           "mha.lowering_config q_tile (mha-select-lowering-config chooses "
-           "it from the target and shape), else 64">,
-    Option<"kvTileSize", "kv-tile-size", "int64_t", /*default=*/"0",
-           "Keys per online-softmax step (columns of the score block); 0: "
-           "the op's mha.lowering_config kv_tile, else 64">,
-    Option<"decompose", "decompose", "bool", /*default=*/"true",
-           "Decompose each key block into linalg; false leaves the "
-           "mha.online_attention blocks for a later mha-attention-to-linalg">,
-  ];
+  let options = MHA_AttentionTileOptions;
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",
