@@ -152,4 +152,25 @@ def MHACheckKernelLoopIterationsPass
   ];
 }
 
+def MHACheckWorkgroupMemoryPass : Pass<"mha-check-workgroup-memory"> {
+  let summary = "Refuse GPU kernels whose workgroup memory exceeds the "
+                "target's";
+  let description = [{
+    For every `gpu.launch` (after GPU mapping), adds up the bytes of its
+    workgroup attributions (the tiles the mapping staged in shared memory)
+    and stops with an error on the launch where they exceed `max-bytes`, or,
+    when that is 0, the `max_workgroup_memory` of the `mha.target` around it
+    (no limit where neither gives one). The error names the sizes and the
+    options that shrink them. Why: CUDA kernels declare their shared memory
+    statically, and ptxas refuses more than 48 KiB only after the whole
+    lowering, with the kernel module printed as a note (f16 causal attention
+    at head dim 64 with the default tiles needed ~48.4 KiB).
+  }];
+  let options = [
+    Option<"maxBytes", "max-bytes", "int64_t", "0",
+           "Workgroup memory a kernel may use, in bytes (0: the target's "
+           "max_workgroup_memory, else no limit)">,
+  ];
+}
+
 #endif // MHA_CODEGEN_GPU_PASSES_TD

@@ -12,6 +12,9 @@
 #include "mlir/Support/LLVM.h"
 
 namespace mlir {
+namespace gpu {
+class LaunchOp;
+} // namespace gpu
 class Operation;
 class RewriterBase;
 
@@ -65,6 +68,14 @@ LogicalResult tileForWorkgroups(RewriterBase &rewriter, Operation *root,
 /// The ops are synchronous (`gpu-async-region` makes them async). Fails on
 /// views of non-identity layout and on asynchronous launches.
 LogicalResult stageKernelBuffers(RewriterBase &rewriter, Operation *root);
+
+/// The bytes of workgroup memory `launch` declares (its workgroup
+/// attributions, each aligned to its element size).
+int64_t getWorkgroupMemoryBytes(gpu::LaunchOp launch);
+
+/// Emits an error at each gpu.launch under `root` whose workgroup memory
+/// exceeds `maxBytes` and fails if there was one.
+LogicalResult checkWorkgroupMemory(Operation *root, int64_t maxBytes);
 
 } // namespace mha
 } // namespace mlir

@@ -1,0 +1,72 @@
+//===- WorkgroupMemory.cpp - Refuse kernels over the shared-memory limit --===//
+//
+// The workgroup memory a kernel declares, checked against the target's limit
+// before the back end: ptxas refuses static shared memory over 48 KiB only
+// at the very end, printing the whole kernel module
+// (mha-check-workgroup-memory).
+//
+//===----------------------------------------------------------------------===//
+
+#include "mha/Codegen/GPU/Passes.h"
+#include "mha/Codegen/GPU/Transforms.h"
+#include "mha/Dialect/MHA/IR/MHADialect.h"
+
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "llvm/Support/MathExtras.h"
+
+namespace mlir::mha {
+#define GEN_PASS_DEF_MHACHECKWORKGROUPMEMORYPASS
+#include "mha/Codegen/GPU/Passes.h.inc"
+} // namespace mlir::mha
+
+using namespace mlir;
+
+int64_t mha::getWorkgroupMemoryBytes(gpu::LaunchOp launch) {
+  int64_t bytes = 0;
+  for (BlockArgument buffer : launch.getWorkgroupAttributions()) {
+    auto type = cast<MemRefType>(buffer.getType());
+    int64_t elementBytes =
+        llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    bytes = llvm::alignTo(bytes, elementBytes) +
+            type.getNumElements() * elementBytes;
+  }
+  return bytes;
+}
+
+LogicalResult mha::checkWorkgroupMemory(Operation *root, int64_t maxBytes) {
+  bool exceeded = false;
+  root->walk([&](gpu::LaunchOp launch) {
+    int64_t bytes = getWorkgroupMemoryBytes(launch);
+    if (bytes <= maxBytes)
+      return;
+    launch.emitError() << "the kernel's workgroup memory, " << bytes
+                       << " bytes, exceeds the target's " << maxBytes
+                       << " (max_workgroup_memory): give smaller tiles "
+                          "(q-tile-size, kv-tile-size)";
+    exceeded = true;
+  });
+  return failure(exceeded);
+}
+
+namespace {
+
+struct MHACheckWorkgroupMemoryPass final
+    : mha::impl::MHACheckWorkgroupMemoryPassBase<MHACheckWorkgroupMemoryPass> {
+  using MHACheckWorkgroupMemoryPassBase::MHACheckWorkgroupMemoryPassBase;
+
+  void runOnOperation() override {
+    int64_t limit = maxBytes;
+    if (limit == 0)
+      if (mha::TargetAttr target = mha::getTarget(getOperation()))
+        limit = target.getMaxWorkgroupMemory();
+    if (limit < 0) {
+      getOperation()->emitError()
+          << "max-bytes must be positive (0: the target's), found " << limit;
+      return signalPassFailure();
+    }
+    if (limit > 0 && failed(mha::checkWorkgroupMemory(getOperation(), limit)))
+      signalPassFailure();
+  }
+};
+
+} // namespace

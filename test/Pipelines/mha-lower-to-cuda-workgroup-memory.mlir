@@ -1,0 +1,13 @@
+// RUN: not mha-opt %s --mha-lower-to-cuda="format=isa" 2>&1 | FileCheck %s
+// RUN: mha-opt %s --mha-lower-to-cuda="format=isa q-tile-size=16 kv-tile-size=16" -o /dev/null
+
+// Causal f32 attention at head dim 64 with the default tiles (32 queries,
+// 32 keys) stages ~64 KiB in shared memory, over CUDA's 48 KiB of static shared
+// memory: refused after the GPU mapping, naming the sizes, instead of by
+// ptxas at the end with the whole module. Tiles of 16 fit.
+// CHECK: error: the kernel's workgroup memory, {{[0-9]+}} bytes, exceeds the target's 49152 (max_workgroup_memory)
+// CHECK-NOT: ptxas
+func.func @main(%q: tensor<1x1x1024x64xf32>, %init: tensor<1x1x1024x64xf32>) -> tensor<1x1x1024x64xf32> {
+  %o = mha.attention ins(%q, %q, %q : tensor<1x1x1024x64xf32>, tensor<1x1x1024x64xf32>, tensor<1x1x1024x64xf32>) outs(%init : tensor<1x1x1024x64xf32>) {causal} -> tensor<1x1x1024x64xf32>
+  return %o : tensor<1x1x1024x64xf32>
+}
