@@ -28,17 +28,6 @@ TargetAttr mha::getDefaultCPUTarget(MLIRContext *context) {
                          /*vector_bits=*/512, 0, 0, 0);
 }
 
-TargetAttr mha::getDefaultGPUTarget(MLIRContext *context, TargetKind kind,
-                                    StringRef chip, StringRef features) {
-  auto str = [&](StringRef s) {
-    return s.empty() ? StringAttr() : StringAttr::get(context, s);
-  };
-  return TargetAttr::get(context, kind, str(chip), str(features),
-                         /*vector_bits=*/0, /*subgroup_size=*/32,
-                         /*max_workgroup_threads=*/1024,
-                         kind == TargetKind::CUDA ? 48 * 1024 : 32 * 1024);
-}
-
 FailureOr<std::pair<int64_t, int64_t>>
 mha::defaultRegisterTile(int64_t vectorBits) {
   if (vectorBits <= 0 || vectorBits % 32 != 0)

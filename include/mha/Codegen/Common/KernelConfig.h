@@ -23,12 +23,6 @@ namespace mha {
 /// The target assumed where none is given: a CPU with 512-bit vectors.
 TargetAttr getDefaultCPUTarget(MLIRContext *context);
 
-/// A GPU target of `kind` with the limits of the devices the pipelines are
-/// written for: subgroups of 32, 1024 threads per workgroup, 48 KiB (CUDA's
-/// static shared memory) or 32 KiB (lavapipe) of workgroup memory.
-TargetAttr getDefaultGPUTarget(MLIRContext *context, TargetKind kind,
-                               StringRef chip = {}, StringRef features = {});
-
 /// The register tile [rows, cols] of f32 contractions for vector registers of
 /// `vectorBits` bits: two vectors of columns per row, and as many rows as
 /// the register file holds accumulators for, with the operands besides
