@@ -412,20 +412,20 @@ void mha::buildNVVMBackendStage(OpPassManager &pm,
   pm.addPass(createMHACheckLoweredPass());
 }
 
-/// `Options` read from `text`, then the pipeline `build` with them.
-template <typename Options>
+/// The pipeline `Build` with its options read from `text` (the options
+/// parser prints what is wrong); the cpu pipeline takes `host`'s vector
+/// width unless `vector-width` is given.
+template <typename Options, void (*Build)(OpPassManager &, const Options &)>
 static LogicalResult
-buildFromText(OpPassManager &pm, StringRef text,
-              function_ref<LogicalResult(const Twine &)> errorHandler,
-              void (*build)(OpPassManager &, const Options &),
-              function_ref<void(Options &)> adjust = nullptr) {
-  // The options parser prints what is wrong.
+buildFromText(OpPassManager &pm, StringRef text, TargetAttr host,
+              function_ref<LogicalResult(const Twine &)>) {
   std::unique_ptr<Options> options = Options::createFromString(text);
   if (!options)
     return failure();
-  if (adjust)
-    adjust(*options);
-  build(pm, *options);
+  if constexpr (std::is_same_v<Options, LowerToCPUOptions>)
+    if (!options->vectorWidth.hasValue() && host && host.getVectorBits())
+      options->vectorWidth = host.getVectorBits();
+  Build(pm, *options);
   return success();
 }
 
@@ -433,43 +433,22 @@ static const PipelineInfo kPipelines[] = {
     {"cpu", TargetKind::CPU,
      "Lower mha ops to the LLVM dialect through the tiled path "
      "(FlashAttention-style online softmax, O(S*d) memory)",
-     [](OpPassManager &pm, StringRef text, TargetAttr host,
-        function_ref<LogicalResult(const Twine &)> errorHandler) {
-       return buildFromText<LowerToCPUOptions>(
-           pm, text, errorHandler, buildLowerToCPUPipeline,
-           [&](LowerToCPUOptions &options) {
-             if (!options.vectorWidth.hasValue() && host &&
-                 host.getVectorBits())
-               options.vectorWidth = host.getVectorBits();
-           });
-     }},
+     buildFromText<LowerToCPUOptions, buildLowerToCPUPipeline>},
     {"cuda", TargetKind::CUDA,
      "Lower mha ops to GPU kernels for CUDA (NVVM, a PTX/cubin/fatbin "
      "gpu.binary) and host code in the LLVM dialect: the mapping of "
      "mha-lower-to-vulkan, host buffers copied to the device around each "
      "launch, dynamic sizes allowed",
-     [](OpPassManager &pm, StringRef text, TargetAttr,
-        function_ref<LogicalResult(const Twine &)> errorHandler) {
-       return buildFromText<LowerToCUDAOptions>(pm, text, errorHandler,
-                                                buildLowerToCUDAPipeline);
-     }},
+     buildFromText<LowerToCUDAOptions, buildLowerToCUDAPipeline>},
     {"loops", TargetKind::CPU,
      "Lower mha ops to the LLVM dialect through the reference path "
      "(materialized scores, scalar loops)",
-     [](OpPassManager &pm, StringRef text, TargetAttr,
-        function_ref<LogicalResult(const Twine &)> errorHandler) {
-       return buildFromText<LowerToLoopsOptions>(pm, text, errorHandler,
-                                                 buildLowerToLoopsPipeline);
-     }},
+     buildFromText<LowerToLoopsOptions, buildLowerToLoopsPipeline>},
     {"vulkan", TargetKind::Vulkan,
      "Lower mha ops to GPU kernels for Vulkan (SPIR-V) and host code in the "
      "LLVM dialect: one workgroup per (batch, head, query tile), a thread "
      "per query row, tile buffers in workgroup memory",
-     [](OpPassManager &pm, StringRef text, TargetAttr,
-        function_ref<LogicalResult(const Twine &)> errorHandler) {
-       return buildFromText<LowerToVulkanOptions>(pm, text, errorHandler,
-                                                  buildLowerToVulkanPipeline);
-     }},
+     buildFromText<LowerToVulkanOptions, buildLowerToVulkanPipeline>},
 };
 
 ArrayRef<PipelineInfo> mha::getMHAPipelines() { return kPipelines; }
