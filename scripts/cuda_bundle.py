@@ -1,17 +1,28 @@
 #!/usr/bin/env python3
 """CUDA checks for a machine with an NVIDIA GPU but no LLVM.
 
-  cuda_bundle.py prepare --build build --out build/cuda-bundle [CASE ...]
+  cuda_bundle.py prepare --build build --out build/cuda-bundle
+                         [--chip sm_90] [--bench] [CASE ...]
       here: for each case (check_mha.py configuration words, with an
       optional pipeline=cuda{...}; the built-in list when none), the numpy
       inputs and reference output (check_mha.py) and an mha-aot executable
-      of --pipeline=cuda, built for a generic x86-64 CPU, plus the CUDA
-      runtime library and this script, in one directory.
-  cuda_bundle.py run [--dir DIR] [--repeat N]
+      of --pipeline=cuda{chip=CHIP ...}, built for a generic x86-64 CPU,
+      plus the CUDA runtime library and this script, in one directory.
+      With --bench, also an executable for each benchmark configuration
+      (BENCH, or each --bench-case), without inputs: those are drawn on the
+      device.
+  cuda_bundle.py run [--dir DIR] [--repeat N] [--bench [--calls N]]
       there (Python 3 with numpy): runs every executable on its inputs N
       times and compares the first result with the reference at the suite's
       tolerances and the others bitwise with the first; one line per case
       and a summary; exit status 1 if any case fails.
+      With --bench (Python with PyTorch and a GPU), then for each benchmark
+      configuration: inputs drawn with numpy, our executable timed over
+      --calls calls ($MHA_CUDA_PROFILE: kernel time by CUDA events, bytes
+      copied per call) and checked against PyTorch in float64, and PyTorch's
+      own time on the same inputs (scaled_dot_product_attention, flash
+      backend for f16/bf16, TF32 off for f32; nn.MultiheadAttention for
+      layers); a markdown table, and bench.json in the bundle.
 
 The bundle travels to the device machine as an ignored path (the device
 tool's `carry`); its executables find the runtime through LD_LIBRARY_PATH,
@@ -43,9 +54,68 @@ CASES = [
     "b=2 sq=20 eq=32 h=2 mask=float masked_row=3 pipeline=cuda",
     "b=1 h=1 dk=64 dv=64 eq=32 eo=3 sq=65 sk=561 seed=364593 pipeline=cuda{q-tile-size=16 kv-tile-size=16}",
     "b=3 sq=33 sk=47 eq=48 h=4 hkv=2 bias=1 causal=1 pipeline=cuda{q-tile-size=16 kv-tile-size=8}",
+    # test/Integration/CUDA/attention.test's, at the default tiles.
+    "b=2 sq=64 eq=32 h=2 bias=1",
+    "b=2 sq=37 sk=50 eq=32 h=2 causal=1 bias=1",
+    "b=2 sq=1 sk=100 eq=64 h=4 hkv=1 mask=float mask_shape=2,1,1,100",
+    "b=1 sq=100 sk=37 eq=32 h=4 hkv=2 causal=1",
+    "b=2 sq=45 h=2 eq=32 dynamic=b,sq mask=float causal=1",
+    "b=1 sq=128 eq=768 h=12 bias=1",
+    # f16 and bf16 at head dim 64 and 128.
+    "core=1 b=1 h=2 dk=64 dv=64 sq=200 sk=200 dtype=f16",
+    "core=1 b=1 h=2 dk=128 dv=128 sq=100 sk=100 causal=1 dtype=bf16 pipeline=cuda{q-tile-size=16 kv-tile-size=16}",
+]
+
+# Benchmark configurations, written as CASES. Causal and head dim 128 need
+# 16-row tiles to fit the 48 KiB of static shared memory.
+BENCH = [
+    "core=1 b=1 h=12 dk=64 dv=64 sq=1024 dtype=f16",
+    "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=f16",
+    "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=bf16",
+    "core=1 b=1 h=12 dk=64 dv=64 sq=1024 dtype=f16 causal=1 pipeline=cuda{q-tile-size=16 kv-tile-size=16}",
+    "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=f16 causal=1 pipeline=cuda{q-tile-size=16 kv-tile-size=16}",
+    "core=1 b=1 h=12 dk=128 dv=128 sq=2048 dtype=f16 pipeline=cuda{q-tile-size=16 kv-tile-size=16}",
+    "core=1 b=1 h=12 dk=64 dv=64 sq=1024 dtype=f32",
+    "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=f32",
+    "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=f32 causal=1 pipeline=cuda{q-tile-size=16 kv-tile-size=16}",
+    "b=32 sq=128 eq=768 h=12 dtype=f16",
+    "b=32 sq=128 eq=768 h=12 dtype=f32",
+    "b=8 sq=1024 eq=768 h=12 causal=1 dtype=f16 pipeline=cuda{q-tile-size=16 kv-tile-size=16}",
 ]
 
 TOLERANCES = {"f32": (1e-4, 1e-4), "f16": (2e-3, 1e-2), "bf16": (2e-2, 3e-2)}
+
+
+def split_case(case):
+    """check_mha.py's words and the options of pipeline=cuda{OPTIONS}."""
+    # The braces may hold spaces.
+    match = re.search(r"pipeline=cuda(\{[^}]*\})?", case)
+    if not match:
+        return case.split(), ""
+    return (case[:match.start()] + case[match.end():]).split(), \
+        match.group(1)[1:-1] if match.group(1) else ""
+
+
+def with_chip(options, chip):
+    """cuda{chip=CHIP OPTIONS}."""
+    return "cuda{" + " ".join(["chip=" + chip] + options.split()) + "}"
+
+
+def compile_case(build, work, pipeline, config, extra=()):
+    """check_mha.py's IR for `config` compiled by mha-aot into
+    WORK/aot-cuda/layer; an error line, or None."""
+    result = subprocess.run(
+        [sys.executable, CHECK_MHA, "--mha-run",
+         os.path.join(build, "bin", "mha-run"), "--workdir", work,
+         "--pipeline", pipeline, "--mha-aot",
+         os.path.join(build, "bin", "mha-aot"), "--aot-repeat", "0",
+         "--mha-run-arg=--target-cpu=x86-64-v3", *extra, *config],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if not result.returncode:
+        return None
+    shutil.rmtree(work, ignore_errors=True)
+    errors = [line for line in result.stdout.splitlines() if "error" in line]
+    return errors[0] if errors else result.stdout[-400:]
 
 
 def prepare(args):
@@ -55,28 +125,15 @@ def prepare(args):
     os.makedirs(out)
     manifest = []
     for i, case in enumerate(args.cases or CASES):
-        # pipeline=NAME{OPTIONS} may hold spaces inside its braces.
-        match = re.search(r"pipeline=(\S*\{[^}]*\}|\S+)", case)
-        pipeline = match.group(1) if match else "cuda"
-        config = (case[:match.start()] + case[match.end():]).split() \
-            if match else case.split()
+        config, options = split_case(case)
         name = f"case{i:02d}"
         work = os.path.join(out, name)
         # check_mha.py writes the inputs and the reference, and compiles the
         # executable; --aot-repeat=0 runs nothing here.
-        result = subprocess.run(
-            [sys.executable, CHECK_MHA, "--mha-run",
-             os.path.join(build, "bin", "mha-run"), "--workdir", work,
-             "--pipeline", pipeline, "--mha-aot",
-             os.path.join(build, "bin", "mha-aot"), "--aot-repeat", "0",
-             "--mha-run-arg=--target-cpu=x86-64-v3", *config],
-            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-        if result.returncode:
-            errors = [line for line in result.stdout.splitlines()
-                      if "error" in line]
-            print(f"{name}: {case}: not built: " +
-                  (errors[0] if errors else result.stdout[-400:]))
-            shutil.rmtree(work, ignore_errors=True)
+        error = compile_case(build, work, with_chip(options, args.chip),
+                             config)
+        if error:
+            print(f"{name}: {case}: not built: {error}")
             continue
         inputs = sorted(n for n in os.listdir(work)
                         if n.endswith(".npy") and n != "expected.npy")
@@ -94,10 +151,28 @@ def prepare(args):
                          "dtype": dtype,
                          "executable": os.path.join("aot-cuda", "layer")})
         print(f"{name}: {case}: built")
+    bench = []
+    for i, case in enumerate((args.bench_case or BENCH) if args.bench
+                             else []):
+        config, options = split_case(case)
+        name = f"bench{i:02d}"
+        work = os.path.join(out, name)
+        error = compile_case(build, work, with_chip(options, args.chip),
+                             config, ["--no-reference"])
+        if error:
+            print(f"{name}: {case}: not built: {error}")
+            continue
+        with open(os.path.join(work, "inputs.json")) as f:
+            inputs = json.load(f)
+        bench.append({"name": name, "case": " ".join(config),
+                      "options": options, "inputs": inputs,
+                      "executable": os.path.join("aot-cuda", "layer")})
+        print(f"{name}: {case}: built")
     shutil.copy(os.path.join(build, "lib", "libmha_cuda_runtime.so"), out)
     shutil.copy(os.path.abspath(__file__), out)
     with open(os.path.join(out, "manifest.json"), "w") as f:
-        json.dump(manifest, f, indent=1)
+        json.dump({"chip": args.chip, "cases": manifest, "bench": bench}, f,
+                  indent=1)
     return 0
 
 
@@ -109,6 +184,8 @@ def run(args):
         "LD_LIBRARY_PATH", "")
     with open(os.path.join(bundle, "manifest.json")) as f:
         manifest = json.load(f)
+    bench = manifest["bench"]
+    manifest = manifest["cases"]
     failed = 0
     for entry in manifest:
         work = os.path.join(bundle, entry["name"])
@@ -144,8 +221,243 @@ def run(args):
                 break
         failed += not verdict.startswith("OK")
         print(f"{entry['name']}: {verdict}: {entry['case']}", flush=True)
-    print(f"{len(manifest) - failed} of {len(manifest)} cases OK")
+    print(f"{len(manifest) - failed} of {len(manifest)} cases OK",
+          flush=True)
+    if args.bench:
+        failed += run_bench(args, bundle, bench, env)
     return 1 if failed else 0
+
+
+# Dense peaks in TFLOP/s (NVIDIA's data sheets): fp16/bf16 tensor cores,
+# and f32 FMA (what exact f32 can use), by device name.
+PEAKS = [("H100 PCIe", 756.0, 51.2), ("H100", 989.4, 66.9),
+         ("H200", 989.4, 66.9)]
+
+
+def parse_words(case):
+    words = dict(w.split("=", 1) for w in case.split())
+    get = lambda key, default=None: int(words[key]) if key in words else default
+    c = {"core": get("core", 0), "b": get("b"), "h": get("h"),
+         "sq": get("sq"), "causal": get("causal", 0),
+         "dtype": words.get("dtype", "f32")}
+    c["sk"] = get("sk", c["sq"])
+    if c["core"]:
+        c["dk"], c["dv"] = get("dk"), get("dv")
+    else:
+        c["eq"] = get("eq")
+        c["dk"] = c["dv"] = c["eq"] // c["h"]
+    return c
+
+
+def flops(c):
+    """Multiply-adds counted as 2; causal attention halves the scores'."""
+    attention = 2 * c["b"] * c["h"] * c["sq"] * c["sk"] * (c["dk"] + c["dv"])
+    if c["causal"]:
+        attention /= 2
+    if c["core"]:
+        return attention
+    rows, e = c["b"] * c["sq"], c["eq"]
+    return attention + 2 * rows * e * (3 * c["h"] * c["dk"]) + \
+        2 * rows * c["h"] * c["dv"] * e
+
+
+def draw_inputs(entry, work, np):
+    """Uniform(-1, 1) activations, weights scaled by 1/sqrt(fan-in); saved
+    as .npy (bf16 as uint16 bits); returns name -> float32 array."""
+    rng = np.random.default_rng(0)
+    arrays, paths = {}, []
+    for spec in entry["inputs"]:
+        shape = spec["shape"]
+        a = rng.uniform(-1, 1, shape).astype(np.float32)
+        if spec["name"].startswith("w_"):
+            a /= np.sqrt(shape[0])
+        path = os.path.join(work, spec["name"] + ".npy")
+        if spec["dtype"] == "bf16":
+            bits = a.view(np.uint32).astype(np.uint64)
+            bits = ((bits + 0x7FFF + ((bits >> 16) & 1)) >> 16).astype(
+                np.uint16)
+            a = (bits.astype(np.uint32) << 16).view(np.float32)
+            np.save(path, bits)
+        elif spec["dtype"] == "f16":
+            a = a.astype(np.float16)
+            np.save(path, a)
+            a = a.astype(np.float32)
+        else:
+            np.save(path, a)
+        arrays[spec["name"]] = a
+        paths.append(path)
+    return arrays, paths
+
+
+def torch_side(c, arrays, torch, dev="cuda"):
+    """PyTorch's float64 reference and a function timing PyTorch itself on
+    the same inputs (ms per call, median of CUDA-event timings)."""
+    import torch.nn.functional as F
+
+    dtype = {"f32": torch.float32, "f16": torch.float16,
+             "bf16": torch.bfloat16}[c["dtype"]]
+    t = {n: torch.from_numpy(a).to(dev) for n, a in arrays.items()}
+    if c["core"]:
+        q, k, v = (t[n].double() for n in "qkv")
+        scores = q @ k.transpose(-1, -2) / c["dk"] ** 0.5
+        if c["causal"]:
+            keep = torch.ones(c["sq"], c["sk"], dtype=torch.bool,
+                              device=dev).tril(c["sk"] - c["sq"])
+            scores = scores.masked_fill(~keep, float("-inf"))
+        reference = (scores.softmax(-1) @ v).cpu().numpy()
+        del scores
+        q, k, v = (t[n].to(dtype) for n in "qkv")
+
+        def call():
+            return F.scaled_dot_product_attention(q, k, v,
+                                                  is_causal=bool(c["causal"]))
+        backend = ["FLASH_ATTENTION"] if c["dtype"] != "f32" else ["MATH"]
+        label = "SDPA flash" if c["dtype"] != "f32" else "SDPA math"
+    else:
+        e, s = c["eq"], c["sq"]
+        module = torch.nn.MultiheadAttention(e, c["h"], bias=False,
+                                             batch_first=True).to(dev)
+        with torch.no_grad():
+            module.in_proj_weight.copy_(torch.cat(
+                [t["w_q"].T, t["w_k"].T, t["w_v"].T]))
+            module.out_proj.weight.copy_(t["w_o"].T)
+        mask = torch.ones(s, s, dtype=torch.bool, device=dev).triu(1) \
+            if c["causal"] else None
+        # is_causal: the hint that lets PyTorch pick its causal kernels.
+        hint = {"is_causal": True} if c["causal"] else {}
+        x = t["query"]
+        with torch.no_grad():
+            module64 = module.double()
+            reference = module64(x.double(), x.double(), x.double(),
+                                 attn_mask=mask, need_weights=False,
+                                 **hint)[0].cpu().numpy()
+            module_t = module64.to(dtype)
+        x = x.to(dtype)
+
+        def call():
+            return module_t(x, x, x, attn_mask=mask, need_weights=False,
+                            **hint)[0]
+        backend = None
+        label = "nn.MultiheadAttention"
+
+    def timed(repeats=20):
+        context = None
+        if backend:
+            try:
+                from torch.nn.attention import SDPBackend, sdpa_kernel
+                context = sdpa_kernel([getattr(SDPBackend, b)
+                                       for b in backend])
+            except ImportError:  # PyTorch before 2.3
+                flash = backend == ["FLASH_ATTENTION"]
+                context = torch.backends.cuda.sdp_kernel(
+                    enable_flash=flash, enable_math=not flash,
+                    enable_mem_efficient=False)
+        times = []
+        with torch.no_grad(), (context or torch.no_grad()):
+            for _ in range(3):
+                call()
+            for _ in range(repeats):
+                start = torch.cuda.Event(enable_timing=True)
+                stop = torch.cuda.Event(enable_timing=True)
+                start.record()
+                call()
+                stop.record()
+                stop.synchronize()
+                times.append(start.elapsed_time(stop))
+        return sorted(times)[len(times) // 2]
+    return reference, timed, label
+
+
+def run_bench(args, bundle, bench, env):
+    """The benchmark configurations: ours against PyTorch; returns the
+    number of configurations that failed."""
+    import time
+    import numpy as np
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    name = torch.cuda.get_device_name()
+    peak16, peak32 = next(((p16, p32) for key, p16, p32 in PEAKS
+                           if key in name), (None, None))
+    print(f"device: {name}; torch {torch.__version__}; peaks fp16 {peak16}, "
+          f"f32 {peak32} TFLOP/s", flush=True)
+    env = dict(env, MHA_CUDA_PROFILE="1")
+    results, failed, start = [], 0, time.time()
+    for entry in bench:
+        if time.time() - start > args.budget:
+            print(f"{entry['name']}: skipped (over --budget)", flush=True)
+            continue
+        c = parse_words(entry["case"])
+        work = os.path.join(bundle, entry["name"])
+        row = {"name": entry["name"], "case": entry["case"],
+               "options": entry["options"], "gflop": flops(c) / 1e9}
+        try:
+            arrays, paths = draw_inputs(entry, work, np)
+            output = os.path.join(work, "result.npy")
+            result = subprocess.run(
+                [os.path.join(work, entry["executable"]), "--benchmark",
+                 str(args.calls)] + paths + ["-o", output],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                env=env, timeout=args.timeout)
+            text = result.stdout
+            if result.returncode:
+                raise RuntimeError(f"exit {result.returncode}: {text[-400:]}")
+            calls = args.calls + 2  # the checked call and the warm-up
+            row["call_ms"] = float(re.search(r"median ([\d.]+) ms",
+                                             text).group(1))
+            row["kernel_ms"] = float(re.search(r"busy ([\d.]+) ms",
+                                               text).group(1)) / calls
+            row["launches"] = sum(int(n) for n in re.findall(
+                r"kernel \S+: (\d+) launches", text)) // calls
+            copies = dict(re.findall(r"(H2D|D2H) (\d+) bytes", text))
+            row["h2d_mb"] = int(copies.get("H2D", 0)) / calls / 1e6
+            row["d2h_mb"] = int(copies.get("D2H", 0)) / calls / 1e6
+            got = np.load(output)
+            if got.dtype == np.uint16:
+                got = (got.astype(np.uint32) << 16).view(np.float32)
+            reference, timed, row["peer"] = torch_side(c, arrays, torch)
+            atol, rtol = TOLERANCES[c["dtype"]]
+            row["max_error"] = float(np.abs(got.astype(np.float64) -
+                                            reference).max())
+            row["ok"] = bool(got.shape == reference.shape and np.allclose(
+                got, reference, atol=atol, rtol=rtol))
+            row["peer_ms"] = timed()
+            row["tflops"] = row["gflop"] / row["kernel_ms"]  # GFLOP/ms
+            peak = peak32 if c["dtype"] == "f32" else peak16
+            row["peak_pct"] = 100 * row["tflops"] / peak if peak else None
+            row["ratio"] = row["peer_ms"] / row["kernel_ms"]
+            failed += not row["ok"]
+            print(f"{entry['name']}: {entry['case']}: kernels "
+                  f"{row['kernel_ms']:.3f} ms ({row['tflops']:.3f} TFLOP/s), "
+                  f"call {row['call_ms']:.3f} ms, {row['peer']} "
+                  f"{row['peer_ms']:.3f} ms, ratio {row['ratio']:.4f}, "
+                  f"H2D {row['h2d_mb']:.1f} MB D2H {row['d2h_mb']:.1f} MB "
+                  f"per call, max error {row['max_error']:.2e} "
+                  f"{'OK' if row['ok'] else 'MISMATCH'}", flush=True)
+        except Exception as error:  # one configuration's failure, reported
+            failed += 1
+            row["error"] = str(error)[-400:]
+            print(f"{entry['name']}: {entry['case']}: FAILED: {error}",
+                  flush=True)
+        finally:
+            torch.cuda.empty_cache()
+        results.append(row)
+    with open(os.path.join(bundle, "bench.json"), "w") as f:
+        json.dump({"device": name, "torch": torch.__version__,
+                   "results": results}, f, indent=1)
+    print("\n| configuration | GFLOP | ours: kernels ms | TFLOP/s | % peak "
+          "| call ms | PCIe MB/call | peer | peer ms | peer/ours |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        if "error" in r:
+            print(f"| {r['case']} | {r['gflop']:.1f} | failed | | | | | | | |")
+            continue
+        pct = f"{r['peak_pct']:.2f}" if r["peak_pct"] is not None else "?"
+        print(f"| {r['case']} {r['options']} | {r['gflop']:.1f} | "
+              f"{r['kernel_ms']:.3f} | {r['tflops']:.3f} | {pct} | "
+              f"{r['call_ms']:.3f} | {r['h2d_mb'] + r['d2h_mb']:.1f} | "
+              f"{r['peer']} | {r['peer_ms']:.3f} | {r['ratio']:.4f} |")
+    return failed
 
 
 def main():
@@ -155,10 +467,24 @@ def main():
     p = sub.add_parser("prepare")
     p.add_argument("--build", default="build")
     p.add_argument("--out", default="build/cuda-bundle")
+    p.add_argument("--chip", default="sm_90",
+                   help="the device's architecture (H100, H200: sm_90)")
+    p.add_argument("--bench", action="store_true")
+    p.add_argument("--bench-case", action="append",
+                   help="a benchmark configuration instead of BENCH's "
+                   "(repeatable; written as a CASE)")
     p.add_argument("cases", nargs="*")
     r = sub.add_parser("run")
     r.add_argument("--dir", default=os.path.dirname(os.path.abspath(__file__)))
     r.add_argument("--repeat", type=int, default=3)
+    r.add_argument("--bench", action="store_true")
+    r.add_argument("--calls", type=int, default=5,
+                   help="timed calls per benchmark configuration")
+    r.add_argument("--budget", type=float, default=300,
+                   help="seconds after which the remaining benchmark "
+                   "configurations are skipped")
+    r.add_argument("--timeout", type=float, default=120,
+                   help="seconds one executable may run")
     args = parser.parse_args()
     return prepare(args) if args.command == "prepare" else run(args)
 

@@ -20,6 +20,20 @@
 // toolkit is (cuda.h, the driver's stub library); needs the NVIDIA driver
 // (libcuda.so.1) at run time.
 //
+// With $MHA_CUDA_PROFILE set (to anything), each launch is timed by a pair of
+// events on its stream and each copy is counted by direction; at exit a
+// summary goes to stderr, one line per kernel and one for the copies:
+//
+//   mha cuda profile: kernel NAME: N launches, median X ms, total Y ms
+//   mha cuda profile: busy Z ms
+//   mha cuda profile: copies: H2D B bytes in C, D2H B bytes in C, D2D ...
+//
+// (benchmarks divide by their number of calls). A launch's time runs from
+// its stream reaching it to its end, so launches on concurrent streams
+// overlap: "busy" is the union of all launches' intervals, the time the
+// device had one of them in flight. Timing events serialize nothing the
+// stream does not already order.
+//
 // Provenance: the mgpu* interface is upstream MLIR's
 // (mlir/lib/ExecutionEngine/CudaRuntimeWrappers.cpp, the functions the
 // `gpu-to-llvm` host code calls); this file implements the subset our
@@ -35,10 +49,14 @@
 
 #include <cuda.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <mutex>
+#include <string>
+#include <vector>
 
 namespace {
 
@@ -83,6 +101,137 @@ CUcontext context() {
 /// from any thread, e.g. OpenMP workers).
 void makeCurrent() { check(cuCtxSetCurrent(context()), "cuCtxSetCurrent"); }
 
+/// $MHA_CUDA_PROFILE's records: launches waiting for their events, kernel
+/// times by name, copy bytes by direction. Printed at exit.
+class Profile {
+public:
+  /// The process's profile, or null when $MHA_CUDA_PROFILE is not set.
+  static Profile *get() {
+    static Profile *profile = [] {
+      if (!std::getenv("MHA_CUDA_PROFILE"))
+        return static_cast<Profile *>(nullptr);
+      std::atexit([] { get()->print(); });
+      return new Profile;
+    }();
+    return profile;
+  }
+
+  void nameFunction(CUfunction function, const char *name) {
+    std::lock_guard<std::mutex> lock(mutex);
+    names[function] = name;
+  }
+
+  /// Brackets a launch on `stream` with timing events; `launch` enqueues it.
+  template <typename Launch>
+  void timeLaunch(CUfunction function, CUstream stream, Launch launch) {
+    Pending record{function, stream, nullptr, nullptr};
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!origin) {
+        check(cuEventCreate(&origin, CU_EVENT_DEFAULT), "cuEventCreate");
+        check(cuEventRecord(origin, stream), "cuEventRecord");
+      }
+    }
+    check(cuEventCreate(&record.start, CU_EVENT_DEFAULT), "cuEventCreate");
+    check(cuEventCreate(&record.stop, CU_EVENT_DEFAULT), "cuEventCreate");
+    check(cuEventRecord(record.start, stream), "cuEventRecord");
+    launch();
+    check(cuEventRecord(record.stop, stream), "cuEventRecord");
+    std::lock_guard<std::mutex> lock(mutex);
+    pending.push_back(record);
+  }
+
+  /// Reads the times of the launches on `stream` (all streams when null),
+  /// waiting for them to finish.
+  void collect(CUstream stream) {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::vector<Pending> waiting;
+    for (const Pending &record : pending) {
+      if (stream && record.stream != stream) {
+        waiting.push_back(record);
+        continue;
+      }
+      check(cuEventSynchronize(record.stop), "cuEventSynchronize");
+      float begin = 0, end = 0;
+      check(cuEventElapsedTime(&begin, origin, record.start),
+            "cuEventElapsedTime");
+      check(cuEventElapsedTime(&end, origin, record.stop),
+            "cuEventElapsedTime");
+      auto name = names.find(record.function);
+      kernelMs[name == names.end() ? "?" : name->second].push_back(end -
+                                                                   begin);
+      intervals.push_back({begin, end});
+      cuEventDestroy(record.start);
+      cuEventDestroy(record.stop);
+    }
+    pending.swap(waiting);
+  }
+
+  void countCopy(void *dst, void *src, size_t bytes) {
+    int direction = 2 * onDevice(src) + onDevice(dst); // H2H H2D D2H D2D
+    std::lock_guard<std::mutex> lock(mutex);
+    copyBytes[direction] += bytes;
+    ++copies[direction];
+  }
+
+private:
+  struct Pending {
+    CUfunction function;
+    CUstream stream;
+    CUevent start, stop;
+  };
+
+  static bool onDevice(void *pointer) {
+    unsigned type = 0;
+    // Pageable host memory is unknown to the driver: an error, not a type.
+    return cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+                                 reinterpret_cast<CUdeviceptr>(pointer)) ==
+               CUDA_SUCCESS &&
+           type == CU_MEMORYTYPE_DEVICE;
+  }
+
+  void print() {
+    collect(nullptr);
+    for (auto &[name, times] : kernelMs) {
+      std::vector<float> sorted = times;
+      std::sort(sorted.begin(), sorted.end());
+      double total = 0;
+      for (float ms : times)
+        total += ms;
+      std::fprintf(stderr,
+                   "mha cuda profile: kernel %s: %zu launches, median %.4f ms, "
+                   "total %.4f ms\n",
+                   name.c_str(), times.size(), sorted[sorted.size() / 2],
+                   total);
+    }
+    std::sort(intervals.begin(), intervals.end());
+    double busy = 0, reach = -1;
+    for (auto [begin, end] : intervals) {
+      if (end > reach) {
+        busy += end - std::max<double>(begin, reach);
+        reach = end;
+      }
+    }
+    std::fprintf(stderr, "mha cuda profile: busy %.4f ms\n", busy);
+    const char *labels[] = {"H2H", "H2D", "D2H", "D2D"};
+    std::fprintf(stderr, "mha cuda profile: copies:");
+    for (int d = 0; d < 4; ++d)
+      std::fprintf(stderr, "%s %s %llu bytes in %llu", d ? "," : "",
+                   labels[d], static_cast<unsigned long long>(copyBytes[d]),
+                   static_cast<unsigned long long>(copies[d]));
+    std::fprintf(stderr, "\n");
+  }
+
+  std::mutex mutex;
+  std::map<CUfunction, std::string> names;
+  std::vector<Pending> pending;
+  CUevent origin = nullptr; // recorded before the first launch
+  std::vector<std::pair<float, float>> intervals;
+  std::map<std::string, std::vector<float>> kernelMs;
+  unsigned long long copyBytes[4] = {0, 0, 0, 0};
+  unsigned long long copies[4] = {0, 0, 0, 0};
+};
+
 } // namespace
 
 extern "C" {
@@ -124,6 +273,8 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
   CUfunction function;
   check(cuModuleGetFunction(&function, static_cast<CUmodule>(module), name),
         "cuModuleGetFunction");
+  if (Profile *profile = Profile::get())
+    profile->nameFunction(function, name);
   return function;
 }
 
@@ -132,10 +283,17 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t blockZ, int32_t sharedBytes, void *stream,
                       void **params, void **extra, size_t /*paramCount*/) {
   makeCurrent();
-  check(cuLaunchKernel(static_cast<CUfunction>(function), gridX, gridY, gridZ,
-                       blockX, blockY, blockZ, sharedBytes,
-                       static_cast<CUstream>(stream), params, extra),
-        "cuLaunchKernel");
+  auto launch = [&] {
+    check(cuLaunchKernel(static_cast<CUfunction>(function), gridX, gridY,
+                         gridZ, blockX, blockY, blockZ, sharedBytes,
+                         static_cast<CUstream>(stream), params, extra),
+          "cuLaunchKernel");
+  };
+  if (Profile *profile = Profile::get())
+    profile->timeLaunch(static_cast<CUfunction>(function),
+                        static_cast<CUstream>(stream), launch);
+  else
+    launch();
 }
 
 void *mgpuStreamCreate() {
@@ -147,6 +305,8 @@ void *mgpuStreamCreate() {
 
 void mgpuStreamDestroy(void *stream) {
   makeCurrent();
+  if (Profile *profile = Profile::get())
+    profile->collect(static_cast<CUstream>(stream));
   check(cuStreamDestroy(static_cast<CUstream>(stream)), "cuStreamDestroy");
 }
 
@@ -154,6 +314,8 @@ void mgpuStreamSynchronize(void *stream) {
   makeCurrent();
   check(cuStreamSynchronize(static_cast<CUstream>(stream)),
         "cuStreamSynchronize");
+  if (Profile *profile = Profile::get())
+    profile->collect(static_cast<CUstream>(stream));
 }
 
 void mgpuStreamWaitEvent(void *stream, void *event) {
@@ -217,6 +379,8 @@ void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
   if (bytes == 0)
     return;
   makeCurrent();
+  if (Profile *profile = Profile::get())
+    profile->countCopy(dst, src, bytes);
   check(cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
                       reinterpret_cast<CUdeviceptr>(src), bytes,
                       static_cast<CUstream>(stream)),

@@ -36,6 +36,7 @@ unless --mha-run-arg sets the thread count.
 """
 
 import argparse
+import json
 import os
 import subprocess
 import sys
@@ -105,7 +106,7 @@ def tensor_type(shape, element, dynamic_dims=()):
 def check_aot(args, case, inputs, expected_path):
     """mha-aot for each pipeline, then its executable on the inputs; the
     result is compared with the expected output like mha-run does."""
-    expected = np.load(expected_path)
+    expected = np.load(expected_path) if args.aot_repeat else None
     status = 0
     for pipeline in args.pipeline or ["cpu"]:
         label = f"aot {pipeline}"
@@ -188,8 +189,8 @@ def draw_mask(c, rng, cast, arrays, dyn):
 
 
 def layer_case(c, rng):
-    """The layer's inputs (name -> (array, IR type)), its IR and the
-    reference output."""
+    """The layer's inputs (name -> (array, IR type)), its IR and a function
+    that computes the reference output."""
     b, sq, sk, h, hkv = c["b"], c["sq"], c["sk"], c["h"], c["hkv"]
     dk, dv = c["dk"], c["dv"]
     gain = c["weight_gain"]
@@ -225,7 +226,7 @@ def layer_case(c, rng):
                             tensor_type((n,), element_type))
         biases = tuple(arrays[n][0] for n in ["b_q", "b_k", "b_v", "b_o"])
     mask = draw_mask(c, rng, cast, arrays, dyn)
-    expected = mha_reference.multi_head_attention(
+    expected = lambda: mha_reference.multi_head_attention(
         query, key, value, arrays["w_q"][0], arrays["w_k"][0], arrays["w_v"][0],
         arrays["w_o"][0], biases=biases, mask=mask, num_heads=h,
         num_kv_heads=hkv, scale=c["scale"], causal=bool(c["causal"]))
@@ -282,9 +283,9 @@ def core_case(c, rng):
     arrays["v"] = (v, tensor_type(v.shape, t, dims("b", "", "sk")))
     mask = draw_mask(c, rng, cast, arrays, dyn)
     offset = c["causal_offset"]
-    expected = mha_reference.attention(q, k, v, mask=mask, scale=c["scale"],
-                                       causal=bool(c["causal"]),
-                                       causal_offset=offset)
+    expected = lambda: mha_reference.attention(
+        q, k, v, mask=mask, scale=c["scale"], causal=bool(c["causal"]),
+        causal_offset=offset)
     out_type = tensor_type((b, h, sq, dv), t, dims("b", "", "sq"))
     body = []
     sizes = []
@@ -343,6 +344,11 @@ def main():
     parser.add_argument("--aot-repeat", type=int, default=1,
                         help="run the executable this many times: every "
                         "run's result must be bitwise the first's")
+    parser.add_argument("--no-reference", action="store_true",
+                        help="write case.mlir and inputs.json (each input's "
+                        "name, shape and dtype) only, and with --mha-aot "
+                        "compile it; no input arrays, no reference (for "
+                        "benchmarks that draw their inputs elsewhere)")
     parser.add_argument("config", nargs="*")
     args = parser.parse_args()
     c = parse_config(args.config)
@@ -357,6 +363,13 @@ def main():
     if not args.mlir:
         with open(case, "w") as f:
             f.write(ir)
+    if args.no_reference:
+        with open(os.path.join(args.workdir, "inputs.json"), "w") as f:
+            json.dump([{"name": n, "shape": list(arrays[n][0].shape),
+                        "dtype": c["dtype"] if arrays[n][0].dtype != np.bool_
+                        else "i1"} for n in names], f)
+        args.aot_repeat = 0
+        return check_aot(args, case, [], None) if args.mha_aot else 0
     command = [args.mha_run, case, f"--atol={args.atol}", f"--rtol={args.rtol}"]
     for n in names:
         path = os.path.join(args.workdir, n + ".npy")
@@ -365,6 +378,7 @@ def main():
                 else array)
         command.append(f"--input=@{path}")
     expected_path = os.path.join(args.workdir, "expected.npy")
+    expected = expected()
     np.save(expected_path, expected.astype(np_type))
     command.append(f"--expected-output=@{expected_path}")
     if args.benchmark:
