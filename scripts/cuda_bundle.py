@@ -64,23 +64,35 @@ CASES = [
     # f16 and bf16 at head dim 64 and 128.
     "core=1 b=1 h=2 dk=64 dv=64 sq=200 sk=200 dtype=f16",
     "core=1 b=1 h=2 dk=128 dv=128 sq=100 sk=100 causal=1 dtype=bf16 pipeline=cuda{q-tile-size=16 kv-tile-size=16}",
+    # The tensor-core kernel (f16): partial query and key tiles, GQA,
+    # causal with Sq < Sk, Sq > Sk (rows without keys) and an explicit
+    # offset, dynamic sizes, dv != dk, one warp, whole layers.
+    "core=1 b=2 h=4 hkv=2 dk=64 dv=64 sq=100 sk=333 dtype=f16",
+    "core=1 b=1 h=2 dk=128 dv=64 sq=77 sk=130 causal=1 dtype=f16",
+    "core=1 b=1 h=2 dk=32 dv=16 sq=130 sk=50 causal=1 dtype=f16",
+    "core=1 b=1 h=2 dk=64 dv=64 sq=64 sk=64 causal=1 causal_offset=-3 dtype=f16",
+    "core=1 b=2 h=2 dk=64 dv=64 sq=65 sk=129 dtype=f16 dynamic=b,sq,sk",
+    "core=1 b=1 h=2 dk=64 dv=64 sq=50 sk=300 causal=1 dtype=f16 pipeline=cuda{q-tile-size=16 kv-tile-size=32}",
+    "b=2 sq=37 eq=64 h=2 dtype=f16 causal=1",
+    "b=2 sq=100 eq=128 h=2 dtype=f16 bias=1",
 ]
 
-# Benchmark configurations, written as CASES. Causal and head dim 128 need
-# 16-row tiles to fit the 48 KiB of static shared memory.
+# Benchmark configurations, written as CASES: f16 attention runs on the
+# tensor cores (mha-attention-to-mma); bf16 and f32 on the thread-per-row
+# kernel.
 BENCH = [
     "core=1 b=1 h=12 dk=64 dv=64 sq=1024 dtype=f16",
     "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=f16",
-    "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=bf16",
-    "core=1 b=1 h=12 dk=64 dv=64 sq=1024 dtype=f16 causal=1 pipeline=cuda{q-tile-size=16 kv-tile-size=16}",
-    "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=f16 causal=1 pipeline=cuda{q-tile-size=16 kv-tile-size=16}",
-    "core=1 b=1 h=12 dk=128 dv=128 sq=2048 dtype=f16 pipeline=cuda{q-tile-size=16 kv-tile-size=16}",
+    "core=1 b=1 h=12 dk=64 dv=64 sq=8192 dtype=f16",
+    "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=f16 causal=1",
+    "core=1 b=1 h=12 dk=128 dv=128 sq=4096 dtype=f16",
+    "core=1 b=1 h=12 dk=128 dv=128 sq=4096 dtype=f16 causal=1",
+    "core=1 b=8 h=16 dk=128 dv=128 sq=2048 dtype=f16 causal=1",
+    "core=1 b=4 h=32 dk=64 dv=64 sq=2048 dtype=f16",
+    "core=1 b=1 h=12 dk=64 dv=64 sq=1024 dtype=bf16",
     "core=1 b=1 h=12 dk=64 dv=64 sq=1024 dtype=f32",
-    "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=f32",
-    "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=f32 causal=1 pipeline=cuda{q-tile-size=16 kv-tile-size=16}",
     "b=32 sq=128 eq=768 h=12 dtype=f16",
-    "b=32 sq=128 eq=768 h=12 dtype=f32",
-    "b=8 sq=1024 eq=768 h=12 causal=1 dtype=f16 pipeline=cuda{q-tile-size=16 kv-tile-size=16}",
+    "b=8 sq=1024 eq=768 h=12 causal=1 dtype=f16",
 ]
 
 TOLERANCES = {"f32": (1e-4, 1e-4), "f16": (2e-3, 1e-2), "bf16": (2e-2, 3e-2)}

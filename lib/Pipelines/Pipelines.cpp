@@ -318,6 +318,9 @@ void mha::buildGPUMappingStage(OpPassManager &pm, StringRef target,
   // Query tiles, workgroup tiles and threads from one configuration, which
   // keeps them consistent (a thread per query row).
   buildStrategyStage(pm, target, overrides);
+  // The attention the configuration gives to tensor cores (CUDA, f16) as
+  // its own kernel; the rest goes on as tiles with a thread per row.
+  pm.addPass(createMHAAttentionToMMAPass());
   pm.addPass(createMHATileForWorkgroupsPass());
   MHATileAttentionPassOptions tile;
   // Kept as a grid of workgroups even when it has one tile.
@@ -389,6 +392,10 @@ void mha::buildLowerToCUDAPipeline(OpPassManager &pm,
   // in and out around it, on one stream (gpu-async-region chains the copies,
   // the launch and the frees with tokens and waits before the host reads).
   pm.addPass(createMHAStageKernelBuffersPass());
+  // Constants (the kernel's tile sizes, loop bounds, vector constants) into
+  // the kernels: as kernel parameters they would stay in registers, and
+  // loops over them would not unroll.
+  pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
   NVVMBackendOptions nvvm;

@@ -13,6 +13,7 @@
 
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/StringExtras.h"
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHASELECTLOWERINGCONFIGPASS
@@ -38,10 +39,11 @@ mha::defaultRegisterTile(int64_t vectorBits) {
 
 /// A configuration of the op fields only, or of the function fields only.
 static LoweringConfigAttr opFields(LoweringConfigAttr c) {
-  if (!c || (!c.getQTile() && !c.getKvTile()))
+  if (!c || (!c.getQTile() && !c.getKvTile() && c.getMma().empty() &&
+             !c.getWarps()))
     return {};
   return LoweringConfigAttr::get(c.getContext(), c.getQTile(), c.getKvTile(),
-                                 {}, {}, {}, {});
+                                 {}, {}, {}, {}, c.getMma(), c.getWarps());
 }
 static LoweringConfigAttr functionFields(LoweringConfigAttr c) {
   if (!c || (c.getRegisterTile().empty() && !c.getChunk() &&
@@ -49,7 +51,13 @@ static LoweringConfigAttr functionFields(LoweringConfigAttr c) {
     return {};
   return LoweringConfigAttr::get(c.getContext(), {}, {}, c.getRegisterTile(),
                                  c.getChunk(), c.getWorkgroupTile(),
-                                 c.getThreads());
+                                 c.getThreads(), {}, {});
+}
+
+/// Whether `op` runs as the warp-level tensor-core kernel.
+static bool usesMMA(Operation *op) {
+  LoweringConfigAttr config = getLoweringConfig(op);
+  return config && !config.getMma().empty();
 }
 
 static bool isConfigured(Operation *op) {
@@ -78,6 +86,46 @@ static int64_t cpuQueryTile(Operation *op) {
 /// the projections' workgroup tiles are as many rows by 64 columns.
 static constexpr int64_t kGPUQueryTile = 32, kGPUKeyTile = 32,
                          kGPUWorkgroupCols = 64;
+/// The tensor-core kernel: 4 warps of 16 query rows, 64 keys per step (the
+/// score fragments of a warp then take 32 registers per thread).
+static constexpr int64_t kMMAWarps = 4, kMMAKeyTile = 64;
+
+/// The SM version of a CUDA chip name (`sm_90a` -> 90), or 0.
+static int64_t smVersion(TargetAttr target) {
+  if (!target.getChip())
+    return 0;
+  StringRef chip = target.getChip().getValue();
+  int64_t version = 0;
+  if (!chip.consume_front("sm_") ||
+      chip.take_while(llvm::isDigit).getAsInteger(10, version))
+    return 0;
+  return version;
+}
+
+std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target) {
+  auto attention = dyn_cast<AttentionOp>(op);
+  if (!attention)
+    return "it computes mha.attention only (decompose layers first)";
+  if (!target || target.getKind() != TargetKind::CUDA || smVersion(target) < 80)
+    return "it needs a cuda target of sm_80 or later";
+  for (Value operand : {attention.getQuery(), attention.getKey(),
+                        attention.getValue(), attention.getInit()})
+    if (!cast<ShapedType>(operand.getType()).getElementType().isF16())
+      return "it needs f16 query, key, value and result";
+  if (attention.getMask())
+    return "it takes no mask operand";
+  if (attention.getKeyTransposed())
+    return "it needs the keys in their default layout, not key_transposed";
+  int64_t dk = attention.getQuery().getType().getDimSize(3);
+  int64_t dv = attention.getValue().getType().getDimSize(3);
+  if (ShapedType::isDynamic(dk) || dk % 16 || dk > 256)
+    return "it needs a static query/key head dim that is a multiple of 16 "
+           "up to 256";
+  if (ShapedType::isDynamic(dv) || dv % 8 || dv > 256)
+    return "it needs a static value head dim that is a multiple of 8 up to "
+           "256";
+  return "";
+}
 
 LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
                                              TargetAttr target) {
@@ -85,11 +133,14 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
   if (!target)
     target = getDefaultCPUTarget(ctx);
   bool gpu = target.isGPU();
+  if (isConfigured(op) && gpu && mmaAttentionUnsupported(op, target).empty())
+    return LoweringConfigAttr::get(ctx, 16 * kMMAWarps, kMMAKeyTile, {}, {},
+                                   {}, {}, {16, 8, 16}, kMMAWarps);
   if (isConfigured(op))
     return gpu ? LoweringConfigAttr::get(ctx, kGPUQueryTile, kGPUKeyTile, {},
-                                         {}, {}, {})
+                                         {}, {}, {}, {}, {})
                : LoweringConfigAttr::get(ctx, cpuQueryTile(op), 64, {}, {},
-                                         {}, {});
+                                         {}, {}, {}, {});
   if (!isa<FunctionOpInterface>(op))
     return {};
   if (!gpu) {
@@ -98,12 +149,13 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
     if (failed(tile))
       return {};
     return LoweringConfigAttr::get(ctx, {}, {}, {tile->first, tile->second},
-                                   /*chunk=*/64, {}, {});
+                                   /*chunk=*/64, {}, {}, {}, {});
   }
-  // As many threads as the smallest query tile has rows.
+  // As many threads as the smallest query tile has rows (the tensor-core
+  // kernels state their own: 32 per warp).
   int64_t threads = 0;
   op->walk([&](Operation *nested) {
-    if (!isConfigured(nested))
+    if (!isConfigured(nested) || usesMMA(nested))
       return;
     LoweringConfigAttr config = getLoweringConfig(nested);
     if (config && config.getQTile())
@@ -113,7 +165,7 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
   if (!threads)
     threads = kGPUQueryTile;
   return LoweringConfigAttr::get(ctx, {}, {}, {}, {},
-                                 {threads, kGPUWorkgroupCols}, threads);
+                                 {threads, kGPUWorkgroupCols}, threads, {}, {});
 }
 
 std::pair<int64_t, int64_t> mha::resolveTileSizes(Operation *op,
@@ -134,6 +186,35 @@ SmallVector<FunctionOpInterface> mha::functionsUnder(Operation *root) {
       functions.push_back(func);
   });
   return functions;
+}
+
+/// The configuration of an op that runs as the tensor-core kernel.
+static LogicalResult verifyMMAConfig(Operation *op, LoweringConfigAttr config,
+                                     TargetAttr target) {
+  std::string why = mmaAttentionUnsupported(op, target);
+  if (!why.empty())
+    return op->emitError() << "lowering_config: mma = [16, 8, 16] (the "
+                              "tensor-core kernel) cannot compute this op: "
+                           << why;
+  // The rule sets warps wherever the kernel computes the op, and the
+  // attribute refuses warps <= 0.
+  int64_t warps = *config.getWarps();
+  if (target.getMaxWorkgroupThreads() &&
+      32 * warps > target.getMaxWorkgroupThreads())
+    return op->emitError()
+           << "lowering_config: " << warps << " warps exceed the target's "
+           << target.getMaxWorkgroupThreads() << " threads per workgroup";
+  if (config.getQTile() != 16 * warps)
+    return op->emitError()
+           << "lowering_config: with mma, q_tile must be 16 rows per warp ("
+           << 16 * warps << " for " << warps << " warps), found "
+           << config.getQTile().value_or(0);
+  int64_t keys = config.getKvTile().value_or(0);
+  if (keys <= 0 || keys % 16)
+    return op->emitError() << "lowering_config: with mma, kv_tile must be a "
+                              "positive multiple of 16, found "
+                           << keys;
+  return success();
 }
 
 LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
@@ -173,6 +254,11 @@ LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
     if (!isConfigured(op))
       return WalkResult::advance();
     LoweringConfigAttr own = getLoweringConfig(op);
+    if (usesMMA(op)) {
+      if (failed(verifyMMAConfig(op, own, target)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    }
     int64_t rows = own ? own.getQTile().value_or(0) : 0;
     if (rows <= 0) {
       op->emitError() << "lowering_config: q_tile must be positive on a GPU "
@@ -200,10 +286,25 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
   root->walk([&](Operation *op) {
     if (!isConfigured(op))
       return;
-    LoweringConfigAttr config = selectLoweringConfig(op, target)
-                                    .merge(opFields(getLoweringConfig(op)))
-                                    .merge(opFields(overrides));
-    op->setAttr(kLoweringConfigAttrName, config);
+    LoweringConfigAttr given =
+        opFields(getLoweringConfig(op)).merge(opFields(overrides));
+    LoweringConfigAttr selected = selectLoweringConfig(op, target);
+    // Tile sizes given for a tensor-core kernel the rules chose: its warps
+    // follow the rows, or, for sizes it cannot take, the op keeps the
+    // thread-per-row kernel. A given mma is checked as it is.
+    if (!selected.getMma().empty() && given && given.getMma().empty()) {
+      int64_t rows = given.getQTile().value_or(*selected.getQTile());
+      int64_t keys = given.getKvTile().value_or(*selected.getKvTile());
+      if (rows % 16 == 0 && keys % 16 == 0 && !given.getWarps())
+        selected = LoweringConfigAttr::get(op->getContext(), rows, keys, {},
+                                           {}, {}, {}, selected.getMma(),
+                                           rows / 16);
+      else if (!given.getWarps())
+        selected = LoweringConfigAttr::get(op->getContext(), kGPUQueryTile,
+                                           kGPUKeyTile, {}, {}, {}, {}, {},
+                                           {});
+    }
+    op->setAttr(kLoweringConfigAttrName, selected.merge(given));
   });
   WalkResult walk = root->walk([&](FunctionOpInterface func) {
     if (func.isExternal())
@@ -221,7 +322,8 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
         given.getWorkgroupTile().empty())
       selected = selected.merge(LoweringConfigAttr::get(
           func->getContext(), {}, {}, {}, {},
-          {*given.getThreads(), selected.getWorkgroupTile()[1]}, {}));
+          {*given.getThreads(), selected.getWorkgroupTile()[1]}, {}, {},
+          {}));
     LoweringConfigAttr config = selected.merge(given);
     func->setAttr(kLoweringConfigAttrName, config);
     if (failed(verifyLoweringConfig(func, target)))

@@ -207,7 +207,16 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
     Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
     while (grid.size() < 3)
       grid.push_back(one);
-    Value blockX = arith::ConstantIndexOp::create(rewriter, loc, threads);
+    // A thread loop that states its own thread count (a kernel built for
+    // its warps, mha-attention-to-mma) widens the workgroup to it.
+    int64_t blockThreads = threads;
+    loop.getBody()->walk([&](scf::ForallOp inner) {
+      if (auto own = inner->getAttrOfType<LoweringConfigAttr>(
+              kLoweringConfigAttrName))
+        blockThreads = std::max(blockThreads, own.getThreads().value_or(0));
+    });
+    Value blockX =
+        arith::ConstantIndexOp::create(rewriter, loc, blockThreads);
     auto launch = gpu::LaunchOp::create(rewriter, loc, grid[0], grid[1],
                                         grid[2], blockX, one, one);
     Block &body = launch.getBody().front();
@@ -242,7 +251,7 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
     rewriter.setInsertionPointToStart(&body);
     DiagnosedSilenceableFailure mapped =
         transform::gpu::mapNestedForallToThreadsImpl(
-            rewriter, std::nullopt, launch, {threads, 1, 1},
+            rewriter, std::nullopt, launch, {blockThreads, 1, 1},
             /*warpSize=*/32, /*syncAfterDistribute=*/true);
     if (!mapped.succeeded())
       return launch.emitOpError() << "could not map its thread loops";

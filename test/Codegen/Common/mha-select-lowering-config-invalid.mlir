@@ -58,6 +58,27 @@ func.func @three() attributes {mha.lowering_config = #mha.lowering_config<regist
 
 // -----
 
+// expected-error @+1 {{mma must be [16, 8, 16] (m16n8k16: f16 or bf16 operands, f32 accumulation), found [16, 8, 8]}}
+func.func @mma_shape() attributes {mha.lowering_config = #mha.lowering_config<mma = [16, 8, 8], warps = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{warps needs mma (the warp-level kernel)}}
+func.func @warps_alone() attributes {mha.lowering_config = #mha.lowering_config<warps = 4>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{warps must be positive, found 0}}
+func.func @zero_warps() attributes {mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 0>} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{workgroup_tile must be positive, found [0, 64]}}
 func.func @zero_rows() attributes {mha.lowering_config = #mha.lowering_config<workgroup_tile = [0, 64]>} {
   return

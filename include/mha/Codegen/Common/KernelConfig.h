@@ -39,6 +39,13 @@ FailureOr<std::pair<int64_t, int64_t>> defaultRegisterTile(int64_t vectorBits);
 /// and workgroup_tile). Null for other ops.
 LoweringConfigAttr selectLoweringConfig(Operation *op, TargetAttr target);
 
+/// Why the warp-level tensor-core kernel (mha-attention-to-mma, `mma =
+/// [16, 8, 16]`) cannot compute `op` on `target`, in words ("" when it can):
+/// it needs a CUDA target of sm_80 or later, f16 operands and result, head
+/// dims that are static multiples of 16 (dk) and 8 (dv) up to 256, no mask
+/// operand and the keys in their default layout.
+std::string mmaAttentionUnsupported(Operation *op, TargetAttr target);
+
 /// The query and key tile sizes of `op` (an mha.attention or
 /// mha.multi_head_attention): each given size (non-zero) as it is, else that
 /// of its lowering configuration, else 64 (the tiling passes' default, where
@@ -61,7 +68,9 @@ LogicalResult setLoweringConfigs(Operation *root, TargetAttr target,
 
 /// Checks the configuration of a function and of its mha ops on `target`:
 /// fields of the other kind of target, a GPU thread count of 0, above the
-/// target's limit, or above a tile's rows (threads that no row feeds).
+/// target's limit, or above a tile's rows (threads that no row feeds); for
+/// an op with `mma`, that the kernel supports it (mmaAttentionUnsupported),
+/// `q_tile = 16 * warps` and `kv_tile` a multiple of 16.
 LogicalResult verifyLoweringConfig(FunctionOpInterface func, TargetAttr target);
 
 } // namespace mha

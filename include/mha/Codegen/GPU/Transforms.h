@@ -9,6 +9,7 @@
 #ifndef MHA_CODEGEN_GPU_TRANSFORMS_H
 #define MHA_CODEGEN_GPU_TRANSFORMS_H
 
+#include "mlir/IR/Value.h"
 #include "mlir/Support/LLVM.h"
 
 namespace mlir {
@@ -19,6 +20,21 @@ class Operation;
 class RewriterBase;
 
 namespace mha {
+class AttentionOp;
+
+/// The mha.attention `op`, whose lowering configuration has `mma = [16, 8,
+/// 16]`, `warps` and `q_tile = 16 * warps`, as the FlashAttention-2 kernel
+/// on tensor cores: an scf.forall of workgroups (batch, head, query tile)
+/// around an scf.forall of 32 * warps threads (#gpu.thread<x>) whose warps
+/// each compute 16 query rows with nvgpu.mma.sync, the online-softmax state
+/// in registers, on buffers of the operands (bufferization.to_buffer) into
+/// a new buffer that the returned tensor reads. Fails, with an error at the
+/// op, where the kernel cannot compute it (mmaAttentionUnsupported).
+FailureOr<Value> lowerAttentionToMMA(RewriterBase &rewriter, AttentionOp op);
+
+/// lowerAttentionToMMA on every mha.attention under `root` whose lowering
+/// configuration has `mma`.
+LogicalResult lowerAttentionsToMMA(RewriterBase &rewriter, Operation *root);
 
 /// GPU mapping, on tensors: inside each top-level scf.forall (one workgroup
 /// per iteration later), every linalg op tiled into an scf.forall over

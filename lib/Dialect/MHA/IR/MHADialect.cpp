@@ -14,6 +14,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "llvm/Support/InterleavedRange.h"
 #include "llvm/ADT/TypeSwitch.h"
 
 using namespace mlir;
@@ -78,12 +79,15 @@ LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                            ArrayRef<int64_t> registerTile,
                            std::optional<int64_t> chunk,
                            ArrayRef<int64_t> workgroupTile,
-                           std::optional<int64_t> threads) {
+                           std::optional<int64_t> threads,
+                           ArrayRef<int64_t> mma,
+                           std::optional<int64_t> warps) {
   for (auto [name, value] :
        {std::pair<StringRef, std::optional<int64_t>>{"q_tile", qTile},
         {"kv_tile", kvTile},
         {"chunk", chunk},
-        {"threads", threads}})
+        {"threads", threads},
+        {"warps", warps}})
     if (value && *value <= 0)
       return emitError() << name << " must be positive, found " << *value;
   for (auto [name, tile] :
@@ -98,6 +102,13 @@ LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
       return emitError() << name << " must be positive, found [" << tile[0]
                          << ", " << tile[1] << "]";
   }
+  // The one shape the warp-level kernel is written for.
+  if (!mma.empty() && ArrayRef<int64_t>(mma) != ArrayRef<int64_t>{16, 8, 16})
+    return emitError() << "mma must be [16, 8, 16] (m16n8k16: f16 or bf16 "
+                          "operands, f32 accumulation), found ["
+                       << llvm::interleaved(mma) << "]";
+  if (warps && mma.empty())
+    return emitError() << "warps needs mma (the warp-level kernel)";
   return success();
 }
 
@@ -118,7 +129,9 @@ LoweringConfigAttr LoweringConfigAttr::merge(LoweringConfigAttr overrides) const
       pickTile(overrides.getRegisterTile(), getRegisterTile()),
       pick(overrides.getChunk(), getChunk()),
       pickTile(overrides.getWorkgroupTile(), getWorkgroupTile()),
-      pick(overrides.getThreads(), getThreads()));
+      pick(overrides.getThreads(), getThreads()),
+      pickTile(overrides.getMma(), getMma()),
+      pick(overrides.getWarps(), getWarps()));
 }
 
 TargetAttr mha::getTarget(Operation *op) {

@@ -76,7 +76,8 @@ def MHA_TargetAttr : AttrDef<MHA_Dialect, "Target"> {
   }];
 }
 
-/// A tile [rows, cols], written `[8, 32]`.
+/// A list of sizes, written `[8, 32]`: a tile [rows, cols], an MMA shape
+/// [m, n, k].
 def MHA_TileParameter : OptionalArrayRefParameter<"int64_t"> {
   let parser = [{ [&]() -> FailureOr<SmallVector<int64_t>> {
     SmallVector<int64_t> sizes;
@@ -110,7 +111,12 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
     On each mha op (they depend on its shape):
     - `q_tile`: queries per tile (CPU: a tile of the parallel loop; GPU: a
       workgroup's rows, one thread per row);
-    - `kv_tile`: keys per step of the online softmax.
+    - `kv_tile`: keys per step of the online softmax;
+    - `mma = [m, n, k]` (CUDA, `mha.attention`): the tensor-core shape of
+      the warp-level kernel (mha-attention-to-mma; `[16, 8, 16]`, f16 or
+      bf16 operands, f32 accumulation), instead of a thread per row;
+    - `warps` (with `mma`): warps per workgroup, 16 query rows each
+      (`q_tile = 16 * warps`).
 
     On a function (they depend on the target):
     - `register_tile = [rows, cols]` (CPU): a contraction's register tile
@@ -133,7 +139,9 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
     MHA_TileParameter:$register_tile,
     OptionalParameter<"std::optional<int64_t>">:$chunk,
     MHA_TileParameter:$workgroup_tile,
-    OptionalParameter<"std::optional<int64_t>">:$threads);
+    OptionalParameter<"std::optional<int64_t>">:$threads,
+    MHA_TileParameter:$mma,
+    OptionalParameter<"std::optional<int64_t>">:$warps);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

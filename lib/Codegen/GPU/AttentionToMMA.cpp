@@ -1,0 +1,454 @@
+//===- AttentionToMMA.cpp - mha.attention as a tensor-core kernel ---------===//
+//
+// The FlashAttention-2 forward kernel on NVIDIA tensor cores (sm_80 and
+// later), built as IR from an mha.attention whose lowering configuration
+// has `mma = [16, 8, 16]` (mha-attention-to-mma):
+//
+//   scf.forall (b, h, query tile) {            // a workgroup each
+//     scf.forall (thread) in (32 * warps) {    // #gpu.thread<x>
+//       Q fragments of the warp's 16 rows      // registers, once
+//       scf.for key block {                    // state in iter_args
+//         S = Q Kᵀ                             // nvgpu.mma.sync
+//         mask (partial or diagonal blocks only), row max by quad shuffles
+//         P = exp2(S·scale·log2e − m), rescale acc and l
+//         acc += P V                           // P as the A operand, f16
+//       }
+//       out = acc / l (quad shuffles), f16 stores
+//     }
+//   }
+//
+// Each warp owns 16 query rows: the m16n8k16 fragments put row g = lane / 4
+// and row g + 8 in each thread, columns 2·(lane % 4) and the next: a
+// thread's scores, accumulators, row maxima and sums stay in its registers,
+// and a row's statistics are reduced over the 4 threads of its quad with
+// two xor shuffles. The C fragments of two adjacent n8 score tiles are the
+// A fragment of one k16 step of P·V, so P never leaves registers.
+// Operands are read from device memory per thread (no shared-memory
+// staging yet): K as vector<2xf16> pairs along the head dim, V elementwise.
+// Reads past the last key or query are clamped to it; their scores are
+// masked and their rows not stored.
+//
+//===----------------------------------------------------------------------===//
+
+#include "mha/Codegen/Common/KernelConfig.h"
+#include "mha/Codegen/GPU/Passes.h"
+#include "mha/Codegen/GPU/Transforms.h"
+#include "mha/Dialect/MHA/IR/MHAOps.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
+
+#include <cmath>
+
+namespace mlir::mha {
+#define GEN_PASS_DEF_MHAATTENTIONTOMMAPASS
+#include "mha/Codegen/GPU/Passes.h.inc"
+} // namespace mlir::mha
+
+using namespace mlir;
+using namespace mlir::mha;
+
+namespace {
+
+/// Scalar and fragment arithmetic at one insertion point.
+struct Emitter {
+  OpBuilder &b;
+  Location loc;
+
+  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
+  Value f32(double v) {
+    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
+  }
+  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
+  Value add(Value x, int64_t y) { return y ? add(x, index(y)) : x; }
+  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
+  Value mul(Value x, int64_t y) {
+    return arith::MulIOp::create(b, loc, x, index(y));
+  }
+  Value div(Value x, int64_t y) {
+    return arith::DivUIOp::create(b, loc, x, index(y));
+  }
+  Value rem(Value x, int64_t y) {
+    return arith::RemUIOp::create(b, loc, x, index(y));
+  }
+  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
+  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
+  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y);
+  }
+  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
+  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
+  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
+  Value fmax(Value x, Value y) {
+    return arith::MaximumFOp::create(b, loc, x, y);
+  }
+  Value select(Value c, Value x, Value y) {
+    return arith::SelectOp::create(b, loc, c, x, y);
+  }
+  Value exp2(Value x) { return math::Exp2Op::create(b, loc, x); }
+  Value extract(Value v, ArrayRef<int64_t> pos) {
+    return vector::ExtractOp::create(b, loc, v, pos);
+  }
+  Value insert(Value x, Value v, ArrayRef<int64_t> pos) {
+    return vector::InsertOp::create(b, loc, x, v, pos);
+  }
+  Value zeros(VectorType type) {
+    return arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
+  }
+  /// `x` combined with the values of the other threads of its quad (lanes
+  /// xor 1 and xor 2): the full row statistic of a fragment row.
+  Value quadReduce(Value x, function_ref<Value(Value, Value)> combine) {
+    Value width = arith::ConstantIntOp::create(b, loc, 32, 32);
+    for (int64_t offset : {1, 2}) {
+      Value o = arith::ConstantIntOp::create(b, loc, offset, 32);
+      Value other = gpu::ShuffleOp::create(b, loc, x, o, width,
+                                           gpu::ShuffleMode::XOR)
+                        .getShuffleResult();
+      x = combine(x, other);
+    }
+    return x;
+  }
+};
+
+} // namespace
+
+FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
+                                          AttentionOp op) {
+  LoweringConfigAttr config = getLoweringConfig(op);
+  if (!config || config.getMma().empty()) {
+    (void)rewriter.notifyMatchFailure(op, "no mma in its lowering_config");
+    return failure();
+  }
+  std::string why = mmaAttentionUnsupported(op, getTarget(op));
+  if (!why.empty()) {
+    op.emitOpError() << "cannot run as the tensor-core kernel: " << why;
+    return failure();
+  }
+  int64_t warps = config.getWarps().value_or(0);
+  int64_t blockKeys = config.getKvTile().value_or(0);
+  if (warps <= 0 || config.getQTile() != 16 * warps || blockKeys <= 0 ||
+      blockKeys % 16) {
+    op.emitOpError() << "needs a lowering_config with warps, q_tile = 16 * "
+                        "warps and kv_tile a multiple of 16 for the "
+                        "tensor-core kernel";
+    return failure();
+  }
+
+  Location loc = op.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  rewriter.setInsertionPoint(op);
+  Emitter e{rewriter, loc};
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  auto kType = cast<RankedTensorType>(op.getKey().getType());
+  auto vType = cast<RankedTensorType>(op.getValue().getType());
+  auto oType = cast<RankedTensorType>(op.getResult().getType());
+  int64_t heads = qType.getDimSize(1), kvHeads = kType.getDimSize(1);
+  int64_t dk = qType.getDimSize(3), dv = vType.getDimSize(3);
+  int64_t rowsPerBlock = 16 * warps;
+  Type f16 = rewriter.getF16Type(), f32 = rewriter.getF32Type();
+
+  // Whole buffers of identity layout (what the CUDA staging copies);
+  // bufferization copies a view of another layout into one.
+  auto buffer = [&](Value tensor) -> Value {
+    auto type = cast<RankedTensorType>(tensor.getType());
+    return bufferization::ToBufferOp::create(
+        rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
+        tensor, /*read_only=*/true);
+  };
+  Value q = buffer(op.getQuery()), k = buffer(op.getKey()),
+        v = buffer(op.getValue());
+  auto dim = [&](Value tensor, int64_t d) -> Value {
+    return tensor::DimOp::create(rewriter, loc, tensor, d);
+  };
+  Value batch = dim(op.getQuery(), 0), queries = dim(op.getQuery(), 2),
+        keys = dim(op.getKey(), 2);
+  SmallVector<Value> dynamicSizes;
+  for (int64_t d = 0; d < oType.getRank(); ++d)
+    if (oType.isDynamicDim(d))
+      dynamicSizes.push_back(dim(op.getQuery(), d));
+  Value out = memref::AllocOp::create(
+      rewriter, loc, MemRefType::get(oType.getShape(), f16), dynamicSizes);
+  bool causal = op.getCausal();
+  Value offset = causal ? op.getCausalOffsetOrDefault(rewriter) : Value();
+  double scaleLog2e = op.getScaleOrDefault() * M_LOG2E;
+
+  auto workgroups = scf::ForallOp::create(
+      rewriter, loc,
+      ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
+                             rewriter.getIndexAttr(0),
+                             rewriter.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{batch, rewriter.getIndexAttr(heads), queries},
+      ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
+                             rewriter.getIndexAttr(1),
+                             rewriter.getIndexAttr(rowsPerBlock)},
+      ValueRange(), std::nullopt);
+  rewriter.setInsertionPointToStart(workgroups.getBody());
+  Value bIdx = workgroups.getInductionVar(0),
+        hIdx = workgroups.getInductionVar(1),
+        firstRow = workgroups.getInductionVar(2);
+  auto threadsLoop = scf::ForallOp::create(
+      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(32 * warps)},
+      ValueRange(),
+      rewriter.getArrayAttr(gpu::GPUThreadMappingAttr::get(
+          ctx, gpu::MappingId::DimX)));
+  // Its thread count, for the launch (mha-map-forall-to-gpu).
+  threadsLoop->setAttr(kLoweringConfigAttrName,
+                       LoweringConfigAttr::get(ctx, {}, {}, {}, {}, {},
+                                               32 * warps, {}, {}));
+  rewriter.setInsertionPointToStart(threadsLoop.getBody());
+  Value thread = threadsLoop.getInductionVar(0);
+
+  Value warp = e.div(thread, 32), lane = e.rem(thread, 32);
+  Value g = e.div(lane, 4), t = e.rem(lane, 4);
+  Value kvHead = e.div(hIdx, heads / kvHeads);
+  Value warpRow = e.add(firstRow, e.mul(warp, 16));
+  // Rows g and g + 8 of the warp's 16.
+  Value rows[2] = {e.add(warpRow, g), e.add(e.add(warpRow, g), 8)};
+  Value lastQuery = e.add(queries, -1), lastKey = e.add(keys, -1);
+  Value t2 = e.mul(t, 2);
+
+  auto pairType = VectorType::get({2}, f16);
+  auto aType = VectorType::get({4, 2}, f16);
+  auto bType = VectorType::get({2, 2}, f16);
+  auto cType = VectorType::get({2, 2}, f32);
+  auto loadPair = [&](Value memref, Value head, Value row, Value col) {
+    return vector::LoadOp::create(rewriter, loc, pairType, memref,
+                                  ValueRange{bIdx, head, row, col},
+                                  /*nontemporal=*/false, llvm::Align(4))
+        .getResult();
+  };
+  auto mma = [&](Value a, Value bFrag, Value c) -> Value {
+    return nvgpu::MmaSyncOp::create(rewriter, loc, a, bFrag, c,
+                                    ArrayRef<int64_t>{16, 8, 16})
+        .getResult();
+  };
+
+  // Q fragments, read once: A operands of the k16 steps over dk.
+  SmallVector<Value> qFrags;
+  Value qRows[2] = {e.min(rows[0], lastQuery), e.min(rows[1], lastQuery)};
+  for (int64_t kk = 0; kk < dk / 16; ++kk) {
+    Value frag = e.zeros(aType);
+    for (int64_t half = 0; half < 2; ++half)
+      for (int64_t r = 0; r < 2; ++r)
+        frag = e.insert(loadPair(q, hIdx, qRows[r],
+                                 e.add(t2, 16 * kk + 8 * half)),
+                        frag, {2 * half + r});
+    qFrags.push_back(frag);
+  }
+
+  // The keys the warp's rows may see: all, or up to the causal diagonal of
+  // its last row.
+  Value keyEnd = keys;
+  if (causal) {
+    Value lastRow = e.min(e.add(warpRow, 15), lastQuery);
+    keyEnd = e.max(e.min(e.add(e.add(lastRow, offset), 1), keys), e.index(0));
+  }
+  int64_t scoreTiles = blockKeys / 8, outTiles = dv / 8;
+  auto accType = VectorType::get({outTiles, 2, 2}, f32);
+  auto scoresType = VectorType::get({scoreTiles, 2, 2}, f32);
+  auto rowType = VectorType::get({2}, f32);
+  Value negInf = e.f32(-INFINITY), zero = e.f32(0);
+  Value initMax = vector::BroadcastOp::create(rewriter, loc, rowType, negInf);
+  auto keyLoop = scf::ForOp::create(
+      rewriter, loc, e.index(0), keyEnd, e.index(blockKeys),
+      ValueRange{e.zeros(accType), initMax, e.zeros(rowType)});
+  {
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(keyLoop.getBody());
+    Value kb = keyLoop.getInductionVar();
+    Value acc = keyLoop.getRegionIterArg(0),
+          rowMax = keyLoop.getRegionIterArg(1),
+          rowSum = keyLoop.getRegionIterArg(2);
+
+    // S = Q Kᵀ: B operand (k = head dim, n = key) of tile n: keys
+    // kb + 8n + g, head dims 2t, 2t + 1 (+ 8).
+    Value scores = e.zeros(scoresType);
+    for (int64_t n = 0; n < scoreTiles; ++n) {
+      Value key = e.min(e.add(e.add(kb, g), 8 * n), lastKey);
+      Value c = e.zeros(cType);
+      for (int64_t kk = 0; kk < dk / 16; ++kk) {
+        Value frag = e.zeros(bType);
+        for (int64_t half = 0; half < 2; ++half)
+          frag = e.insert(
+              loadPair(k, kvHead, key, e.add(t2, 16 * kk + 8 * half)), frag,
+              {half});
+        c = mma(qFrags[kk], frag, c);
+      }
+      scores = e.insert(c, scores, {n});
+    }
+
+    // Masks, on the blocks that need them: past the last key, or across
+    // the causal diagonal of the warp's first row.
+    Value blockEnd = e.add(kb, blockKeys);
+    Value needsMask = e.cmp(arith::CmpIPredicate::sgt, blockEnd, keys);
+    if (causal)
+      needsMask = arith::OrIOp::create(
+          rewriter, loc, needsMask,
+          e.cmp(arith::CmpIPredicate::sgt, e.add(blockEnd, -1),
+                e.add(warpRow, offset)));
+    auto ifMask = scf::IfOp::create(rewriter, loc, scoresType, needsMask,
+                                    /*withElseRegion=*/true);
+    {
+      OpBuilder::InsertionGuard inner(rewriter);
+      rewriter.setInsertionPointToStart(ifMask.thenBlock());
+      Value masked = scores;
+      for (int64_t n = 0; n < scoreTiles; ++n)
+        for (int64_t r = 0; r < 2; ++r)
+          for (int64_t j = 0; j < 2; ++j) {
+            Value col = e.add(e.add(kb, t2), 8 * n + j);
+            Value visible = e.cmp(arith::CmpIPredicate::slt, col, keys);
+            if (causal)
+              visible = arith::AndIOp::create(
+                  rewriter, loc, visible,
+                  e.cmp(arith::CmpIPredicate::sle, col,
+                        e.add(rows[r], offset)));
+            masked = e.insert(
+                e.select(visible, e.extract(masked, {n, r, j}), negInf),
+                masked, {n, r, j});
+          }
+      scf::YieldOp::create(rewriter, loc, masked);
+      rewriter.setInsertionPointToStart(ifMask.elseBlock());
+      scf::YieldOp::create(rewriter, loc, scores);
+    }
+    scores = ifMask.getResult(0);
+
+    // Online softmax in base 2: scores scaled by scale·log2(e).
+    Value scale = vector::BroadcastOp::create(rewriter, loc, scoresType,
+                                              e.f32(scaleLog2e));
+    scores = e.fmul(scores, scale);
+    Value newMax = rowMax, alpha = rowMax, useMax[2];
+    for (int64_t r = 0; r < 2; ++r) {
+      Value m = negInf;
+      for (int64_t n = 0; n < scoreTiles; ++n)
+        for (int64_t j = 0; j < 2; ++j)
+          m = e.fmax(m, e.extract(scores, {n, r, j}));
+      m = e.quadReduce(m, [&](Value x, Value y) { return e.fmax(x, y); });
+      Value old = e.extract(rowMax, {r});
+      m = e.fmax(old, m);
+      // A row that has seen no key yet subtracts 0: exp2(-inf) = 0.
+      Value none = arith::CmpFOp::create(rewriter, loc,
+                                         arith::CmpFPredicate::OEQ, m, negInf);
+      useMax[r] = e.select(none, zero, m);
+      newMax = e.insert(m, newMax, {r});
+      alpha = e.insert(e.exp2(e.fsub(old, useMax[r])), alpha, {r});
+    }
+    Value probs = scores, newSum = rowSum;
+    for (int64_t r = 0; r < 2; ++r) {
+      // The thread's part of the row sum; the quad adds them at the end.
+      Value sum = e.fmul(e.extract(rowSum, {r}), e.extract(alpha, {r}));
+      for (int64_t n = 0; n < scoreTiles; ++n)
+        for (int64_t j = 0; j < 2; ++j) {
+          Value p = e.exp2(e.fsub(e.extract(scores, {n, r, j}), useMax[r]));
+          probs = e.insert(p, probs, {n, r, j});
+          sum = e.fadd(sum, p);
+        }
+      newSum = e.insert(sum, newSum, {r});
+    }
+    for (int64_t nd = 0; nd < outTiles; ++nd)
+      for (int64_t r = 0; r < 2; ++r) {
+        Value a = e.extract(alpha, {r});
+        Value row = e.extract(acc, {nd, r});
+        row = e.fmul(row, vector::BroadcastOp::create(
+                              rewriter, loc, VectorType::get({2}, f32), a));
+        acc = e.insert(row, acc, {nd, r});
+      }
+
+    // acc += P V: the A operand of k16 step kk is score tiles 2kk and
+    // 2kk + 1 in f16; the B operand (k = key, n = value dim) of out tile nd:
+    // keys kb + 16kk + 2t, + 1 (+ 8), value dim 8nd + g.
+    Value probsF16 = arith::TruncFOp::create(
+        rewriter, loc, VectorType::get({scoreTiles, 2, 2}, f16), probs);
+    for (int64_t kk = 0; kk < blockKeys / 16; ++kk) {
+      Value a = e.zeros(aType);
+      for (int64_t half = 0; half < 2; ++half)
+        for (int64_t r = 0; r < 2; ++r)
+          a = e.insert(e.extract(probsF16, {2 * kk + half, r}), a,
+                       {2 * half + r});
+      Value keyRows[4];
+      for (int64_t i = 0; i < 4; ++i)
+        keyRows[i] =
+            e.min(e.add(e.add(kb, t2), 16 * kk + (i / 2) * 8 + i % 2), lastKey);
+      for (int64_t nd = 0; nd < outTiles; ++nd) {
+        Value col = e.add(g, 8 * nd);
+        Value frag = e.zeros(bType);
+        for (int64_t i = 0; i < 4; ++i) {
+          Value x = memref::LoadOp::create(
+              rewriter, loc, v, ValueRange{bIdx, kvHead, keyRows[i], col});
+          frag = e.insert(x, frag, {i / 2, i % 2});
+        }
+        acc = e.insert(mma(a, frag, e.extract(acc, {nd})), acc, {nd});
+      }
+    }
+    scf::YieldOp::create(rewriter, loc, ValueRange{acc, newMax, newSum});
+  }
+
+  // out = acc / l, 0 for a row without visible keys; rows past the last
+  // query are not stored.
+  Value acc = keyLoop.getResult(0), rowSum = keyLoop.getResult(2);
+  Value inverses[2];
+  for (int64_t r = 0; r < 2; ++r) {
+    Value sum = e.quadReduce(e.extract(rowSum, {r}),
+                             [&](Value x, Value y) { return e.fadd(x, y); });
+    Value empty = arith::CmpFOp::create(rewriter, loc,
+                                        arith::CmpFPredicate::OEQ, sum, zero);
+    inverses[r] = e.select(
+        empty, zero, arith::DivFOp::create(rewriter, loc, e.f32(1), sum));
+  }
+  for (int64_t r = 0; r < 2; ++r) {
+    Value inRange = e.cmp(arith::CmpIPredicate::slt, rows[r], queries);
+    auto ifStore = scf::IfOp::create(rewriter, loc, TypeRange(), inRange,
+                                     /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(rewriter);
+    rewriter.setInsertionPointToStart(ifStore.thenBlock());
+    Value scale = vector::BroadcastOp::create(
+        rewriter, loc, VectorType::get({2}, f32), inverses[r]);
+    for (int64_t nd = 0; nd < outTiles; ++nd) {
+      Value values = arith::TruncFOp::create(
+          rewriter, loc, pairType, e.fmul(e.extract(acc, {nd, r}), scale));
+      vector::StoreOp::create(rewriter, loc, values, out,
+                              ValueRange{bIdx, hIdx, rows[r],
+                                         e.add(t2, 8 * nd)},
+                              /*nontemporal=*/false, llvm::Align(4));
+    }
+  }
+
+  rewriter.setInsertionPointAfter(workgroups);
+  Value result = bufferization::ToTensorOp::create(
+      rewriter, loc, oType, out, /*restrict=*/true, /*writable=*/true);
+  rewriter.replaceOp(op, result);
+  return result;
+}
+
+LogicalResult mha::lowerAttentionsToMMA(RewriterBase &rewriter,
+                                        Operation *root) {
+  SmallVector<AttentionOp> ops;
+  root->walk([&](AttentionOp op) {
+    LoweringConfigAttr config = getLoweringConfig(op);
+    if (config && !config.getMma().empty())
+      ops.push_back(op);
+  });
+  for (AttentionOp op : ops)
+    if (failed(lowerAttentionToMMA(rewriter, op)))
+      return failure();
+  return success();
+}
+
+namespace {
+
+struct MHAAttentionToMMAPass final
+    : mha::impl::MHAAttentionToMMAPassBase<MHAAttentionToMMAPass> {
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    if (failed(lowerAttentionsToMMA(rewriter, getOperation())))
+      signalPassFailure();
+  }
+};
+
+} // namespace

@@ -1,0 +1,56 @@
+// The rule for the tensor-core kernel (mha-attention-to-mma): an f16
+// mha.attention without a mask, head dims multiples of 16 (dk) and 8 (dv),
+// on CUDA sm_80 or later, gets mma = [16, 8, 16], 4 warps of 16 rows and
+// 64-key blocks; everything else keeps the thread-per-row kernel. Tile sizes
+// given as overrides set the warps (rows / 16), or keep the thread-per-row
+// kernel where they are not multiples of 16.
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_80\">}" | FileCheck %s --check-prefix=SM80
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_90a\">}" | FileCheck %s --check-prefix=SM80
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_75\">}" | FileCheck %s --check-prefix=SIMT
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = vulkan>}" | FileCheck %s --check-prefix=SIMT
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_80\">} overrides={#mha.lowering_config<q_tile = 32>}" | FileCheck %s --check-prefix=Q32
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_80\">} overrides={#mha.lowering_config<q_tile = 8>}" | FileCheck %s --check-prefix=Q8
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_80\">} overrides={#mha.lowering_config<kv_tile = 8>}" | FileCheck %s --check-prefix=Q8
+
+// SM80-LABEL: func.func @f16
+// SM80-SAME: mha.lowering_config = #mha.lowering_config<workgroup_tile = [32, 64], threads = 32>
+// SM80: mha.attention
+// SM80-SAME: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>
+// SIMT-LABEL: func.func @f16
+// SIMT: mha.attention
+// SIMT-SAME: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>}
+// Q32-LABEL: func.func @f16
+// Q32: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 64, mma = [16, 8, 16], warps = 2>
+// Q8-LABEL: func.func @f16
+// Q8: mha.attention
+// Q8-NOT: mma
+// Q8-SAME: }
+func.func @f16(%q: tensor<2x4x?x64xf16>, %k: tensor<2x2x?x64xf16>, %v: tensor<2x2x?x32xf16>, %init: tensor<2x4x?x32xf16>) -> tensor<2x4x?x32xf16> {
+  %o = mha.attention ins(%q, %k, %v : tensor<2x4x?x64xf16>, tensor<2x2x?x64xf16>, tensor<2x2x?x32xf16>)
+         outs(%init : tensor<2x4x?x32xf16>) {causal} -> tensor<2x4x?x32xf16>
+  return %o : tensor<2x4x?x32xf16>
+}
+
+// -----
+
+// What the kernel does not compute keeps a thread per row on every target.
+// SM80-LABEL: func.func @other
+// SM80-COUNT-5: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>}
+// SM80-NOT: mma
+func.func @other(%q16: tensor<1x2x8x64xf16>, %q32: tensor<1x2x8x64xf32>,
+                 %qb: tensor<1x2x8x64xbf16>, %q40: tensor<1x2x8x40xf16>,
+                 %kt: tensor<1x2x64x8xf16>, %m: tensor<8x8xi1>) {
+  %i16 = tensor.empty() : tensor<1x2x8x64xf16>
+  %i32 = tensor.empty() : tensor<1x2x8x64xf32>
+  %ib = tensor.empty() : tensor<1x2x8x64xbf16>
+  %i40 = tensor.empty() : tensor<1x2x8x40xf16>
+  // f32, bf16
+  %0 = mha.attention ins(%q32, %q32, %q32 : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>) outs(%i32 : tensor<1x2x8x64xf32>) -> tensor<1x2x8x64xf32>
+  %1 = mha.attention ins(%qb, %qb, %qb : tensor<1x2x8x64xbf16>, tensor<1x2x8x64xbf16>, tensor<1x2x8x64xbf16>) outs(%ib : tensor<1x2x8x64xbf16>) -> tensor<1x2x8x64xbf16>
+  // a head dim that is not a multiple of 16
+  %2 = mha.attention ins(%q40, %q40, %q40 : tensor<1x2x8x40xf16>, tensor<1x2x8x40xf16>, tensor<1x2x8x40xf16>) outs(%i40 : tensor<1x2x8x40xf16>) -> tensor<1x2x8x40xf16>
+  // a mask; transposed keys
+  %3 = mha.attention ins(%q16, %q16, %q16 : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>) mask(%m : tensor<8x8xi1>) outs(%i16 : tensor<1x2x8x64xf16>) -> tensor<1x2x8x64xf16>
+  %4 = mha.attention ins(%q16, %kt, %q16 : tensor<1x2x8x64xf16>, tensor<1x2x64x8xf16>, tensor<1x2x8x64xf16>) outs(%i16 : tensor<1x2x8x64xf16>) {key_transposed} -> tensor<1x2x8x64xf16>
+  return
+}

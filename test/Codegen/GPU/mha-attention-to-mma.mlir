@@ -1,0 +1,102 @@
+// RUN: mha-opt %s --split-input-file --verify-diagnostics --mha-attention-to-mma --canonicalize --cse | FileCheck %s
+
+// The tensor-core kernel of a causal GQA attention (4 query heads on 2
+// key/value heads, dk = 64, dv = 32, dynamic sequence lengths), 4 warps of
+// 16 rows, 64-key blocks. Per key block and warp: 8 score tiles of 4 k16
+// steps (32 mma.sync), then 4 k16 steps of P over 4 output tiles (16).
+
+// CHECK-LABEL: func.func @gqa_causal
+// CHECK-DAG: %[[Q:.+]] = bufferization.to_buffer %arg0 read_only : tensor<2x4x?x64xf16> to memref<2x4x?x64xf16>
+// CHECK-DAG: %[[K:.+]] = bufferization.to_buffer %arg1 read_only : tensor<2x2x?x64xf16> to memref<2x2x?x64xf16>
+// CHECK-DAG: %[[SQ:.+]] = tensor.dim %arg0, %c2
+// CHECK: %[[OUT:.+]] = memref.alloc(%[[SQ]]) : memref<2x4x?x32xf16>
+// CHECK: scf.forall (%[[B:.+]], %[[H:.+]], %[[ROW:.+]]) = (0, 0, 0) to (2, 4, %[[SQ]]) step (1, 1, 64) {
+// CHECK: scf.forall (%[[T:.+]]) in (128) {
+// The key/value head of query head h: h / 2.
+// CHECK: %[[KVH:.+]] = arith.divui %[[H]], %c2
+// Q fragments, once: 4 k16 steps of 4 pairs each.
+// CHECK-COUNT-16: vector.load %[[Q]]{{.*}} {alignment = 4 : i64} : memref<2x4x?x64xf16>, vector<2xf16>
+// CHECK: %[[RES:.+]]:3 = scf.for %[[KB:.+]] = %c0 to %{{.+}} step %c64 iter_args(%[[ACC:.+]] = %{{.+}}, %[[M:.+]] = %{{.+}}, %[[L:.+]] = %{{.+}}) -> (vector<4x2x2xf32>, vector<2xf32>, vector<2xf32>) {
+// CHECK: vector.load %[[K]][%[[B]], %[[KVH]]
+// CHECK-COUNT-32: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// The mask only on the blocks that need it.
+// CHECK: scf.if %{{.+}} -> (vector<8x2x2xf32>) {
+// CHECK: arith.select
+// CHECK: } else {
+// CHECK: }
+// scale * log2(e) = 0.5 * 1.4427
+// CHECK: arith.mulf %{{.+}}, %cst{{.*}} : vector<8x2x2xf32>
+// CHECK: gpu.shuffle  xor %{{.+}}, %c1_i32, %c32_i32 : f32
+// CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32 : f32
+// CHECK: math.exp2
+// CHECK: arith.truncf %{{.+}} : vector<8x2x2xf32> to vector<8x2x2xf16>
+// V elementwise (the canonicalizer folds memref.load of to_buffer into
+// tensor.extract; bufferization makes it a load again).
+// CHECK: tensor.extract %arg2[%[[B]], %[[KVH]]
+// CHECK-COUNT-16: nvgpu.mma.sync
+// CHECK-NOT: nvgpu.mma.sync
+// CHECK: scf.yield %{{.+}}, %{{.+}}, %{{.+}} : vector<4x2x2xf32>, vector<2xf32>, vector<2xf32>
+// Row sums over the quad, then the stores of rows in range.
+// CHECK: gpu.shuffle  xor
+// CHECK: arith.divf
+// CHECK: scf.if
+// CHECK-COUNT-4: vector.store %{{.+}}, %[[OUT]][%[[B]], %[[H]], %{{.+}}, %{{.+}}] {alignment = 4 : i64} : memref<2x4x?x32xf16>, vector<2xf16>
+// CHECK: } {mapping = [#gpu.thread<x>], mha.lowering_config = #mha.lowering_config<threads = 128>}
+// CHECK: %[[R:.+]] = bufferization.to_tensor %[[OUT]] restrict writable
+// CHECK: return %[[R]]
+// CHECK-NOT: mha.attention
+module attributes {mha.target = #mha.target<kind = cuda, chip = "sm_80">} {
+func.func @gqa_causal(%q: tensor<2x4x?x64xf16>, %k: tensor<2x2x?x64xf16>, %v: tensor<2x2x?x32xf16>, %init: tensor<2x4x?x32xf16>) -> tensor<2x4x?x32xf16> {
+  %o = mha.attention ins(%q, %k, %v : tensor<2x4x?x64xf16>, tensor<2x2x?x64xf16>, tensor<2x2x?x32xf16>)
+         outs(%init : tensor<2x4x?x32xf16>) {causal, scale = 0.5 : f32, mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>} -> tensor<2x4x?x32xf16>
+  return %o : tensor<2x4x?x32xf16>
+}
+}
+
+// -----
+
+// Without mma in its configuration an op stays for the thread-per-row
+// kernel.
+// CHECK-LABEL: func.func @simt
+// CHECK: mha.attention
+module attributes {mha.target = #mha.target<kind = cuda, chip = "sm_80">} {
+func.func @simt(%q: tensor<1x1x16x64xf16>) -> tensor<1x1x16x64xf16> {
+  %o = mha.attention ins(%q, %q, %q : tensor<1x1x16x64xf16>, tensor<1x1x16x64xf16>, tensor<1x1x16x64xf16>)
+         outs(%q : tensor<1x1x16x64xf16>) {mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>} -> tensor<1x1x16x64xf16>
+  return %o : tensor<1x1x16x64xf16>
+}
+}
+
+// -----
+
+// A configuration written by hand for an op the kernel cannot compute.
+module attributes {mha.target = #mha.target<kind = cuda, chip = "sm_80">} {
+func.func @f32(%q: tensor<1x1x16x64xf32>) -> tensor<1x1x16x64xf32> {
+  // expected-error @below {{'mha.attention' op cannot run as the tensor-core kernel: it needs f16 query, key, value and result}}
+  %o = mha.attention ins(%q, %q, %q : tensor<1x1x16x64xf32>, tensor<1x1x16x64xf32>, tensor<1x1x16x64xf32>)
+         outs(%q : tensor<1x1x16x64xf32>) {mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>} -> tensor<1x1x16x64xf32>
+  return %o : tensor<1x1x16x64xf32>
+}
+}
+
+// -----
+
+module attributes {mha.target = #mha.target<kind = vulkan>} {
+func.func @vulkan(%q: tensor<1x1x16x64xf16>) -> tensor<1x1x16x64xf16> {
+  // expected-error @below {{cannot run as the tensor-core kernel: it needs a cuda target of sm_80 or later}}
+  %o = mha.attention ins(%q, %q, %q : tensor<1x1x16x64xf16>, tensor<1x1x16x64xf16>, tensor<1x1x16x64xf16>)
+         outs(%q : tensor<1x1x16x64xf16>) {mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>} -> tensor<1x1x16x64xf16>
+  return %o : tensor<1x1x16x64xf16>
+}
+}
+
+// -----
+
+module attributes {mha.target = #mha.target<kind = cuda, chip = "sm_80">} {
+func.func @rows(%q: tensor<1x1x16x64xf16>) -> tensor<1x1x16x64xf16> {
+  // expected-error @below {{needs a lowering_config with warps, q_tile = 16 * warps and kv_tile a multiple of 16 for the tensor-core kernel}}
+  %o = mha.attention ins(%q, %q, %q : tensor<1x1x16x64xf16>, tensor<1x1x16x64xf16>, tensor<1x1x16x64xf16>)
+         outs(%q : tensor<1x1x16x64xf16>) {mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 64, mma = [16, 8, 16], warps = 4>} -> tensor<1x1x16x64xf16>
+  return %o : tensor<1x1x16x64xf16>
+}
+}

@@ -1,0 +1,50 @@
+// f16 attention through mha-lower-to-cuda runs as the tensor-core kernel
+// (mha-attention-to-mma). What ptxas makes of it, for sm_80 and sm_90
+// (scripts/ptx_report.py): no spills, at most 168 registers at head dim 64
+// with static sizes (3 workgroups of 128 threads per SM fit) and 199 with
+// dynamic sizes, GQA and the causal mask, the mma.sync count of the
+// tile arithmetic in the key loop (2 * 64 keys * d / 128 per warp: 64 at
+// d = 64, 128 at d = 128), shuffles for the row statistics, no shared
+// memory, and no constants passed that the kernel could compute
+// (gpu-launch-sink-index-computations).
+//
+// REQUIRES: ptxas
+// RUN: mha-opt %s --mha-lower-to-cuda="chip=sm_80 format=isa" -o %t80.mlir
+// RUN: %python %{mha_src_root}/scripts/ptx_report.py %t80.mlir --chip sm_80 | FileCheck %s
+// RUN: mha-opt %s --mha-lower-to-cuda="chip=sm_90 format=isa" -o %t90.mlir
+// RUN: %python %{mha_src_root}/scripts/ptx_report.py %t90.mlir --chip sm_90 | FileCheck %s
+// RUN: FileCheck %s --check-prefix=HOST < %t90.mlir
+
+// CHECK: kernel d64_kernel: registers {{(1[0-5][0-9]|16[0-8]|[1-9][0-9])}}, spill stores 0, spill loads 0, shared 0 bytes, mma.sync 64 (loop 64), ldmatrix 0 (loop 0), cp.async 0 (loop 0), shfl.sync 8 (loop 4), ld.shared 0 (loop 0), st.shared 0 (loop 0),
+// CHECK: kernel d64_causal_kernel: registers {{(1[0-9][0-9]|[1-9][0-9])}}, spill stores 0, spill loads 0, shared 0 bytes, mma.sync 64 (loop 64), {{.*}} shfl.sync 8 (loop 4), ld.shared 0 (loop 0), st.shared 0 (loop 0),
+// CHECK: kernel d128_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 0 bytes, mma.sync 128 (loop 128), {{.*}} ld.shared 0 (loop 0), st.shared 0 (loop 0),
+
+// 4 warps per workgroup; only buffers and run-time sizes as arguments.
+// HOST-LABEL: llvm.func @d64(
+// HOST: gpu.launch_func {{.*}} threads in (%[[T:.+]], %{{.+}}, %{{.+}}) : i64 args(%{{[^:]+}} : !llvm.ptr, %{{[^:]+}} : !llvm.ptr
+// HOST-NOT: vector<
+
+func.func @d64(%q: tensor<1x12x1024x64xf16>, %k: tensor<1x12x1024x64xf16>, %v: tensor<1x12x1024x64xf16>) -> tensor<1x12x1024x64xf16> {
+  %init = tensor.empty() : tensor<1x12x1024x64xf16>
+  %y = mha.attention ins(%q, %k, %v : tensor<1x12x1024x64xf16>, tensor<1x12x1024x64xf16>, tensor<1x12x1024x64xf16>)
+         outs(%init : tensor<1x12x1024x64xf16>) -> tensor<1x12x1024x64xf16>
+  return %y : tensor<1x12x1024x64xf16>
+}
+
+func.func @d64_causal(%q: tensor<?x12x?x64xf16>, %k: tensor<?x4x?x64xf16>, %v: tensor<?x4x?x64xf16>) -> tensor<?x12x?x64xf16> {
+  %c0 = arith.constant 0 : index
+  %c2 = arith.constant 2 : index
+  %b = tensor.dim %q, %c0 : tensor<?x12x?x64xf16>
+  %s = tensor.dim %q, %c2 : tensor<?x12x?x64xf16>
+  %init = tensor.empty(%b, %s) : tensor<?x12x?x64xf16>
+  %y = mha.attention ins(%q, %k, %v : tensor<?x12x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>)
+         outs(%init : tensor<?x12x?x64xf16>) {causal} -> tensor<?x12x?x64xf16>
+  return %y : tensor<?x12x?x64xf16>
+}
+
+func.func @d128(%q: tensor<2x16x2048x128xf16>, %k: tensor<2x16x2048x128xf16>, %v: tensor<2x16x2048x128xf16>) -> tensor<2x16x2048x128xf16> {
+  %init = tensor.empty() : tensor<2x16x2048x128xf16>
+  %y = mha.attention ins(%q, %k, %v : tensor<2x16x2048x128xf16>, tensor<2x16x2048x128xf16>, tensor<2x16x2048x128xf16>)
+         outs(%init : tensor<2x16x2048x128xf16>) {causal} -> tensor<2x16x2048x128xf16>
+  return %y : tensor<2x16x2048x128xf16>
+}
