@@ -75,6 +75,11 @@ CASES = [
     "core=1 b=1 h=2 dk=64 dv=64 sq=50 sk=300 causal=1 dtype=f16 pipeline=cuda{q-tile-size=16 kv-tile-size=32}",
     "b=2 sq=37 eq=64 h=2 dtype=f16 causal=1",
     "b=2 sq=100 eq=128 h=2 dtype=f16 bias=1",
+    # Odd counts of k16 steps and output tiles (x2 ldmatrix), head dim 256
+    # (32-key blocks to fit the shared memory).
+    "core=1 b=1 h=2 dk=48 dv=8 sq=40 sk=70 dtype=f16",
+    "core=1 b=1 h=2 dk=80 dv=24 sq=33 sk=65 causal=1 dtype=f16",
+    "core=1 b=1 h=1 dk=256 dv=256 sq=70 sk=100 causal=1 dtype=f16",
 ]
 
 # Benchmark configurations, written as CASES: f16 attention runs on the

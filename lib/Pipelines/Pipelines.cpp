@@ -397,6 +397,9 @@ void mha::buildLowerToCUDAPipeline(OpPassManager &pm,
   // loops over them would not unroll.
   pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
+  // Shared memory aligned for 16-byte accesses (the tensor-core kernel's
+  // staging and ldmatrix, and what the back end vectorizes).
+  pm.addPass(createMHAAlignWorkgroupMemoryPass());
   pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
   NVVMBackendOptions nvvm;
   nvvm.chip = options.chip;

@@ -102,6 +102,24 @@ static int64_t smVersion(TargetAttr target) {
   return version;
 }
 
+int64_t mha::mmaAttentionWorkgroupBytes(int64_t kvTile, int64_t dk,
+                                        int64_t dv) {
+  return kvTile * (dk + dv + 2 * kMMATileRowPadding) * 2;
+}
+
+/// The tensor-core kernel's key block: 64 keys, fewer where the K and V
+/// tiles would not fit the target's workgroup memory (head dims above 128).
+static int64_t mmaKeyTile(AttentionOp op, TargetAttr target) {
+  int64_t dk = op.getQuery().getType().getDimSize(3);
+  int64_t dv = op.getValue().getType().getDimSize(3);
+  int64_t keys = kMMAKeyTile;
+  while (keys > 16 && target.getMaxWorkgroupMemory() &&
+         mmaAttentionWorkgroupBytes(keys, dk, dv) >
+             target.getMaxWorkgroupMemory())
+    keys /= 2;
+  return keys;
+}
+
 std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target) {
   auto attention = dyn_cast<AttentionOp>(op);
   if (!attention)
@@ -134,8 +152,9 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
     target = getDefaultCPUTarget(ctx);
   bool gpu = target.isGPU();
   if (isConfigured(op) && gpu && mmaAttentionUnsupported(op, target).empty())
-    return LoweringConfigAttr::get(ctx, 16 * kMMAWarps, kMMAKeyTile, {}, {},
-                                   {}, {}, {16, 8, 16}, kMMAWarps);
+    return LoweringConfigAttr::get(ctx, 16 * kMMAWarps,
+                                   mmaKeyTile(cast<AttentionOp>(op), target),
+                                   {}, {}, {}, {}, {16, 8, 16}, kMMAWarps);
   if (isConfigured(op))
     return gpu ? LoweringConfigAttr::get(ctx, kGPUQueryTile, kGPUKeyTile, {},
                                          {}, {}, {}, {}, {})

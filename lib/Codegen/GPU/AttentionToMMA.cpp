@@ -119,6 +119,63 @@ struct Emitter {
 
 } // namespace
 
+/// `numTiles` 8x8 f16 matrices from the shared `tile` by ldmatrix (lane l
+/// gives row `row` and column `col` of its matrix l / 8), as B operands:
+/// a vector<2x2xf16> per two matrices.
+static SmallVector<Value> loadMatrices(Emitter &e, Value tile, Value row,
+                                       Value col, bool transpose,
+                                       int64_t numTiles) {
+  Type f16 = e.b.getF16Type();
+  Value loaded = nvgpu::LdMatrixOp::create(
+      e.b, e.loc, VectorType::get({numTiles, 2}, f16), tile,
+      ValueRange{row, col}, transpose, numTiles);
+  SmallVector<Value> frags;
+  for (int64_t i = 0; i < numTiles; i += 2) {
+    Value frag = e.zeros(VectorType::get({2, 2}, f16));
+    for (int64_t j = 0; j < 2; ++j)
+      frag = e.insert(e.extract(loaded, {i + j}), frag, {j});
+    frags.push_back(frag);
+  }
+  return frags;
+}
+
+/// The key block at `firstKey` of head `head` of `source` ([B, H, S, width]
+/// on device memory) into the shared `tile` ([keys, width + padding]) by
+/// all threads of the workgroup, 16 bytes each per step; keys past the last
+/// are clamped to it.
+static void stageTile(Emitter &e, Value bIdx, Value thread, int64_t threads,
+                      Value source, Value head, Value firstKey, Value lastKey,
+                      Value tile, int64_t width) {
+  int64_t keys = cast<MemRefType>(tile.getType()).getDimSize(0);
+  int64_t chunksPerRow = width / 8, chunks = keys * chunksPerRow;
+  auto chunkType = VectorType::get({8}, e.b.getF16Type());
+  for (int64_t step = 0; step * threads < chunks; ++step) {
+    Value chunk = e.add(thread, step * threads);
+    auto copy = [&] {
+      Value row = e.div(chunk, chunksPerRow);
+      Value col = e.mul(e.rem(chunk, chunksPerRow), 8);
+      Value key = e.min(e.add(firstKey, row), lastKey);
+      Value data = vector::LoadOp::create(e.b, e.loc, chunkType, source,
+                                          ValueRange{bIdx, head, key, col},
+                                          /*nontemporal=*/false,
+                                          llvm::Align(16));
+      vector::StoreOp::create(e.b, e.loc, data, tile, ValueRange{row, col},
+                              /*nontemporal=*/false, llvm::Align(16));
+    };
+    if ((step + 1) * threads <= chunks) {
+      copy();
+      continue;
+    }
+    auto inRange = scf::IfOp::create(
+        e.b, e.loc, TypeRange(),
+        e.cmp(arith::CmpIPredicate::slt, chunk, e.index(chunks)),
+        /*withElseRegion=*/false);
+    OpBuilder::InsertionGuard guard(e.b);
+    e.b.setInsertionPointToStart(inRange.thenBlock());
+    copy();
+  }
+}
+
 FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
                                           AttentionOp op) {
   LoweringConfigAttr config = getLoweringConfig(op);
@@ -193,6 +250,15 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   Value bIdx = workgroups.getInductionVar(0),
         hIdx = workgroups.getInductionVar(1),
         firstRow = workgroups.getInductionVar(2);
+  // The key block's K and V tiles in workgroup memory, for all warps.
+  auto workgroupSpace =
+      gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+  auto tileType = [&](int64_t width) {
+    return MemRefType::get({blockKeys, width + kMMATileRowPadding}, f16,
+                           MemRefLayoutAttrInterface(), workgroupSpace);
+  };
+  Value kTile = memref::AllocOp::create(rewriter, loc, tileType(dk));
+  Value vTile = memref::AllocOp::create(rewriter, loc, tileType(dv));
   auto threadsLoop = scf::ForallOp::create(
       rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(32 * warps)},
       ValueRange(),
@@ -213,10 +279,11 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   Value rows[2] = {e.add(warpRow, g), e.add(e.add(warpRow, g), 8)};
   Value lastQuery = e.add(queries, -1), lastKey = e.add(keys, -1);
   Value t2 = e.mul(t, 2);
+  // ldmatrix: lane l gives the address of row l % 8 of matrix l / 8.
+  Value matrix = e.div(lane, 8), matrixRow = e.rem(lane, 8);
 
   auto pairType = VectorType::get({2}, f16);
   auto aType = VectorType::get({4, 2}, f16);
-  auto bType = VectorType::get({2, 2}, f16);
   auto cType = VectorType::get({2, 2}, f32);
   auto loadPair = [&](Value memref, Value head, Value row, Value col) {
     return vector::LoadOp::create(rewriter, loc, pairType, memref,
@@ -243,43 +310,56 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     qFrags.push_back(frag);
   }
 
-  // The keys the warp's rows may see: all, or up to the causal diagonal of
-  // its last row.
+  // The keys the workgroup's rows may see: all, or up to the causal
+  // diagonal of its last row. The same for all its warps: they stage the
+  // tiles together, between barriers.
   Value keyEnd = keys;
   if (causal) {
-    Value lastRow = e.min(e.add(warpRow, 15), lastQuery);
+    Value lastRow = e.min(e.add(firstRow, rowsPerBlock - 1), lastQuery);
     keyEnd = e.max(e.min(e.add(e.add(lastRow, offset), 1), keys), e.index(0));
   }
   int64_t scoreTiles = blockKeys / 8, outTiles = dv / 8;
-  auto accType = VectorType::get({outTiles, 2, 2}, f32);
   auto scoresType = VectorType::get({scoreTiles, 2, 2}, f32);
   auto rowType = VectorType::get({2}, f32);
   Value negInf = e.f32(-INFINITY), zero = e.f32(0);
   Value initMax = vector::BroadcastOp::create(rewriter, loc, rowType, negInf);
-  auto keyLoop = scf::ForOp::create(
-      rewriter, loc, e.index(0), keyEnd, e.index(blockKeys),
-      ValueRange{e.zeros(accType), initMax, e.zeros(rowType)});
+  // Iteration arguments: the row max and the thread's part of the row sum,
+  // then one accumulator fragment per output tile.
+  SmallVector<Value> inits = {initMax, e.zeros(rowType)};
+  for (int64_t nd = 0; nd < outTiles; ++nd)
+    inits.push_back(e.zeros(cType));
+  auto keyLoop = scf::ForOp::create(rewriter, loc, e.index(0), keyEnd,
+                                    e.index(blockKeys), inits);
   {
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(keyLoop.getBody());
     Value kb = keyLoop.getInductionVar();
-    Value acc = keyLoop.getRegionIterArg(0),
-          rowMax = keyLoop.getRegionIterArg(1),
-          rowSum = keyLoop.getRegionIterArg(2);
+    Value rowMax = keyLoop.getRegionIterArg(0),
+          rowSum = keyLoop.getRegionIterArg(1);
+    SmallVector<Value> acc(keyLoop.getRegionIterArgs().drop_front(2));
 
-    // S = Q Kᵀ: B operand (k = head dim, n = key) of tile n: keys
-    // kb + 8n + g, head dims 2t, 2t + 1 (+ 8).
+    // The key block's K and V rows into the tiles: 16 bytes per thread and
+    // step, rows past the last key clamped to it (their scores are masked).
+    gpu::BarrierOp::create(rewriter, loc);
+    stageTile(e, bIdx, thread, 32 * warps, k, kvHead, kb, lastKey, kTile, dk);
+    stageTile(e, bIdx, thread, 32 * warps, v, kvHead, kb, lastKey, vTile, dv);
+    gpu::BarrierOp::create(rewriter, loc);
+
+    // S = Q Kᵀ: the B operands (k = head dim, n = key) of score tile n by
+    // ldmatrix from the K tile, two k16 steps per x4 load (matrix j: keys
+    // 8n..8n+7, head dims 16kk + 8j..).
     Value scores = e.zeros(scoresType);
     for (int64_t n = 0; n < scoreTiles; ++n) {
-      Value key = e.min(e.add(e.add(kb, g), 8 * n), lastKey);
       Value c = e.zeros(cType);
-      for (int64_t kk = 0; kk < dk / 16; ++kk) {
-        Value frag = e.zeros(bType);
-        for (int64_t half = 0; half < 2; ++half)
-          frag = e.insert(
-              loadPair(k, kvHead, key, e.add(t2, 16 * kk + 8 * half)), frag,
-              {half});
-        c = mma(qFrags[kk], frag, c);
+      for (int64_t kk = 0; kk < dk / 16; kk += 2) {
+        bool two = kk + 1 < dk / 16;
+        Value col = e.add(e.mul(two ? matrix : e.rem(matrix, 2), 8), 16 * kk);
+        SmallVector<Value> frags =
+            loadMatrices(e, kTile, e.add(matrixRow, 8 * n), col,
+                         /*transpose=*/false, two ? 4 : 2);
+        c = mma(qFrags[kk], frags[0], c);
+        if (two)
+          c = mma(qFrags[kk + 1], frags[1], c);
       }
       scores = e.insert(c, scores, {n});
     }
@@ -354,10 +434,10 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     for (int64_t nd = 0; nd < outTiles; ++nd)
       for (int64_t r = 0; r < 2; ++r) {
         Value a = e.extract(alpha, {r});
-        Value row = e.extract(acc, {nd, r});
+        Value row = e.extract(acc[nd], {r});
         row = e.fmul(row, vector::BroadcastOp::create(
                               rewriter, loc, VectorType::get({2}, f32), a));
-        acc = e.insert(row, acc, {nd, r});
+        acc[nd] = e.insert(row, acc[nd], {r});
       }
 
     // acc += P V: the A operand of k16 step kk is score tiles 2kk and
@@ -371,27 +451,29 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
         for (int64_t r = 0; r < 2; ++r)
           a = e.insert(e.extract(probsF16, {2 * kk + half, r}), a,
                        {2 * half + r});
-      Value keyRows[4];
-      for (int64_t i = 0; i < 4; ++i)
-        keyRows[i] =
-            e.min(e.add(e.add(kb, t2), 16 * kk + (i / 2) * 8 + i % 2), lastKey);
-      for (int64_t nd = 0; nd < outTiles; ++nd) {
-        Value col = e.add(g, 8 * nd);
-        Value frag = e.zeros(bType);
-        for (int64_t i = 0; i < 4; ++i) {
-          Value x = memref::LoadOp::create(
-              rewriter, loc, v, ValueRange{bIdx, kvHead, keyRows[i], col});
-          frag = e.insert(x, frag, {i / 2, i % 2});
-        }
-        acc = e.insert(mma(a, frag, e.extract(acc, {nd})), acc, {nd});
+      // The B operands (k = key, n = value dim) of out tiles nd and nd + 1
+      // by one transposing x4 ldmatrix (matrix j: keys 16kk + 8(j % 2)..,
+      // value dims 8(nd + j / 2)..).
+      Value row = e.add(e.add(matrixRow, e.mul(e.rem(matrix, 2), 8)), 16 * kk);
+      for (int64_t nd = 0; nd < outTiles; nd += 2) {
+        bool two = nd + 1 < outTiles;
+        Value col = e.mul(two ? e.add(e.div(matrix, 2), nd) : e.index(nd), 8);
+        SmallVector<Value> frags = loadMatrices(e, vTile, row, col,
+                                                /*transpose=*/true,
+                                                two ? 4 : 2);
+        for (int64_t j = 0; j < (two ? 2 : 1); ++j)
+          acc[nd + j] = mma(a, frags[j], acc[nd + j]);
       }
     }
-    scf::YieldOp::create(rewriter, loc, ValueRange{acc, newMax, newSum});
+    SmallVector<Value> yielded = {newMax, newSum};
+    llvm::append_range(yielded, acc);
+    scf::YieldOp::create(rewriter, loc, yielded);
   }
 
   // out = acc / l, 0 for a row without visible keys; rows past the last
   // query are not stored.
-  Value acc = keyLoop.getResult(0), rowSum = keyLoop.getResult(2);
+  Value rowSum = keyLoop.getResult(1);
+  ValueRange acc = keyLoop.getResults().drop_front(2);
   Value inverses[2];
   for (int64_t r = 0; r < 2; ++r) {
     Value sum = e.quadReduce(e.extract(rowSum, {r}),
@@ -411,7 +493,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
         rewriter, loc, VectorType::get({2}, f32), inverses[r]);
     for (int64_t nd = 0; nd < outTiles; ++nd) {
       Value values = arith::TruncFOp::create(
-          rewriter, loc, pairType, e.fmul(e.extract(acc, {nd, r}), scale));
+          rewriter, loc, pairType, e.fmul(e.extract(acc[nd], {r}), scale));
       vector::StoreOp::create(rewriter, loc, values, out,
                               ValueRange{bIdx, hIdx, rows[r],
                                          e.add(t2, 8 * nd)},

@@ -1,9 +1,10 @@
-//===- WorkgroupMemory.cpp - Refuse kernels over the shared-memory limit --===//
+//===- WorkgroupMemory.cpp - Workgroup memory: its size and alignment -----===//
 //
 // The workgroup memory a kernel declares, checked against the target's limit
 // before the back end: ptxas refuses static shared memory over 48 KiB only
 // at the very end, printing the whole kernel module
-// (mha-check-workgroup-memory).
+// (mha-check-workgroup-memory); and aligned for the wide accesses kernels
+// make to it (mha-align-workgroup-memory).
 //
 //===----------------------------------------------------------------------===//
 
@@ -12,9 +13,11 @@
 #include "mha/Dialect/MHA/IR/MHADialect.h"
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace mlir::mha {
+#define GEN_PASS_DEF_MHAALIGNWORKGROUPMEMORYPASS
 #define GEN_PASS_DEF_MHACHECKWORKGROUPMEMORYPASS
 #include "mha/Codegen/GPU/Passes.h.inc"
 } // namespace mlir::mha
@@ -27,10 +30,22 @@ int64_t mha::getWorkgroupMemoryBytes(gpu::LaunchOp launch) {
     auto type = cast<MemRefType>(buffer.getType());
     int64_t elementBytes =
         llvm::divideCeil(type.getElementTypeBitWidth(), 8);
-    bytes = llvm::alignTo(bytes, elementBytes) +
+    bytes = llvm::alignTo(bytes, std::max(elementBytes,
+                                          kWorkgroupMemoryAlignment)) +
             type.getNumElements() * elementBytes;
   }
   return bytes;
+}
+
+void mha::alignWorkgroupMemory(Operation *root, int64_t bytes) {
+  Builder builder(root->getContext());
+  StringRef name = LLVM::LLVMDialect::getAlignAttrName();
+  root->walk([&](gpu::GPUFuncOp func) {
+    for (unsigned i = 0; i < func.getNumWorkgroupAttributions(); ++i)
+      if (!func.getWorkgroupAttributionAttr(i, name))
+        func.setWorkgroupAttributionAttr(i, name,
+                                         builder.getI64IntegerAttr(bytes));
+  });
 }
 
 LogicalResult mha::checkWorkgroupMemory(Operation *root, int64_t maxBytes) {
@@ -49,6 +64,21 @@ LogicalResult mha::checkWorkgroupMemory(Operation *root, int64_t maxBytes) {
 }
 
 namespace {
+
+struct MHAAlignWorkgroupMemoryPass final
+    : mha::impl::MHAAlignWorkgroupMemoryPassBase<MHAAlignWorkgroupMemoryPass> {
+  using MHAAlignWorkgroupMemoryPassBase::MHAAlignWorkgroupMemoryPassBase;
+
+  void runOnOperation() override {
+    if (bytes <= 0 || !llvm::isPowerOf2_64(bytes)) {
+      getOperation()->emitError()
+          << "bytes must be a positive power of two, found "
+          << static_cast<int64_t>(bytes);
+      return signalPassFailure();
+    }
+    mha::alignWorkgroupMemory(getOperation(), bytes);
+  }
+};
 
 struct MHACheckWorkgroupMemoryPass final
     : mha::impl::MHACheckWorkgroupMemoryPassBase<MHACheckWorkgroupMemoryPass> {

@@ -9,6 +9,7 @@
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_75\">}" | FileCheck %s --check-prefix=SIMT
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = vulkan>}" | FileCheck %s --check-prefix=SIMT
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_80\">} overrides={#mha.lowering_config<q_tile = 32>}" | FileCheck %s --check-prefix=Q32
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_90\", max_workgroup_memory = 49152>}" | FileCheck %s --check-prefix=SMEM
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_80\">} overrides={#mha.lowering_config<q_tile = 8>}" | FileCheck %s --check-prefix=Q8
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_80\">} overrides={#mha.lowering_config<kv_tile = 8>}" | FileCheck %s --check-prefix=Q8
 
@@ -53,4 +54,22 @@ func.func @other(%q16: tensor<1x2x8x64xf16>, %q32: tensor<1x2x8x64xf32>,
   %3 = mha.attention ins(%q16, %q16, %q16 : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>) mask(%m : tensor<8x8xi1>) outs(%i16 : tensor<1x2x8x64xf16>) -> tensor<1x2x8x64xf16>
   %4 = mha.attention ins(%q16, %kt, %q16 : tensor<1x2x8x64xf16>, tensor<1x2x64x8xf16>, tensor<1x2x8x64xf16>) outs(%i16 : tensor<1x2x8x64xf16>) {key_transposed} -> tensor<1x2x8x64xf16>
   return
+}
+
+// -----
+
+// Head dim 256: 64-key K and V tiles would take 67,584 bytes of the 48 KiB,
+// 32-key ones 33,792.
+// SM80-LABEL: func.func @d256
+// SMEM-LABEL: func.func @d256
+// SMEM: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 32, mma = [16, 8, 16], warps = 4>
+// SMEM-LABEL: func.func @d128
+// SMEM: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>
+func.func @d256(%q: tensor<1x2x8x256xf16>) -> tensor<1x2x8x256xf16> {
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x8x256xf16>, tensor<1x2x8x256xf16>, tensor<1x2x8x256xf16>) outs(%q : tensor<1x2x8x256xf16>) -> tensor<1x2x8x256xf16>
+  return %o : tensor<1x2x8x256xf16>
+}
+func.func @d128(%q: tensor<1x2x8x128xf16>) -> tensor<1x2x8x128xf16> {
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x8x128xf16>, tensor<1x2x8x128xf16>, tensor<1x2x8x128xf16>) outs(%q : tensor<1x2x8x128xf16>) -> tensor<1x2x8x128xf16>
+  return %o : tensor<1x2x8x128xf16>
 }

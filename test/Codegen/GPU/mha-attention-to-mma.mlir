@@ -2,22 +2,34 @@
 
 // The tensor-core kernel of a causal GQA attention (4 query heads on 2
 // key/value heads, dk = 64, dv = 32, dynamic sequence lengths), 4 warps of
-// 16 rows, 64-key blocks. Per key block and warp: 8 score tiles of 4 k16
-// steps (32 mma.sync), then 4 k16 steps of P over 4 output tiles (16).
+// 16 rows, 64-key blocks. Per key block: the K and V tiles staged in
+// workgroup memory by all threads (16 bytes each per step, rows padded by 8
+// elements) between barriers; per warp, 8 score tiles of 4 k16 steps (32
+// mma.sync, their K operands by 16 x4 ldmatrix), then 4 k16 steps of P over
+// 4 output tiles (16 mma.sync, V operands by 8 transposing x4 ldmatrix).
 
 // CHECK-LABEL: func.func @gqa_causal
 // CHECK-DAG: %[[Q:.+]] = bufferization.to_buffer %arg0 read_only : tensor<2x4x?x64xf16> to memref<2x4x?x64xf16>
 // CHECK-DAG: %[[K:.+]] = bufferization.to_buffer %arg1 read_only : tensor<2x2x?x64xf16> to memref<2x2x?x64xf16>
+// CHECK-DAG: %[[V:.+]] = bufferization.to_buffer %arg2 read_only : tensor<2x2x?x32xf16> to memref<2x2x?x32xf16>
 // CHECK-DAG: %[[SQ:.+]] = tensor.dim %arg0, %c2
 // CHECK: %[[OUT:.+]] = memref.alloc(%[[SQ]]) : memref<2x4x?x32xf16>
 // CHECK: scf.forall (%[[B:.+]], %[[H:.+]], %[[ROW:.+]]) = (0, 0, 0) to (2, 4, %[[SQ]]) step (1, 1, 64) {
+// CHECK: %[[KT:.+]] = memref.alloc() : memref<64x72xf16, #gpu.address_space<workgroup>>
+// CHECK: %[[VT:.+]] = memref.alloc() : memref<64x40xf16, #gpu.address_space<workgroup>>
 // CHECK: scf.forall (%[[T:.+]]) in (128) {
 // The key/value head of query head h: h / 2.
 // CHECK: %[[KVH:.+]] = arith.divui %[[H]], %c2
 // Q fragments, once: 4 k16 steps of 4 pairs each.
 // CHECK-COUNT-16: vector.load %[[Q]]{{.*}} {alignment = 4 : i64} : memref<2x4x?x64xf16>, vector<2xf16>
-// CHECK: %[[RES:.+]]:3 = scf.for %[[KB:.+]] = %c0 to %{{.+}} step %c64 iter_args(%[[ACC:.+]] = %{{.+}}, %[[M:.+]] = %{{.+}}, %[[L:.+]] = %{{.+}}) -> (vector<4x2x2xf32>, vector<2xf32>, vector<2xf32>) {
-// CHECK: vector.load %[[K]][%[[B]], %[[KVH]]
+// The state: row max, the thread's part of the row sum, 4 accumulators.
+// CHECK: %[[RES:.+]]:6 = scf.for %[[KB:.+]] = %c0 to %{{.+}} step %c64 iter_args({{.*}}) -> (vector<2xf32>, vector<2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>) {
+// CHECK-NEXT: gpu.barrier
+// 64 x 64 keys of K in 4 steps of 128 threads, 64 x 32 of V in 2.
+// CHECK-COUNT-4: vector.store %{{.+}}, %[[KT]][%{{.+}}, %{{.+}}] {alignment = 16 : i64}
+// CHECK-COUNT-2: vector.store %{{.+}}, %[[VT]][%{{.+}}, %{{.+}}] {alignment = 16 : i64}
+// CHECK-NEXT: gpu.barrier
+// CHECK: nvgpu.ldmatrix %[[KT]][%{{.+}}, %{{.+}}] {numTiles = 4 : i32, transpose = false} : memref<64x72xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
 // CHECK-COUNT-32: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // The mask only on the blocks that need it.
 // CHECK: scf.if %{{.+}} -> (vector<8x2x2xf32>) {
@@ -30,12 +42,10 @@
 // CHECK: gpu.shuffle  xor %{{.+}}, %c2_i32, %c32_i32 : f32
 // CHECK: math.exp2
 // CHECK: arith.truncf %{{.+}} : vector<8x2x2xf32> to vector<8x2x2xf16>
-// V elementwise (the canonicalizer folds memref.load of to_buffer into
-// tensor.extract; bufferization makes it a load again).
-// CHECK: tensor.extract %arg2[%[[B]], %[[KVH]]
+// CHECK: nvgpu.ldmatrix %[[VT]][%{{.+}}, %{{.+}}] {numTiles = 4 : i32, transpose = true}
 // CHECK-COUNT-16: nvgpu.mma.sync
 // CHECK-NOT: nvgpu.mma.sync
-// CHECK: scf.yield %{{.+}}, %{{.+}}, %{{.+}} : vector<4x2x2xf32>, vector<2xf32>, vector<2xf32>
+// CHECK: scf.yield {{.*}} : vector<2xf32>, vector<2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>
 // Row sums over the quad, then the stores of rows in range.
 // CHECK: gpu.shuffle  xor
 // CHECK: arith.divf

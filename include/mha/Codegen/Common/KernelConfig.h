@@ -46,6 +46,15 @@ LoweringConfigAttr selectLoweringConfig(Operation *op, TargetAttr target);
 /// operand and the keys in their default layout.
 std::string mmaAttentionUnsupported(Operation *op, TargetAttr target);
 
+/// Elements of padding after each row of the tensor-core kernel's shared K
+/// and V tiles: 16 bytes, so that the 8 rows an ldmatrix reads at one
+/// column fall in distinct banks.
+constexpr int64_t kMMATileRowPadding = 8;
+
+/// The workgroup memory of the tensor-core kernel: its f16 K and V tiles of
+/// `kvTile` keys, rows padded.
+int64_t mmaAttentionWorkgroupBytes(int64_t kvTile, int64_t dk, int64_t dv);
+
 /// The query and key tile sizes of `op` (an mha.attention or
 /// mha.multi_head_attention): each given size (non-zero) as it is, else that
 /// of its lowering configuration, else 64 (the tiling passes' default, where

@@ -188,12 +188,36 @@ def MHACheckKernelLoopIterationsPass
   ];
 }
 
+def MHAAlignWorkgroupMemoryPass : Pass<"mha-align-workgroup-memory"> {
+  let summary = "Align the workgroup memory of GPU kernels for wide accesses";
+  let description = [{
+    On every `gpu.func` kernel (after outlining), gives each workgroup
+    attribution without an `llvm.align` attribute an alignment of `bytes`
+    (16: 128-bit vector loads and stores, `ldmatrix` rows), which the NVVM
+    lowering puts on the shared-memory global. Why: without it a global is
+    declared with its element's alignment (`.shared .align 4`), while the
+    tensor-core kernel stages its tiles with 16-byte stores and reads them
+    with `ldmatrix`, and LLVM's NVPTX back end merges neighbouring accesses
+    of the other kernels into 8- and 16-byte ones once their constants are
+    known (gpu-launch-sink-index-computations): on an H100 that was
+    CUDA_ERROR_MISALIGNED_ADDRESS. `mha-check-workgroup-memory` counts the
+    same alignment.
+  }];
+  let options = [
+    Option<"bytes", "bytes", "int64_t", "16",
+           "Alignment of each workgroup attribution, in bytes (a power of "
+           "two)">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def MHACheckWorkgroupMemoryPass : Pass<"mha-check-workgroup-memory"> {
   let summary = "Refuse GPU kernels whose workgroup memory exceeds the "
                 "target's";
   let description = [{
     For every `gpu.launch` (after GPU mapping), adds up the bytes of its
-    workgroup attributions (the tiles the mapping staged in shared memory)
+    workgroup attributions (the tiles the mapping staged in shared memory),
+    each aligned to 16 bytes as `mha-align-workgroup-memory` aligns them,
     and stops with an error on the launch where they exceed `max-bytes`, or,
     when that is 0, the `max_workgroup_memory` of the `mha.target` around it
     (no limit where neither gives one). The error names the sizes and the

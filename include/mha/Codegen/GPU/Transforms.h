@@ -85,9 +85,17 @@ LogicalResult tileForWorkgroups(RewriterBase &rewriter, Operation *root,
 /// views of non-identity layout and on asynchronous launches.
 LogicalResult stageKernelBuffers(RewriterBase &rewriter, Operation *root);
 
+/// The alignment mha-align-workgroup-memory gives each workgroup
+/// attribution by default: 16 bytes, for 128-bit accesses and ldmatrix.
+constexpr int64_t kWorkgroupMemoryAlignment = 16;
+
 /// The bytes of workgroup memory `launch` declares (its workgroup
-/// attributions, each aligned to its element size).
+/// attributions, each aligned to kWorkgroupMemoryAlignment).
 int64_t getWorkgroupMemoryBytes(gpu::LaunchOp launch);
+
+/// Gives each workgroup attribution of the gpu.func kernels under `root`
+/// that has no `llvm.align` the alignment `bytes`.
+void alignWorkgroupMemory(Operation *root, int64_t bytes);
 
 /// Emits an error at each gpu.launch under `root` whose workgroup memory
 /// exceeds `maxBytes` and fails if there was one.
