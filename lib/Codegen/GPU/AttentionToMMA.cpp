@@ -139,41 +139,44 @@ static SmallVector<Value> loadMatrices(Emitter &e, Value tile, Value row,
   return frags;
 }
 
-/// The key block at `firstKey` of head `head` of `source` ([B, H, S, width]
-/// on device memory) into the shared `tile` ([keys, width + padding]) by
-/// all threads of the workgroup, 16 bytes each per step; keys past the last
-/// are clamped to it.
-static void stageTile(Emitter &e, Value bIdx, Value thread, int64_t threads,
-                      Value source, Value head, Value firstKey, Value lastKey,
-                      Value tile, int64_t width) {
-  int64_t keys = cast<MemRefType>(tile.getType()).getDimSize(0);
-  int64_t chunksPerRow = width / 8, chunks = keys * chunksPerRow;
-  auto chunkType = VectorType::get({8}, e.b.getF16Type());
+/// Starts copying the key block at `firstKey` of head `head` of `source`
+/// ([B, H, S, width] in device memory) into the shared `tile` ([keys,
+/// width + padding]), by all threads of the workgroup, 16 bytes each per
+/// step (cp.async, through L2 only); keys past the last are zero-filled
+/// (their scores are masked). Returns the group to wait for. A thread left
+/// over in the last step copies a chunk another thread copies too (the same
+/// bytes).
+static Value startTileCopy(Emitter &e, Value bIdx, Value thread,
+                           int64_t threads, Value source, Value head,
+                           Value firstKey, Value keys, Value tile,
+                           int64_t width) {
+  int64_t tileKeys = cast<MemRefType>(tile.getType()).getDimSize(0);
+  int64_t chunksPerRow = width / 8, chunks = tileKeys * chunksPerRow;
+  auto tokenType = nvgpu::DeviceAsyncTokenType::get(e.b.getContext());
+  Value lastKey = e.max(e.add(keys, -1), e.index(0));
+  SmallVector<Value> tokens;
   for (int64_t step = 0; step * threads < chunks; ++step) {
     Value chunk = e.add(thread, step * threads);
-    auto copy = [&] {
-      Value row = e.div(chunk, chunksPerRow);
-      Value col = e.mul(e.rem(chunk, chunksPerRow), 8);
-      Value key = e.min(e.add(firstKey, row), lastKey);
-      Value data = vector::LoadOp::create(e.b, e.loc, chunkType, source,
-                                          ValueRange{bIdx, head, key, col},
-                                          /*nontemporal=*/false,
-                                          llvm::Align(16));
-      vector::StoreOp::create(e.b, e.loc, data, tile, ValueRange{row, col},
-                              /*nontemporal=*/false, llvm::Align(16));
-    };
-    if ((step + 1) * threads <= chunks) {
-      copy();
-      continue;
-    }
-    auto inRange = scf::IfOp::create(
-        e.b, e.loc, TypeRange(),
-        e.cmp(arith::CmpIPredicate::slt, chunk, e.index(chunks)),
-        /*withElseRegion=*/false);
-    OpBuilder::InsertionGuard guard(e.b);
-    e.b.setInsertionPointToStart(inRange.thenBlock());
-    copy();
+    if ((step + 1) * threads > chunks)
+      chunk = e.rem(chunk, chunks);
+    Value row = e.div(chunk, chunksPerRow);
+    Value col = e.mul(e.rem(chunk, chunksPerRow), 8);
+    Value key = e.add(firstKey, row);
+    Value inRange = e.cmp(arith::CmpIPredicate::slt, key, keys);
+    Value elements = e.select(inRange, e.index(8), e.index(0));
+    tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
+        e.b, e.loc, tokenType, tile, ValueRange{row, col}, source,
+        ValueRange{bIdx, head, e.min(key, lastKey), col},
+        e.b.getIndexAttr(8), elements, e.b.getUnitAttr()));
   }
+  return nvgpu::DeviceAsyncCreateGroupOp::create(e.b, e.loc, tokenType,
+                                                 tokens);
+}
+
+/// Waits for the copies of `group` (and every group before it).
+static void waitForCopies(Emitter &e, Value group) {
+  nvgpu::DeviceAsyncWaitOp::create(e.b, e.loc, group,
+                                   e.b.getI32IntegerAttr(0));
 }
 
 FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
@@ -277,7 +280,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   Value warpRow = e.add(firstRow, e.mul(warp, 16));
   // Rows g and g + 8 of the warp's 16.
   Value rows[2] = {e.add(warpRow, g), e.add(e.add(warpRow, g), 8)};
-  Value lastQuery = e.add(queries, -1), lastKey = e.add(keys, -1);
+  Value lastQuery = e.add(queries, -1);
   Value t2 = e.mul(t, 2);
   // ldmatrix: lane l gives the address of row l % 8 of matrix l / 8.
   Value matrix = e.div(lane, 8), matrixRow = e.rem(lane, 8);
@@ -323,11 +326,22 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   auto rowType = VectorType::get({2}, f32);
   Value negInf = e.f32(-INFINITY), zero = e.f32(0);
   Value initMax = vector::BroadcastOp::create(rewriter, loc, rowType, negInf);
+  // K and V go through one shared tile each, loaded while the other is in
+  // use (FlashAttention-2's order): V_j's copy runs during S_j = Q K_jᵀ,
+  // K_{j+1}'s during the softmax and P V_j. The first K block starts here.
+  int64_t threads = 32 * warps;
+  auto startCopy = [&](Value source, Value firstKey, Value tile,
+                       int64_t width) {
+    return startTileCopy(e, bIdx, thread, threads, source, kvHead, firstKey,
+                         keys, tile, width);
+  };
+  Value firstK = startCopy(k, e.index(0), kTile, dk);
   // Iteration arguments: the row max and the thread's part of the row sum,
-  // then one accumulator fragment per output tile.
+  // one accumulator fragment per output tile, the copy of the next K block.
   SmallVector<Value> inits = {initMax, e.zeros(rowType)};
   for (int64_t nd = 0; nd < outTiles; ++nd)
     inits.push_back(e.zeros(cType));
+  inits.push_back(firstK);
   auto keyLoop = scf::ForOp::create(rewriter, loc, e.index(0), keyEnd,
                                     e.index(blockKeys), inits);
   {
@@ -336,14 +350,15 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     Value kb = keyLoop.getInductionVar();
     Value rowMax = keyLoop.getRegionIterArg(0),
           rowSum = keyLoop.getRegionIterArg(1);
-    SmallVector<Value> acc(keyLoop.getRegionIterArgs().drop_front(2));
+    SmallVector<Value> acc(
+        keyLoop.getRegionIterArgs().drop_front(2).drop_back());
+    Value kCopy = keyLoop.getRegionIterArgs().back();
 
-    // The key block's K and V rows into the tiles: 16 bytes per thread and
-    // step, rows past the last key clamped to it (their scores are masked).
+    // K_j in place (every thread's copies: the barrier), and every warp
+    // done with V_{j-1}: V_j's copy may start.
+    waitForCopies(e, kCopy);
     gpu::BarrierOp::create(rewriter, loc);
-    stageTile(e, bIdx, thread, 32 * warps, k, kvHead, kb, lastKey, kTile, dk);
-    stageTile(e, bIdx, thread, 32 * warps, v, kvHead, kb, lastKey, vTile, dv);
-    gpu::BarrierOp::create(rewriter, loc);
+    Value vCopy = startCopy(v, kb, vTile, dv);
 
     // S = Q Kᵀ: the B operands (k = head dim, n = key) of score tile n by
     // ldmatrix from the K tile, two k16 steps per x4 load (matrix j: keys
@@ -363,6 +378,12 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
       }
       scores = e.insert(c, scores, {n});
     }
+
+    // V_j in place, and every warp done with K_j: K_{j+1}'s copy may start
+    // (past the last block it fetches zeros and is never read).
+    waitForCopies(e, vCopy);
+    gpu::BarrierOp::create(rewriter, loc);
+    Value nextK = startCopy(k, e.add(kb, blockKeys), kTile, dk);
 
     // Masks, on the blocks that need them: past the last key, or across
     // the causal diagonal of the warp's first row.
@@ -467,13 +488,16 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     }
     SmallVector<Value> yielded = {newMax, newSum};
     llvm::append_range(yielded, acc);
+    yielded.push_back(nextK);
     scf::YieldOp::create(rewriter, loc, yielded);
   }
 
   // out = acc / l, 0 for a row without visible keys; rows past the last
   // query are not stored.
   Value rowSum = keyLoop.getResult(1);
-  ValueRange acc = keyLoop.getResults().drop_front(2);
+  ValueRange acc = keyLoop.getResults().drop_front(2).drop_back();
+  // No copy left running when the kernel ends.
+  waitForCopies(e, keyLoop.getResults().back());
   Value inverses[2];
   for (int64_t r = 0; r < 2; ++r) {
     Value sum = e.quadReduce(e.extract(rowSum, {r}),

@@ -2,11 +2,14 @@
 
 // The tensor-core kernel of a causal GQA attention (4 query heads on 2
 // key/value heads, dk = 64, dv = 32, dynamic sequence lengths), 4 warps of
-// 16 rows, 64-key blocks. Per key block: the K and V tiles staged in
-// workgroup memory by all threads (16 bytes each per step, rows padded by 8
-// elements) between barriers; per warp, 8 score tiles of 4 k16 steps (32
-// mma.sync, their K operands by 16 x4 ldmatrix), then 4 k16 steps of P over
-// 4 output tiles (16 mma.sync, V operands by 8 transposing x4 ldmatrix).
+// 16 rows, 64-key blocks. K and V go through one shared tile each (rows
+// padded by 8 elements), copied by all threads with cp.async (16 bytes each,
+// zero-filled past the last key) in FlashAttention-2's order: K_0 before
+// the loop; in block j, wait for K_j, barrier, start V_j, S_j = Q K_jᵀ,
+// wait for V_j, barrier, start K_{j+1}, softmax and P V_j. Per warp: 8
+// score tiles of 4 k16 steps (32 mma.sync, K operands by 16 x4 ldmatrix),
+// then 4 k16 steps of P over 4 output tiles (16 mma.sync, V operands by 8
+// transposing x4 ldmatrix).
 
 // CHECK-LABEL: func.func @gqa_causal
 // CHECK-DAG: %[[Q:.+]] = bufferization.to_buffer %arg0 read_only : tensor<2x4x?x64xf16> to memref<2x4x?x64xf16>
@@ -22,15 +25,21 @@
 // CHECK: %[[KVH:.+]] = arith.divui %[[H]], %c2
 // Q fragments, once: 4 k16 steps of 4 pairs each.
 // CHECK-COUNT-16: vector.load %[[Q]]{{.*}} {alignment = 4 : i64} : memref<2x4x?x64xf16>, vector<2xf16>
-// The state: row max, the thread's part of the row sum, 4 accumulators.
-// CHECK: %[[RES:.+]]:6 = scf.for %[[KB:.+]] = %c0 to %{{.+}} step %c64 iter_args({{.*}}) -> (vector<2xf32>, vector<2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>) {
+// K_0: 64 x 64 keys in 4 steps of 128 threads.
+// CHECK-COUNT-4: nvgpu.device_async_copy %[[K]][%[[B]], %[[KVH]], %{{.+}}, %{{.+}}], %[[KT]][%{{.+}}, %{{.+}}], 8, %{{.+}} {bypassL1}
+// CHECK-NEXT: %[[K0:.+]] = nvgpu.device_async_create_group
+// The state: row max, the thread's part of the row sum, 4 accumulators, K's copy.
+// CHECK: %[[RES:.+]]:7 = scf.for %[[KB:.+]] = %c0 to %{{.+}} step %c64 iter_args({{.*}}, %[[KC:.+]] = %[[K0]]) -> (vector<2xf32>, vector<2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, !nvgpu.device.async.token) {
+// CHECK-NEXT: nvgpu.device_async_wait %[[KC]] {numGroups = 0 : i32}
 // CHECK-NEXT: gpu.barrier
-// 64 x 64 keys of K in 4 steps of 128 threads, 64 x 32 of V in 2.
-// CHECK-COUNT-4: vector.store %{{.+}}, %[[KT]][%{{.+}}, %{{.+}}] {alignment = 16 : i64}
-// CHECK-COUNT-2: vector.store %{{.+}}, %[[VT]][%{{.+}}, %{{.+}}] {alignment = 16 : i64}
-// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-2: nvgpu.device_async_copy %[[V]][%[[B]], %[[KVH]], %{{.+}}, %{{.+}}], %[[VT]]
+// CHECK-NEXT: %[[VC:.+]] = nvgpu.device_async_create_group
 // CHECK: nvgpu.ldmatrix %[[KT]][%{{.+}}, %{{.+}}] {numTiles = 4 : i32, transpose = false} : memref<64x72xf16, #gpu.address_space<workgroup>> -> vector<4x2xf16>
 // CHECK-COUNT-32: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// CHECK: nvgpu.device_async_wait %[[VC]] {numGroups = 0 : i32}
+// CHECK-NEXT: gpu.barrier
+// CHECK-COUNT-4: nvgpu.device_async_copy %[[K]]
+// CHECK-NEXT: %[[NEXTK:.+]] = nvgpu.device_async_create_group
 // The mask only on the blocks that need it.
 // CHECK: scf.if %{{.+}} -> (vector<8x2x2xf32>) {
 // CHECK: arith.select
@@ -45,7 +54,8 @@
 // CHECK: nvgpu.ldmatrix %[[VT]][%{{.+}}, %{{.+}}] {numTiles = 4 : i32, transpose = true}
 // CHECK-COUNT-16: nvgpu.mma.sync
 // CHECK-NOT: nvgpu.mma.sync
-// CHECK: scf.yield {{.*}} : vector<2xf32>, vector<2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>
+// CHECK: scf.yield {{.*}}, %[[NEXTK]] : vector<2xf32>, vector<2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, vector<2x2xf32>, !nvgpu.device.async.token
+// CHECK: nvgpu.device_async_wait %[[RES]]#6
 // Row sums over the quad, then the stores of rows in range.
 // CHECK: gpu.shuffle  xor
 // CHECK: arith.divf
