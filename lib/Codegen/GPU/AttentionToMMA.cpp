@@ -235,8 +235,8 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
       dynamicSizes.push_back(dim(op.getQuery(), d));
   Value out = memref::AllocOp::create(
       rewriter, loc, MemRefType::get(oType.getShape(), f16), dynamicSizes);
-  bool causal = op.getCausal();
-  Value offset = causal ? op.getCausalOffsetOrDefault(rewriter) : Value();
+  Value offset =
+      op.getCausal() ? op.getCausalOffsetOrDefault(rewriter) : Value();
   double scaleLog2e = op.getScaleOrDefault() * M_LOG2E;
 
   auto workgroups = scf::ForallOp::create(
@@ -253,6 +253,15 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   Value bIdx = workgroups.getInductionVar(0),
         hIdx = workgroups.getInductionVar(1),
         firstRow = workgroups.getInductionVar(2);
+  bool causal = op.getCausal();
+  if (causal) {
+    // The query tiles in reverse: with a causal mask the last ones see the
+    // most keys, and workgroups start in grid order, so the longest run
+    // first rather than last (the tail of the grid).
+    Value lastTile = e.mul(e.div(e.add(queries, -1), rowsPerBlock),
+                           rowsPerBlock);
+    firstRow = e.sub(lastTile, firstRow);
+  }
   // The key block's K and V tiles in workgroup memory, for all warps.
   auto workgroupSpace =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);

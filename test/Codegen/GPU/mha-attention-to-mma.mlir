@@ -18,6 +18,11 @@
 // CHECK-DAG: %[[SQ:.+]] = tensor.dim %arg0, %c2
 // CHECK: %[[OUT:.+]] = memref.alloc(%[[SQ]]) : memref<2x4x?x32xf16>
 // CHECK: scf.forall (%[[B:.+]], %[[H:.+]], %[[ROW:.+]]) = (0, 0, 0) to (2, 4, %[[SQ]]) step (1, 1, 64) {
+// Causal: the query tiles in reverse, the longest first.
+// CHECK: %[[LAST:.+]] = arith.addi %[[SQ]], %c-1
+// CHECK: %[[TILES:.+]] = arith.divui %[[LAST]], %c64
+// CHECK: %[[LASTROW:.+]] = arith.muli %[[TILES]], %c64
+// CHECK: %{{.+}} = arith.subi %[[LASTROW]], %[[ROW]]
 // CHECK: %[[KT:.+]] = memref.alloc() : memref<64x72xf16, #gpu.address_space<workgroup>>
 // CHECK: %[[VT:.+]] = memref.alloc() : memref<64x40xf16, #gpu.address_space<workgroup>>
 // CHECK: scf.forall (%[[T:.+]]) in (128) {
