@@ -80,11 +80,14 @@ CASES = [
     "core=1 b=1 h=2 dk=48 dv=8 sq=40 sk=70 dtype=f16",
     "core=1 b=1 h=2 dk=80 dv=24 sq=33 sk=65 causal=1 dtype=f16",
     "core=1 b=1 h=1 dk=256 dv=256 sq=70 sk=100 causal=1 dtype=f16",
+    # bf16 on the tensor cores.
+    "core=1 b=2 h=4 hkv=2 dk=64 dv=64 sq=100 sk=333 dtype=bf16",
+    "core=1 b=1 h=2 dk=128 dv=64 sq=77 sk=130 causal=1 dtype=bf16",
+    "b=2 sq=37 eq=64 h=2 dtype=bf16 causal=1",
 ]
 
-# Benchmark configurations, written as CASES: f16 attention runs on the
-# tensor cores (mha-attention-to-mma); bf16 and f32 on the thread-per-row
-# kernel.
+# Benchmark configurations, written as CASES: f16 and bf16 attention run on
+# the tensor cores (mha-attention-to-mma), f32 on the thread-per-row kernel.
 BENCH = [
     "core=1 b=1 h=12 dk=64 dv=64 sq=1024 dtype=f16",
     "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=f16",
@@ -94,7 +97,7 @@ BENCH = [
     "core=1 b=1 h=12 dk=128 dv=128 sq=4096 dtype=f16 causal=1",
     "core=1 b=8 h=16 dk=128 dv=128 sq=2048 dtype=f16 causal=1",
     "core=1 b=4 h=32 dk=64 dv=64 sq=2048 dtype=f16",
-    "core=1 b=1 h=12 dk=64 dv=64 sq=1024 dtype=bf16",
+    "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=bf16",
     "core=1 b=1 h=12 dk=64 dv=64 sq=1024 dtype=f32",
     "b=32 sq=128 eq=768 h=12 dtype=f16",
     "b=8 sq=1024 eq=768 h=12 causal=1 dtype=f16",

@@ -19,9 +19,12 @@
 // RUN: mha-opt %s --mha-lower-to-cuda="chip=sm_90 format=isa" -o %t90.mlir
 // RUN: %python %{mha_src_root}/scripts/ptx_report.py %t90.mlir --chip sm_90 | FileCheck %s
 // RUN: FileCheck %s --check-prefix=HOST < %t90.mlir
+// RUN: %python %{mha_src_root}/scripts/ptx_report.py %t90.mlir --ptx-out %t90.ptx > /dev/null
+// RUN: FileCheck %s --check-prefix=PTX < %t90.ptx
 
 // CHECK: kernel d64_kernel: registers {{(1[0-5][0-9]|16[0-8]|[1-9][0-9])}}, spill stores 0, spill loads 0, shared 18432 bytes, mma.sync 64 (loop 64), ldmatrix 32 (loop 32), cp.async 18 (loop 12), shfl.sync 8 (loop 4), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global {{[0-9]+}} (loop 0), {{.*}} bar.sync {{[0-9]+}} (loop 2)
 // CHECK: kernel d64_causal_kernel: registers {{(1[0-5][0-9]|16[0-8]|[1-9][0-9])}}, spill stores 0, spill loads 0, shared 18432 bytes, mma.sync 64 (loop 64), ldmatrix 32 (loop 32), cp.async 18 (loop 12), shfl.sync 8 (loop 4), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global {{[0-9]+}} (loop 0), {{.*}} bar.sync {{[0-9]+}} (loop 2)
+// CHECK: kernel bf16_kernel: registers {{(1[0-5][0-9]|16[0-8]|[1-9][0-9])}}, spill stores 0, spill loads 0, shared 18432 bytes, mma.sync 64 (loop 64), ldmatrix 32 (loop 32), cp.async 18 (loop 12), shfl.sync 8 (loop 4), ld.shared 0 (loop 0), st.shared 0 (loop 0),
 // CHECK: kernel d128_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 34816 bytes, mma.sync 128 (loop 128), ldmatrix 64 (loop 64), cp.async 30 (loop 20), {{.*}} ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global {{[0-9]+}} (loop 0), {{.*}} bar.sync {{[0-9]+}} (loop 2)
 
 // 4 warps per workgroup; only buffers and run-time sizes as arguments.
@@ -45,6 +48,18 @@ func.func @d64_causal(%q: tensor<?x12x?x64xf16>, %k: tensor<?x4x?x64xf16>, %v: t
   %y = mha.attention ins(%q, %k, %v : tensor<?x12x?x64xf16>, tensor<?x4x?x64xf16>, tensor<?x4x?x64xf16>)
          outs(%init : tensor<?x12x?x64xf16>) {causal} -> tensor<?x12x?x64xf16>
   return %y : tensor<?x12x?x64xf16>
+}
+
+// bf16 operands: the same kernel with nvvm.mma.sync on bf16.
+// PTX-LABEL: .entry bf16_kernel
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32
+// PTX-LABEL: .entry d128_kernel
+// PTX: mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32
+func.func @bf16(%q: tensor<1x12x1024x64xbf16>, %k: tensor<1x12x1024x64xbf16>, %v: tensor<1x12x1024x64xbf16>) -> tensor<1x12x1024x64xbf16> {
+  %init = tensor.empty() : tensor<1x12x1024x64xbf16>
+  %y = mha.attention ins(%q, %k, %v : tensor<1x12x1024x64xbf16>, tensor<1x12x1024x64xbf16>, tensor<1x12x1024x64xbf16>)
+         outs(%init : tensor<1x12x1024x64xbf16>) -> tensor<1x12x1024x64xbf16>
+  return %y : tensor<1x12x1024x64xbf16>
 }
 
 func.func @d128(%q: tensor<2x16x2048x128xf16>, %k: tensor<2x16x2048x128xf16>, %v: tensor<2x16x2048x128xf16>) -> tensor<2x16x2048x128xf16> {

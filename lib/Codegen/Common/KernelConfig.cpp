@@ -126,10 +126,12 @@ std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target) {
     return "it computes mha.attention only (decompose layers first)";
   if (!target || target.getKind() != TargetKind::CUDA || smVersion(target) < 80)
     return "it needs a cuda target of sm_80 or later";
+  Type element = attention.getQuery().getType().getElementType();
   for (Value operand : {attention.getQuery(), attention.getKey(),
                         attention.getValue(), attention.getInit()})
-    if (!cast<ShapedType>(operand.getType()).getElementType().isF16())
-      return "it needs f16 query, key, value and result";
+    if (!(element.isF16() || element.isBF16()) ||
+        cast<ShapedType>(operand.getType()).getElementType() != element)
+      return "it needs query, key, value and result all f16 or all bf16";
   if (attention.getMask())
     return "it takes no mask operand";
   if (attention.getKeyTransposed())

@@ -11,9 +11,9 @@
 //         S = Q Kᵀ                             // nvgpu.mma.sync
 //         mask (partial or diagonal blocks only), row max by quad shuffles
 //         P = exp2(S·scale·log2e − m), rescale acc and l
-//         acc += P V                           // P as the A operand, f16
+//         acc += P V                           // P as the A operand
 //       }
-//       out = acc / l (quad shuffles), f16 stores
+//       out = acc / l (quad shuffles), stores in the element type
 //     }
 //   }
 //
@@ -23,10 +23,11 @@
 // and a row's statistics are reduced over the 4 threads of its quad with
 // two xor shuffles. The C fragments of two adjacent n8 score tiles are the
 // A fragment of one k16 step of P·V, so P never leaves registers.
-// Operands are read from device memory per thread (no shared-memory
-// staging yet): K as vector<2xf16> pairs along the head dim, V elementwise.
-// Reads past the last key or query are clamped to it; their scores are
-// masked and their rows not stored.
+// K and V go through shared tiles filled by cp.async and read by ldmatrix.
+// Reads past the last query are clamped to it, keys past the last are
+// zero-filled; their scores are masked and their rows not stored. f16 and
+// bf16 operands (f32 accumulation): nvgpu.mma.sync for f16, nvvm.mma.sync
+// for bf16 (MLIR 22's nvgpu.mma.sync lowering refuses bf16 operands).
 //
 //===----------------------------------------------------------------------===//
 
@@ -38,6 +39,8 @@
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -119,19 +122,19 @@ struct Emitter {
 
 } // namespace
 
-/// `numTiles` 8x8 f16 matrices from the shared `tile` by ldmatrix (lane l
-/// gives row `row` and column `col` of its matrix l / 8), as B operands:
-/// a vector<2x2xf16> per two matrices.
+/// `numTiles` 8x8 matrices of 16-bit elements from the shared `tile` by
+/// ldmatrix (lane l gives row `row` and column `col` of its matrix l / 8),
+/// as B operands: a vector<2x2xT> per two matrices.
 static SmallVector<Value> loadMatrices(Emitter &e, Value tile, Value row,
                                        Value col, bool transpose,
                                        int64_t numTiles) {
-  Type f16 = e.b.getF16Type();
+  Type element = cast<MemRefType>(tile.getType()).getElementType();
   Value loaded = nvgpu::LdMatrixOp::create(
-      e.b, e.loc, VectorType::get({numTiles, 2}, f16), tile,
+      e.b, e.loc, VectorType::get({numTiles, 2}, element), tile,
       ValueRange{row, col}, transpose, numTiles);
   SmallVector<Value> frags;
   for (int64_t i = 0; i < numTiles; i += 2) {
-    Value frag = e.zeros(VectorType::get({2, 2}, f16));
+    Value frag = e.zeros(VectorType::get({2, 2}, element));
     for (int64_t j = 0; j < 2; ++j)
       frag = e.insert(e.extract(loaded, {i + j}), frag, {j});
     frags.push_back(frag);
@@ -179,6 +182,44 @@ static void waitForCopies(Emitter &e, Value group) {
                                    e.b.getI32IntegerAttr(0));
 }
 
+/// D = A B + C, m16n8k16, f32 accumulation, on the fragments of one warp
+/// (A vector<4x2xT>, B vector<2x2xT>, C vector<2x2xf32>, T f16 or bf16).
+static Value mmaSync(Emitter &e, Value a, Value b, Value c) {
+  if (cast<VectorType>(a.getType()).getElementType().isF16())
+    return nvgpu::MmaSyncOp::create(e.b, e.loc, a, b, c,
+                                    ArrayRef<int64_t>{16, 8, 16})
+        .getResult();
+  // bf16: the NVVM op on the operands as the registers PTX takes (two
+  // elements per i32) and the accumulator as 4 f32.
+  auto registers = [&](Value v) {
+    SmallVector<Value> regs;
+    auto i32x1 = VectorType::get({1}, e.b.getI32Type());
+    for (int64_t i = 0; i < cast<VectorType>(v.getType()).getDimSize(0); ++i)
+      regs.push_back(e.extract(
+          vector::BitCastOp::create(e.b, e.loc, i32x1, e.extract(v, {i})),
+          {0}));
+    return regs;
+  };
+  SmallVector<Value> accumulator;
+  for (int64_t i = 0; i < 4; ++i)
+    accumulator.push_back(e.extract(c, {i / 2, i % 2}));
+  Type f32 = e.b.getF32Type();
+  auto resultType =
+      LLVM::LLVMStructType::getLiteral(e.b.getContext(), {f32, f32, f32, f32});
+  Value d = NVVM::MmaOp::create(
+      e.b, e.loc, resultType, registers(a), registers(b), accumulator,
+      ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
+      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
+                                    NVVM::MMATypes::bf16},
+      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
+                                     NVVM::MMALayout::col});
+  Value result = e.zeros(cast<VectorType>(c.getType()));
+  for (int64_t i = 0; i < 4; ++i)
+    result = e.insert(LLVM::ExtractValueOp::create(e.b, e.loc, d, i), result,
+                      {i / 2, i % 2});
+  return result;
+}
+
 FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
                                           AttentionOp op) {
   LoweringConfigAttr config = getLoweringConfig(op);
@@ -212,7 +253,8 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   int64_t heads = qType.getDimSize(1), kvHeads = kType.getDimSize(1);
   int64_t dk = qType.getDimSize(3), dv = vType.getDimSize(3);
   int64_t rowsPerBlock = 16 * warps;
-  Type f16 = rewriter.getF16Type(), f32 = rewriter.getF32Type();
+  // The operands' element type: f16 or bf16.
+  Type element = qType.getElementType(), f32 = rewriter.getF32Type();
 
   // Whole buffers of identity layout (what the CUDA staging copies);
   // bufferization copies a view of another layout into one.
@@ -234,7 +276,8 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     if (oType.isDynamicDim(d))
       dynamicSizes.push_back(dim(op.getQuery(), d));
   Value out = memref::AllocOp::create(
-      rewriter, loc, MemRefType::get(oType.getShape(), f16), dynamicSizes);
+      rewriter, loc, MemRefType::get(oType.getShape(), element),
+      dynamicSizes);
   Value offset =
       op.getCausal() ? op.getCausalOffsetOrDefault(rewriter) : Value();
   double scaleLog2e = op.getScaleOrDefault() * M_LOG2E;
@@ -266,7 +309,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   auto workgroupSpace =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   auto tileType = [&](int64_t width) {
-    return MemRefType::get({blockKeys, width + kMMATileRowPadding}, f16,
+    return MemRefType::get({blockKeys, width + kMMATileRowPadding}, element,
                            MemRefLayoutAttrInterface(), workgroupSpace);
   };
   Value kTile = memref::AllocOp::create(rewriter, loc, tileType(dk));
@@ -294,8 +337,8 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   // ldmatrix: lane l gives the address of row l % 8 of matrix l / 8.
   Value matrix = e.div(lane, 8), matrixRow = e.rem(lane, 8);
 
-  auto pairType = VectorType::get({2}, f16);
-  auto aType = VectorType::get({4, 2}, f16);
+  auto pairType = VectorType::get({2}, element);
+  auto aType = VectorType::get({4, 2}, element);
   auto cType = VectorType::get({2, 2}, f32);
   auto loadPair = [&](Value memref, Value head, Value row, Value col) {
     return vector::LoadOp::create(rewriter, loc, pairType, memref,
@@ -303,10 +346,8 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
                                   /*nontemporal=*/false, llvm::Align(4))
         .getResult();
   };
-  auto mma = [&](Value a, Value bFrag, Value c) -> Value {
-    return nvgpu::MmaSyncOp::create(rewriter, loc, a, bFrag, c,
-                                    ArrayRef<int64_t>{16, 8, 16})
-        .getResult();
+  auto mma = [&](Value a, Value bFrag, Value c) {
+    return mmaSync(e, a, bFrag, c);
   };
 
   // Q fragments, read once: A operands of the k16 steps over dk.
@@ -474,7 +515,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     // 2kk + 1 in f16; the B operand (k = key, n = value dim) of out tile nd:
     // keys kb + 16kk + 2t, + 1 (+ 8), value dim 8nd + g.
     Value probsF16 = arith::TruncFOp::create(
-        rewriter, loc, VectorType::get({scoreTiles, 2, 2}, f16), probs);
+        rewriter, loc, VectorType::get({scoreTiles, 2, 2}, element), probs);
     for (int64_t kk = 0; kk < blockKeys / 16; ++kk) {
       Value a = e.zeros(aType);
       for (int64_t half = 0; half < 2; ++half)

@@ -13,7 +13,7 @@ func.func @mask(%q: tensor<1x2x8x64xf16>, %m: tensor<8x8xi1>) -> tensor<1x2x8x64
 
 func.func @f32(%q: tensor<1x2x8x64xf32>) -> tensor<1x2x8x64xf32> {
   %i = tensor.empty() : tensor<1x2x8x64xf32>
-  // expected-error @below {{cannot compute this op: it needs f16 query, key, value and result}}
+  // expected-error @below {{cannot compute this op: it needs query, key, value and result all f16 or all bf16}}
   %o = mha.attention ins(%q, %q, %q : tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>, tensor<1x2x8x64xf32>) outs(%i : tensor<1x2x8x64xf32>) {mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 4>} -> tensor<1x2x8x64xf32>
   return %o : tensor<1x2x8x64xf32>
 }

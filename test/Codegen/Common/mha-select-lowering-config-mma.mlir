@@ -1,5 +1,5 @@
-// The rule for the tensor-core kernel (mha-attention-to-mma): an f16
-// mha.attention without a mask, head dims multiples of 16 (dk) and 8 (dv),
+// The rule for the tensor-core kernel (mha-attention-to-mma): an f16 or
+// bf16 mha.attention without a mask, head dims multiples of 16 (dk) and 8 (dv),
 // on CUDA sm_80 or later, gets mma = [16, 8, 16], 4 warps of 16 rows and
 // 64-key blocks; everything else keeps the thread-per-row kernel. Tile sizes
 // given as overrides set the warps (rows / 16), or keep the thread-per-row
@@ -34,9 +34,12 @@ func.func @f16(%q: tensor<2x4x?x64xf16>, %k: tensor<2x2x?x64xf16>, %v: tensor<2x
 
 // -----
 
-// What the kernel does not compute keeps a thread per row on every target.
+// What the kernel does not compute keeps a thread per row on every target
+// (bf16 runs on it).
 // SM80-LABEL: func.func @other
-// SM80-COUNT-5: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>}
+// SM80: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>}
+// SM80: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>}
+// SM80-COUNT-3: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>}
 // SM80-NOT: mma
 func.func @other(%q16: tensor<1x2x8x64xf16>, %q32: tensor<1x2x8x64xf32>,
                  %qb: tensor<1x2x8x64xbf16>, %q40: tensor<1x2x8x40xf16>,

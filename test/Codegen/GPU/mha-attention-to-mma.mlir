@@ -97,7 +97,7 @@ func.func @simt(%q: tensor<1x1x16x64xf16>) -> tensor<1x1x16x64xf16> {
 // A configuration written by hand for an op the kernel cannot compute.
 module attributes {mha.target = #mha.target<kind = cuda, chip = "sm_80">} {
 func.func @f32(%q: tensor<1x1x16x64xf32>) -> tensor<1x1x16x64xf32> {
-  // expected-error @below {{'mha.attention' op cannot run as the tensor-core kernel: it needs f16 query, key, value and result}}
+  // expected-error @below {{'mha.attention' op cannot run as the tensor-core kernel: it needs query, key, value and result all f16 or all bf16}}
   %o = mha.attention ins(%q, %q, %q : tensor<1x1x16x64xf32>, tensor<1x1x16x64xf32>, tensor<1x1x16x64xf32>)
          outs(%q : tensor<1x1x16x64xf32>) {mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>} -> tensor<1x1x16x64xf32>
   return %o : tensor<1x1x16x64xf32>

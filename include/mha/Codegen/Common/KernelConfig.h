@@ -41,7 +41,8 @@ LoweringConfigAttr selectLoweringConfig(Operation *op, TargetAttr target);
 
 /// Why the warp-level tensor-core kernel (mha-attention-to-mma, `mma =
 /// [16, 8, 16]`) cannot compute `op` on `target`, in words ("" when it can):
-/// it needs a CUDA target of sm_80 or later, f16 operands and result, head
+/// it needs a CUDA target of sm_80 or later, f16 or bf16 operands and
+/// result (one type), head
 /// dims that are static multiples of 16 (dk) and 8 (dv) up to 256, no mask
 /// operand and the keys in their default layout.
 std::string mmaAttentionUnsupported(Operation *op, TargetAttr target);

@@ -23,29 +23,34 @@ def MHAAttentionToMMAPass : Pass<"mha-attention-to-mma"> {
   let description = [{
     GPU mapping, on tensors, for CUDA (sm_80 and later): every
     `mha.attention` whose `mha.lowering_config` has `mma = [16, 8, 16]`
-    (`mha-select-lowering-config` sets it for f16 attention without a mask
-    operand, head dims multiples of 16) becomes the FlashAttention-2 forward
-    kernel: an `scf.forall` of workgroups over (batch, head, query tile of
-    `q_tile = 16 * warps` rows) around an `scf.forall` of `32 * warps`
-    threads (`#gpu.thread<x>`). Each warp computes 16 query rows: its Q
-    fragments loaded once, the key loop's scores `S = Q Kᵀ` and output
-    accumulators as m16n8k16 fragments (`nvgpu.mma.sync`, f16 operands, f32
-    accumulation) with the online-softmax state in registers (`scf.for`
+    (`mha-select-lowering-config` sets it for f16 and bf16 attention without
+    a mask operand, head dims multiples of 16) becomes the FlashAttention-2
+    forward kernel: an `scf.forall` of workgroups over (batch, head, query
+    tile of `q_tile = 16 * warps` rows; causal tiles longest first) around
+    an `scf.forall` of `32 * warps` threads (`#gpu.thread<x>`). K and V
+    blocks go through workgroup-memory tiles filled by `cp.async`
+    (`nvgpu.device_async_copy`, overlapped with the math) and read by
+    `nvgpu.ldmatrix`. Each warp computes 16 query rows: its Q fragments
+    loaded once, the key loop's scores `S = Q Kᵀ` and output accumulators as
+    m16n8k16 fragments (`nvgpu.mma.sync` for f16, `nvvm.mma.sync` for bf16,
+    f32 accumulation) with the online-softmax state in registers (`scf.for`
     iter_args), row maxima and sums over each quad of threads by
     `gpu.shuffle xor`, `exp2` with log2(e) folded into the scale, P kept in
-    registers as the f16 A operand of `P V`, masks only on partial and
+    registers as the A operand of `P V`, masks only on partial and
     causal-diagonal key blocks, key blocks past the diagonal skipped; GQA by
     index. The kernel reads the operands' buffers
     (`bufferization.to_buffer`) and writes a new one. Where the kernel cannot
-    compute the op (a mask, key_transposed, f32 or bf16, other head dims, a
+    compute the op (a mask, key_transposed, f32, other head dims, a
     non-CUDA target or an older chip), an error names the reason.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::bufferization::BufferizationDialect",
     "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
     "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
     "::mlir::nvgpu::NVGPUDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::tensor::TensorDialect",
