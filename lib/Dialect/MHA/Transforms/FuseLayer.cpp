@@ -157,7 +157,7 @@ FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
     // of the attention (an empty result, or b_o where rows see no key).
     if (failed(lowerAttentionToLinalg(rewriter, layer->attention)))
       return failure();
-    return FusedLayer{nullptr, nullptr, nullptr, layer->result};
+    return FusedLayer{nullptr, nullptr, nullptr, layer->result, {}};
   }
   SmallVector<Operation *> created;
   for (Operation &o : llvm::make_range(
