@@ -321,6 +321,7 @@ void mha::buildGPUMappingStage(OpPassManager &pm, StringRef target,
   // The attention the configuration gives to tensor cores (CUDA, f16) as
   // its own kernel; the rest goes on as tiles with a thread per row.
   pm.addPass(createMHAAttentionToMMAPass());
+  pm.addPass(createMHAContractionToMMAPass());
   pm.addPass(createMHATileForWorkgroupsPass());
   MHATileAttentionPassOptions tile;
   // Kept as a grid of workgroups even when it has one tile.

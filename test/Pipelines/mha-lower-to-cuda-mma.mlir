@@ -27,6 +27,15 @@
 // CHECK: kernel bf16_kernel: registers {{(1[0-5][0-9]|16[0-8]|[1-9][0-9])}}, spill stores 0, spill loads 0, shared 18432 bytes, mma.sync 64 (loop 64), ldmatrix 32 (loop 32), cp.async 18 (loop 12), shfl.sync 8 (loop 4), ld.shared 0 (loop 0), st.shared 0 (loop 0),
 // CHECK: kernel d128_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 34816 bytes, mma.sync 128 (loop 128), ldmatrix 64 (loop 64), cp.async 30 (loop 20), {{.*}} ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global {{[0-9]+}} (loop 0), {{.*}} bar.sync {{[0-9]+}} (loop 2)
 
+// A whole f16 layer: the Q, K and V projections and the output projection
+// are tensor-core GEMM kernels (mha-contraction-to-mma; per k step of 32
+// and warp: 16 mma.sync, 8 ldmatrix, 4 16-byte cp.async with a commit and
+// a wait, two barriers; two stages of shared tiles, 19456 bytes), the
+// attention between them the attention kernel.
+// CHECK-COUNT-3: kernel layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 19456 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 12 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 0 (loop 0), {{.*}} bar.sync {{[0-9]+}} (loop 2)
+// CHECK-NEXT: kernel layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 18432 bytes, mma.sync 64 (loop 64), ldmatrix 32 (loop 32)
+// CHECK-NEXT: kernel layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 19456 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 12 (loop 6)
+
 // 4 warps per workgroup; only buffers and run-time sizes as arguments.
 // HOST-LABEL: llvm.func @d64(
 // HOST: gpu.launch_func {{.*}} threads in (%[[T:.+]], %{{.+}}, %{{.+}}) : i64 args(%{{[^:]+}} : !llvm.ptr, %{{[^:]+}} : !llvm.ptr
@@ -67,4 +76,10 @@ func.func @d128(%q: tensor<2x16x2048x128xf16>, %k: tensor<2x16x2048x128xf16>, %v
   %y = mha.attention ins(%q, %k, %v : tensor<2x16x2048x128xf16>, tensor<2x16x2048x128xf16>, tensor<2x16x2048x128xf16>)
          outs(%init : tensor<2x16x2048x128xf16>) {causal} -> tensor<2x16x2048x128xf16>
   return %y : tensor<2x16x2048x128xf16>
+}
+
+func.func @layer(%x: tensor<2x128x256xf16>, %wq: tensor<256x256xf16>, %wk: tensor<256x256xf16>, %wv: tensor<256x256xf16>, %wo: tensor<256x256xf16>) -> tensor<2x128x256xf16> {
+  %y = mha.multi_head_attention %x, %x, %x, %wq, %wk, %wv, %wo {num_heads = 4 : i64, causal}
+         : (tensor<2x128x256xf16>, tensor<2x128x256xf16>, tensor<2x128x256xf16>, tensor<256x256xf16>, tensor<256x256xf16>, tensor<256x256xf16>, tensor<256x256xf16>) -> tensor<2x128x256xf16>
+  return %y : tensor<2x128x256xf16>
 }

@@ -11,6 +11,10 @@
 #include "mha/Codegen/Common/Passes.h"
 #include "mha/Dialect/MHA/IR/MHAOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Matchers.h"
+
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringExtras.h"
@@ -118,6 +122,150 @@ static int64_t mmaKeyTile(AttentionOp op, TargetAttr target) {
              target.getMaxWorkgroupMemory())
     keys /= 2;
   return keys;
+}
+
+namespace {
+
+/// The iteration dims of `map`'s results, in order (none if a result is not
+/// a plain dim).
+std::optional<SmallVector<unsigned>> resultDims(AffineMap map) {
+  SmallVector<unsigned> dims;
+  for (AffineExpr result : map.getResults()) {
+    auto dim = dyn_cast<AffineDimExpr>(result);
+    if (!dim)
+      return std::nullopt;
+    dims.push_back(dim.getPosition());
+  }
+  return dims;
+}
+
+/// Whether `block` computes out + extf(a) * extf(b).
+bool isExtendedMultiplyAdd(Block &block) {
+  auto yield = cast<linalg::YieldOp>(block.getTerminator());
+  auto add = yield.getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return false;
+  Value acc = block.getArgument(2);
+  Value product = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+  if (add.getLhs() != acc && add.getRhs() != acc)
+    return false;
+  auto mul = product.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return false;
+  auto extended = [&](Value v, BlockArgument arg) {
+    auto ext = v.getDefiningOp<arith::ExtFOp>();
+    return ext && ext.getIn() == arg;
+  };
+  return (extended(mul.getLhs(), block.getArgument(0)) &&
+          extended(mul.getRhs(), block.getArgument(1))) ||
+         (extended(mul.getLhs(), block.getArgument(1)) &&
+          extended(mul.getRhs(), block.getArgument(0)));
+}
+
+} // namespace
+
+FailureOr<MMAContraction> mha::matchMMAContraction(Operation *root,
+                                                  std::string &why) {
+  auto fail = [&](StringRef reason) {
+    why = reason.str();
+    return failure();
+  };
+  auto op = dyn_cast<linalg::GenericOp>(root);
+  if (!op)
+    return fail("it computes linalg.generic contractions only");
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      !op.hasPureTensorSemantics())
+    return fail("it takes two inputs and one output, all tensors");
+  auto aType = cast<RankedTensorType>(op.getDpsInputs()[0].getType());
+  auto bType = cast<RankedTensorType>(op.getDpsInputs()[1].getType());
+  auto cType = cast<RankedTensorType>(op.getDpsInits()[0].getType());
+  Type element = aType.getElementType();
+  if (!(element.isF16() || element.isBF16()) ||
+      bType.getElementType() != element || !cType.getElementType().isF32())
+    return fail("it needs f16 or bf16 inputs (one type) and an f32 output");
+  if (!isExtendedMultiplyAdd(*op.getBlock()))
+    return fail("its body must be out + extf(a) * extf(b)");
+  auto fill = op.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+  if (!fill || !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
+    return fail("its output must start as a fill with 0");
+  if (!op->hasOneUse())
+    return fail("its one user must round its result");
+  auto rounding = dyn_cast<linalg::GenericOp>(*op->getUsers().begin());
+  if (!rounding || rounding.getNumDpsInputs() != 1 ||
+      rounding.getDpsInputs()[0] != op.getResult(0) ||
+      !llvm::all_of(rounding.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return fail("its one user must round its result elementwise");
+  Block &body = *rounding.getBlock();
+  auto trunc = dyn_cast<arith::TruncFOp>(body.front());
+  if (!trunc || trunc.getIn() != body.getArgument(0) ||
+      trunc.getType() != element ||
+      cast<linalg::YieldOp>(body.getTerminator()).getOperand(0) != trunc)
+    return fail("its one user must round its result to the input type");
+
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  auto aDims = resultDims(maps[0]), bDims = resultDims(maps[1]),
+       cDims = resultDims(maps[2]);
+  if (!aDims || !bDims || !cDims)
+    return fail("its indexing maps must be projections of the loops");
+  MMAContraction gemm{rounding, {}, {}, {}};
+  auto iterators = op.getIteratorTypesArray();
+  auto in = [](ArrayRef<unsigned> dims, unsigned d) {
+    return llvm::is_contained(dims, d);
+  };
+  for (unsigned d : *aDims) {
+    if (iterators[d] == utils::IteratorType::reduction) {
+      if (!in(*bDims, d) || in(*cDims, d))
+        return fail("a reduction must read both inputs");
+      gemm.k.push_back(d);
+    } else if (in(*cDims, d) && !in(*bDims, d)) {
+      gemm.m.push_back(d);
+    } else {
+      return fail("a parallel dim of the first input must be the output's "
+                  "only (no batch dims)");
+    }
+  }
+  for (unsigned d : *bDims) {
+    if (iterators[d] == utils::IteratorType::parallel) {
+      if (!in(*cDims, d) || in(*aDims, d))
+        return fail("a parallel dim of the second input must be the "
+                    "output's only");
+      gemm.n.push_back(d);
+    }
+  }
+  SmallVector<unsigned> bK;
+  for (unsigned d : *bDims)
+    if (iterators[d] == utils::IteratorType::reduction)
+      bK.push_back(d);
+  if (bK != gemm.k)
+    return fail("both inputs must hold the reductions in one order");
+  if (gemm.m.empty() || gemm.n.empty() || gemm.k.empty() ||
+      gemm.m.size() + gemm.n.size() + gemm.k.size() != op.getNumLoops())
+    return fail("every loop must be an M, N or K dim");
+  // 16-byte copies along the innermost dim of each input, pairs of outputs
+  // along the output's.
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (aDims->back() != gemm.k.back() || bDims->back() != gemm.n.back() ||
+      cDims->back() != gemm.n.back())
+    return fail("the inputs' and output's innermost dims must be the last "
+                "reduction (first input) and the last output dim (the "
+                "others)");
+  for (unsigned d : llvm::concat<unsigned>(gemm.k, gemm.n))
+    if (ShapedType::isDynamic(ranges[d]))
+      return fail("its reduction and second-input dims must be static");
+  if (ranges[gemm.k.back()] % 8 || ranges[gemm.n.back()] % 8)
+    return fail("the innermost reduction and output dims must be multiples "
+                "of 8");
+  return gemm;
+}
+
+std::string mha::mmaContractionUnsupported(Operation *op, TargetAttr target) {
+  if (!target || target.getKind() != TargetKind::CUDA || smVersion(target) < 80)
+    return "it needs a cuda target of sm_80 or later";
+  std::string why;
+  if (failed(matchMMAContraction(op, why)))
+    return why;
+  return "";
 }
 
 std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target) {
@@ -326,6 +474,15 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
                                            {});
     }
     op->setAttr(kLoweringConfigAttrName, selected.merge(given));
+  });
+  // Contractions the tensor-core GEMM kernel computes (the projections of
+  // f16 and bf16 layers on CUDA): their own kernel, 4 warps.
+  root->walk([&](linalg::GenericOp op) {
+    if (!op->hasAttr(kLoweringConfigAttrName) &&
+        mmaContractionUnsupported(op, target).empty())
+      op->setAttr(kLoweringConfigAttrName,
+                  LoweringConfigAttr::get(op->getContext(), {}, {}, {}, {},
+                                          {}, {}, {16, 8, 16}, kMMAWarps));
   });
   WalkResult walk = root->walk([&](FunctionOpInterface func) {
     if (func.isExternal())

@@ -31,9 +31,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "MMAFragments.h"
+
 #include "mha/Codegen/Common/KernelConfig.h"
 #include "mha/Codegen/GPU/Passes.h"
 #include "mha/Codegen/GPU/Transforms.h"
+#include "mha/Dialect/MHA/Transforms/Transforms.h"
 #include "mha/Dialect/MHA/IR/MHAOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -58,89 +61,7 @@ namespace mlir::mha {
 using namespace mlir;
 using namespace mlir::mha;
 
-namespace {
-
-/// Scalar and fragment arithmetic at one insertion point.
-struct Emitter {
-  OpBuilder &b;
-  Location loc;
-
-  Value index(int64_t v) { return arith::ConstantIndexOp::create(b, loc, v); }
-  Value f32(double v) {
-    return arith::ConstantOp::create(b, loc, b.getF32FloatAttr(v));
-  }
-  Value add(Value x, Value y) { return arith::AddIOp::create(b, loc, x, y); }
-  Value add(Value x, int64_t y) { return y ? add(x, index(y)) : x; }
-  Value sub(Value x, Value y) { return arith::SubIOp::create(b, loc, x, y); }
-  Value mul(Value x, int64_t y) {
-    return arith::MulIOp::create(b, loc, x, index(y));
-  }
-  Value div(Value x, int64_t y) {
-    return arith::DivUIOp::create(b, loc, x, index(y));
-  }
-  Value rem(Value x, int64_t y) {
-    return arith::RemUIOp::create(b, loc, x, index(y));
-  }
-  Value min(Value x, Value y) { return arith::MinSIOp::create(b, loc, x, y); }
-  Value max(Value x, Value y) { return arith::MaxSIOp::create(b, loc, x, y); }
-  Value cmp(arith::CmpIPredicate p, Value x, Value y) {
-    return arith::CmpIOp::create(b, loc, p, x, y);
-  }
-  Value fadd(Value x, Value y) { return arith::AddFOp::create(b, loc, x, y); }
-  Value fsub(Value x, Value y) { return arith::SubFOp::create(b, loc, x, y); }
-  Value fmul(Value x, Value y) { return arith::MulFOp::create(b, loc, x, y); }
-  Value fmax(Value x, Value y) {
-    return arith::MaximumFOp::create(b, loc, x, y);
-  }
-  Value select(Value c, Value x, Value y) {
-    return arith::SelectOp::create(b, loc, c, x, y);
-  }
-  Value exp2(Value x) { return math::Exp2Op::create(b, loc, x); }
-  Value extract(Value v, ArrayRef<int64_t> pos) {
-    return vector::ExtractOp::create(b, loc, v, pos);
-  }
-  Value insert(Value x, Value v, ArrayRef<int64_t> pos) {
-    return vector::InsertOp::create(b, loc, x, v, pos);
-  }
-  Value zeros(VectorType type) {
-    return arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
-  }
-  /// `x` combined with the values of the other threads of its quad (lanes
-  /// xor 1 and xor 2): the full row statistic of a fragment row.
-  Value quadReduce(Value x, function_ref<Value(Value, Value)> combine) {
-    Value width = arith::ConstantIntOp::create(b, loc, 32, 32);
-    for (int64_t offset : {1, 2}) {
-      Value o = arith::ConstantIntOp::create(b, loc, offset, 32);
-      Value other = gpu::ShuffleOp::create(b, loc, x, o, width,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      x = combine(x, other);
-    }
-    return x;
-  }
-};
-
-} // namespace
-
-/// `numTiles` 8x8 matrices of 16-bit elements from the shared `tile` by
-/// ldmatrix (lane l gives row `row` and column `col` of its matrix l / 8),
-/// as B operands: a vector<2x2xT> per two matrices.
-static SmallVector<Value> loadMatrices(Emitter &e, Value tile, Value row,
-                                       Value col, bool transpose,
-                                       int64_t numTiles) {
-  Type element = cast<MemRefType>(tile.getType()).getElementType();
-  Value loaded = nvgpu::LdMatrixOp::create(
-      e.b, e.loc, VectorType::get({numTiles, 2}, element), tile,
-      ValueRange{row, col}, transpose, numTiles);
-  SmallVector<Value> frags;
-  for (int64_t i = 0; i < numTiles; i += 2) {
-    Value frag = e.zeros(VectorType::get({2, 2}, element));
-    for (int64_t j = 0; j < 2; ++j)
-      frag = e.insert(e.extract(loaded, {i + j}), frag, {j});
-    frags.push_back(frag);
-  }
-  return frags;
-}
+using namespace mlir::mha::detail;
 
 /// Starts copying the key block at `firstKey` of head `head` of `source`
 /// ([B, H, S, width] in device memory) into the shared `tile` ([keys,
@@ -174,50 +95,6 @@ static Value startTileCopy(Emitter &e, Value bIdx, Value thread,
   }
   return nvgpu::DeviceAsyncCreateGroupOp::create(e.b, e.loc, tokenType,
                                                  tokens);
-}
-
-/// Waits for the copies of `group` (and every group before it).
-static void waitForCopies(Emitter &e, Value group) {
-  nvgpu::DeviceAsyncWaitOp::create(e.b, e.loc, group,
-                                   e.b.getI32IntegerAttr(0));
-}
-
-/// D = A B + C, m16n8k16, f32 accumulation, on the fragments of one warp
-/// (A vector<4x2xT>, B vector<2x2xT>, C vector<2x2xf32>, T f16 or bf16).
-static Value mmaSync(Emitter &e, Value a, Value b, Value c) {
-  if (cast<VectorType>(a.getType()).getElementType().isF16())
-    return nvgpu::MmaSyncOp::create(e.b, e.loc, a, b, c,
-                                    ArrayRef<int64_t>{16, 8, 16})
-        .getResult();
-  // bf16: the NVVM op on the operands as the registers PTX takes (two
-  // elements per i32) and the accumulator as 4 f32.
-  auto registers = [&](Value v) {
-    SmallVector<Value> regs;
-    auto i32x1 = VectorType::get({1}, e.b.getI32Type());
-    for (int64_t i = 0; i < cast<VectorType>(v.getType()).getDimSize(0); ++i)
-      regs.push_back(e.extract(
-          vector::BitCastOp::create(e.b, e.loc, i32x1, e.extract(v, {i})),
-          {0}));
-    return regs;
-  };
-  SmallVector<Value> accumulator;
-  for (int64_t i = 0; i < 4; ++i)
-    accumulator.push_back(e.extract(c, {i / 2, i % 2}));
-  Type f32 = e.b.getF32Type();
-  auto resultType =
-      LLVM::LLVMStructType::getLiteral(e.b.getContext(), {f32, f32, f32, f32});
-  Value d = NVVM::MmaOp::create(
-      e.b, e.loc, resultType, registers(a), registers(b), accumulator,
-      ArrayRef<int64_t>{16, 8, 16}, std::nullopt, std::nullopt,
-      std::array<NVVM::MMATypes, 2>{NVVM::MMATypes::bf16,
-                                    NVVM::MMATypes::bf16},
-      std::array<NVVM::MMALayout, 2>{NVVM::MMALayout::row,
-                                     NVVM::MMALayout::col});
-  Value result = e.zeros(cast<VectorType>(c.getType()));
-  for (int64_t i = 0; i < 4; ++i)
-    result = e.insert(LLVM::ExtractValueOp::create(e.b, e.loc, d, i), result,
-                      {i / 2, i % 2});
-  return result;
 }
 
 FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
@@ -291,7 +168,8 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
       ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
                              rewriter.getIndexAttr(1),
                              rewriter.getIndexAttr(rowsPerBlock)},
-      ValueRange(), std::nullopt);
+      // Mapped to workgroups: kept as a loop when it has one iteration.
+      ValueRange(), workgroupMapping(ctx, 3));
   rewriter.setInsertionPointToStart(workgroups.getBody());
   Value bIdx = workgroups.getInductionVar(0),
         hIdx = workgroups.getInductionVar(1),
@@ -420,7 +298,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
         bool two = kk + 1 < dk / 16;
         Value col = e.add(e.mul(two ? matrix : e.rem(matrix, 2), 8), 16 * kk);
         SmallVector<Value> frags =
-            loadMatrices(e, kTile, e.add(matrixRow, 8 * n), col,
+            loadMatrices(e, kTile, {}, e.add(matrixRow, 8 * n), col,
                          /*transpose=*/false, two ? 4 : 2);
         c = mma(qFrags[kk], frags[0], c);
         if (two)
@@ -529,7 +407,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
       for (int64_t nd = 0; nd < outTiles; nd += 2) {
         bool two = nd + 1 < outTiles;
         Value col = e.mul(two ? e.add(e.div(matrix, 2), nd) : e.index(nd), 8);
-        SmallVector<Value> frags = loadMatrices(e, vTile, row, col,
+        SmallVector<Value> frags = loadMatrices(e, vTile, {}, row, col,
                                                 /*transpose=*/true,
                                                 two ? 4 : 2);
         for (int64_t j = 0; j < (two ? 2 : 1); ++j)

@@ -76,3 +76,45 @@ func.func @d128(%q: tensor<1x2x8x128xf16>) -> tensor<1x2x8x128xf16> {
   %o = mha.attention ins(%q, %q, %q : tensor<1x2x8x128xf16>, tensor<1x2x8x128xf16>, tensor<1x2x8x128xf16>) outs(%q : tensor<1x2x8x128xf16>) -> tensor<1x2x8x128xf16>
   return %o : tensor<1x2x8x128xf16>
 }
+
+// -----
+
+// The projections of f16 layers (a contraction of f16 inputs into f32 from
+// a zero fill, rounded back by its one user) get the tensor-core GEMM
+// kernel; f32 ones keep the thread-per-row kernel.
+// SM80-LABEL: func.func @projections
+// SM80: linalg.generic
+// SM80-SAME: mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 4>
+// SM80: linalg.generic
+// SM80-NOT: mma
+// SM80: linalg.generic
+// SM80-NOT: mma
+// SM80: return
+// SIMT-LABEL: func.func @projections
+// SIMT-NOT: mma
+func.func @projections(%x: tensor<64x32xf16>, %w: tensor<32x16xf16>, %x32: tensor<64x32xf32>, %w32: tensor<32x16xf32>) -> (tensor<64x16xf16>, tensor<64x16xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<64x16xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<64x16xf32>) -> tensor<64x16xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<64x32xf16>, tensor<32x16xf16>) outs(%acc : tensor<64x16xf32>) {
+  ^bb0(%a: f16, %b: f16, %o: f32):
+    %0 = arith.extf %a : f16 to f32
+    %1 = arith.extf %b : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %o, %2 : f32
+    linalg.yield %3 : f32
+  } -> tensor<64x16xf32>
+  %e16 = tensor.empty() : tensor<64x16xf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<64x16xf32>) outs(%e16 : tensor<64x16xf16>) {
+  ^bb0(%a: f32, %o: f16):
+    %0 = arith.truncf %a : f32 to f16
+    linalg.yield %0 : f16
+  } -> tensor<64x16xf16>
+  %p32 = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x32, %w32 : tensor<64x32xf32>, tensor<32x16xf32>) outs(%acc : tensor<64x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %2 = arith.mulf %a, %b : f32
+    %3 = arith.addf %o, %2 : f32
+    linalg.yield %3 : f32
+  } -> tensor<64x16xf32>
+  return %r, %p32 : tensor<64x16xf16>, tensor<64x16xf32>
+}

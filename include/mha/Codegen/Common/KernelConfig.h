@@ -47,6 +47,27 @@ LoweringConfigAttr selectLoweringConfig(Operation *op, TargetAttr target);
 /// operand and the keys in their default layout.
 std::string mmaAttentionUnsupported(Operation *op, TargetAttr target);
 
+/// A contraction the tensor-core GEMM kernel (mha-contraction-to-mma)
+/// computes: its iteration dims grouped as M (first input and output), N
+/// (second input and output) and K (reductions), each in its input's memory
+/// order, and the elementwise op that rounds its f32 result.
+struct MMAContraction {
+  Operation *rounding;
+  SmallVector<unsigned> m, n, k;
+};
+
+/// `op` as such a contraction: a linalg.generic computing out + extf(a) ·
+/// extf(b) of f16 (or bf16) inputs from a zero fill, whose one user rounds
+/// it back elementwise, without batch dims, its inputs' and output's
+/// innermost dims the last reduction (first input) and the last output dim
+/// of the second (multiples of 8, static with every reduction and
+/// second-input dim). Fails with the reason in `why`.
+FailureOr<MMAContraction> matchMMAContraction(Operation *op, std::string &why);
+
+/// Why the tensor-core GEMM kernel cannot compute `op` on `target` ("" when
+/// it can): a CUDA target of sm_80 or later and matchMMAContraction.
+std::string mmaContractionUnsupported(Operation *op, TargetAttr target);
+
 /// Elements of padding after each row of the tensor-core kernel's shared K
 /// and V tiles: 16 bytes, so that the 8 rows an ldmatrix reads at one
 /// column fall in distinct banks.

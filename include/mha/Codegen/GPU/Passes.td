@@ -58,6 +58,38 @@ def MHAAttentionToMMAPass : Pass<"mha-attention-to-mma"> {
   ];
 }
 
+def MHAContractionToMMAPass : Pass<"mha-contraction-to-mma"> {
+  let summary = "Lower the projections' contractions to GEMM kernels on "
+                "tensor cores";
+  let description = [{
+    GPU mapping, on tensors, for CUDA (sm_80 and later): every
+    `linalg.generic` whose `mha.lowering_config` has `mma = [16, 8, 16]`
+    (`mha-select-lowering-config` sets it on the contractions of f16 and
+    bf16 inputs accumulated in f32 and rounded back by their one user: the
+    projections of a decomposed layer) becomes, with that rounding op, one
+    GEMM kernel: 64 x 64 output tiles, one workgroup each, of 4 warps of
+    32 x 32; the reduction in steps of 32 through two stages of shared A
+    and B tiles filled by `cp.async` and read by `ldmatrix`; m16n8k16
+    `mma.sync` with f32 accumulation; the result rounded and stored through
+    the output's indexing map (the head split and merge of the projections
+    are in their maps). The dims are grouped as M, N and K and flattened in
+    memory order. Where the kernel cannot compute a configured op, an error
+    names the reason.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::LLVM::LLVMDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::NVVM::NVVMDialect",
+    "::mlir::nvgpu::NVGPUDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def MHATileForWorkgroupsPass : Pass<"mha-tile-for-workgroups"> {
   let summary = "Tile the linalg ops not yet in a loop into workgroup tiles";
   let description = [{

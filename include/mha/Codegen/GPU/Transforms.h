@@ -19,6 +19,10 @@ class LaunchOp;
 class Operation;
 class RewriterBase;
 
+namespace linalg {
+class GenericOp;
+} // namespace linalg
+
 namespace mha {
 class AttentionOp;
 
@@ -35,6 +39,21 @@ FailureOr<Value> lowerAttentionToMMA(RewriterBase &rewriter, AttentionOp op);
 /// lowerAttentionToMMA on every mha.attention under `root` whose lowering
 /// configuration has `mma`.
 LogicalResult lowerAttentionsToMMA(RewriterBase &rewriter, Operation *root);
+
+/// The contraction `op` (its lowering configuration has `mma`; see
+/// matchMMAContraction) and the op that rounds its result as one GEMM kernel
+/// on tensor cores: an scf.forall of 64 x 64 output tiles around an
+/// scf.forall of 128 threads (4 warps of 32 x 32), the k loop in steps of
+/// 32 through two stages of shared tiles filled by cp.async and read by
+/// ldmatrix, mma.sync m16n8k16 with f32 accumulation, the rounded result
+/// stored through the output's indexing map into a new buffer, which the
+/// returned tensor (replacing the rounding op's result) reads.
+FailureOr<Value> lowerContractionToMMA(RewriterBase &rewriter,
+                                       linalg::GenericOp op);
+
+/// lowerContractionToMMA on every linalg.generic under `root` whose
+/// lowering configuration has `mma`.
+LogicalResult lowerContractionsToMMA(RewriterBase &rewriter, Operation *root);
 
 /// GPU mapping, on tensors: inside each top-level scf.forall (one workgroup
 /// per iteration later), every linalg op tiled into an scf.forall over
