@@ -867,5 +867,9 @@ int main(int argc, char **argv) {
   mha_keep_freed_memory();
   mha::setDefaultCUDARoot();
   MLIRContext context(registry);
+  // A diagnostic is its message and location, without the op printed as a
+  // note: for an error at a GPU kernel (its workgroup memory, ptxas) that
+  // note is the whole kernel, thousands of lines.
+  context.printOpOnDiagnostic(false);
   return Runner(readOptions()).run(context);
 }
