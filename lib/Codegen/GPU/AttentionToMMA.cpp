@@ -60,7 +60,6 @@ namespace mlir::mha {
 
 using namespace mlir;
 using namespace mlir::mha;
-
 using namespace mlir::mha::detail;
 
 /// Starts copying the key block at `firstKey` of head `head` of `source`
@@ -133,16 +132,8 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   // The operands' element type: f16 or bf16.
   Type element = qType.getElementType(), f32 = rewriter.getF32Type();
 
-  // Whole buffers of identity layout (what the CUDA staging copies);
-  // bufferization copies a view of another layout into one.
-  auto buffer = [&](Value tensor) -> Value {
-    auto type = cast<RankedTensorType>(tensor.getType());
-    return bufferization::ToBufferOp::create(
-        rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
-        tensor, /*read_only=*/true);
-  };
-  Value q = buffer(op.getQuery()), k = buffer(op.getKey()),
-        v = buffer(op.getValue());
+  Value q = readBuffer(e, op.getQuery()), k = readBuffer(e, op.getKey()),
+        v = readBuffer(e, op.getValue());
   auto dim = [&](Value tensor, int64_t d) -> Value {
     return tensor::DimOp::create(rewriter, loc, tensor, d);
   };

@@ -133,13 +133,7 @@ FailureOr<Value> mha::lowerContractionToMMA(RewriterBase &rewriter,
   for (unsigned d : gemm.k)
     sizeK *= staticRanges[d];
 
-  auto buffer = [&](Value tensor) -> Value {
-    auto type = cast<RankedTensorType>(tensor.getType());
-    return bufferization::ToBufferOp::create(
-        rewriter, loc, MemRefType::get(type.getShape(), type.getElementType()),
-        tensor, /*read_only=*/true);
-  };
-  Value a = buffer(aTensor), b = buffer(bTensor);
+  Value a = readBuffer(e, aTensor), b = readBuffer(e, bTensor);
   SmallVector<Value> outSizes;
   for (int64_t d = 0; d < outType.getRank(); ++d)
     if (outType.isDynamicDim(d))

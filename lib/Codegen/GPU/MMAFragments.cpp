@@ -2,6 +2,7 @@
 
 #include "MMAFragments.h"
 
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
@@ -39,6 +40,13 @@ Value mlir::mha::detail::loadMatricesAsA(Emitter &e, Value tile,
   return nvgpu::LdMatrixOp::create(e.b, e.loc,
                                    VectorType::get({4, 2}, element), tile,
                                    indices, /*transpose=*/false, 4);
+}
+
+Value mlir::mha::detail::readBuffer(Emitter &e, Value tensor) {
+  auto type = cast<RankedTensorType>(tensor.getType());
+  return bufferization::ToBufferOp::create(
+      e.b, e.loc, MemRefType::get(type.getShape(), type.getElementType()),
+      tensor, /*read_only=*/true);
 }
 
 void mlir::mha::detail::waitForCopies(Emitter &e, Value group,

@@ -95,6 +95,11 @@ Value loadMatricesAsA(Emitter &e, Value tile, ValueRange leading, Value row,
 /// running (`group`: the newest).
 void waitForCopies(Emitter &e, Value group, int64_t pending = 0);
 
+/// The buffer of `tensor` read by a kernel: a whole buffer of identity
+/// layout (what the CUDA staging copies; bufferization copies a view of
+/// another layout into one), read only.
+Value readBuffer(Emitter &e, Value tensor);
+
 /// D = A B + C, m16n8k16, f32 accumulation, on the fragments of one warp
 /// (A vector<4x2xT>, B vector<2x2xT>, C vector<2x2xf32>, T f16 or bf16).
 Value mmaSync(Emitter &e, Value a, Value b, Value c);
