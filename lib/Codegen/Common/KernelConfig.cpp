@@ -295,6 +295,48 @@ std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target) {
   return "";
 }
 
+/// The thread-per-row kernel's query and key tile on a GPU: 32, halved
+/// (down to 8) while an estimate of its workgroup memory exceeds the
+/// target's. The estimate is fitted to the kernels' measured workgroup
+/// memory with 32-row tiles and f32 operands (causal attention keeps more
+/// score-sized temporaries) and scaled with the tile, plus a mask tile; it
+/// overestimates f16. Where it falls short, mha-check-workgroup-memory
+/// still refuses the kernel with its size.
+static int64_t simtTile(Operation *op, TargetAttr target) {
+  auto attention = dyn_cast<AttentionOp>(op);
+  int64_t limit = target.getMaxWorkgroupMemory();
+  if (!attention || !limit)
+    return kGPUQueryTile;
+  int64_t d = std::max(attention.getQuery().getType().getDimSize(3),
+                       attention.getValue().getType().getDimSize(3));
+  if (ShapedType::isDynamic(d))
+    return kGPUQueryTile;
+  int64_t at32 = attention.getCausal() ? 888 * d + 8832 : 512 * d + 4608;
+  int64_t tile = kGPUQueryTile;
+  auto estimate = [&](int64_t t) {
+    return at32 * t / kGPUQueryTile + (attention.getMask() ? t * t * 4 : 0);
+  };
+  while (tile > 8 && estimate(tile) > limit)
+    tile /= 2;
+  return tile;
+}
+
+/// GPU: the columns of the projections' workgroup tiles: 64, or the
+/// largest head dim of the function's attention when larger, so that a
+/// head-split projection output ([B, H, S, d]) is one tile along d (a
+/// second tile along d would need a fourth grid dimension).
+static int64_t workgroupCols(Operation *func) {
+  int64_t cols = kGPUWorkgroupCols;
+  func->walk([&](AttentionOp attention) {
+    for (Value operand : {attention.getQuery(), attention.getValue()}) {
+      int64_t d = cast<ShapedType>(operand.getType()).getDimSize(3);
+      if (!ShapedType::isDynamic(d))
+        cols = std::max(cols, d);
+    }
+  });
+  return cols;
+}
+
 LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
                                              TargetAttr target) {
   MLIRContext *ctx = op->getContext();
@@ -305,6 +347,10 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
     return LoweringConfigAttr::get(ctx, 16 * kMMAWarps,
                                    mmaKeyTile(cast<AttentionOp>(op), target),
                                    {}, {}, {}, {}, {16, 8, 16}, kMMAWarps);
+  if (isConfigured(op) && gpu) {
+    int64_t tile = simtTile(op, target);
+    return LoweringConfigAttr::get(ctx, tile, tile, {}, {}, {}, {}, {}, {});
+  }
   if (isConfigured(op))
     return gpu ? LoweringConfigAttr::get(ctx, kGPUQueryTile, kGPUKeyTile, {},
                                          {}, {}, {}, {}, {})
@@ -334,7 +380,8 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
   if (!threads)
     threads = kGPUQueryTile;
   return LoweringConfigAttr::get(ctx, {}, {}, {}, {},
-                                 {threads, kGPUWorkgroupCols}, threads, {}, {});
+                                 {threads, workgroupCols(op)}, threads, {},
+                                 {});
 }
 
 std::pair<int64_t, int64_t> mha::resolveTileSizes(Operation *op,

@@ -118,3 +118,22 @@ func.func @projections(%x: tensor<64x32xf16>, %w: tensor<32x16xf16>, %x32: tenso
   } -> tensor<64x16xf32>
   return %r, %p32 : tensor<64x16xf16>, tensor<64x16xf32>
 }
+
+// -----
+
+// The thread-per-row kernel's tiles on a target with a workgroup-memory
+// limit: 32, halved while the estimate of the kernel's workgroup memory
+// exceeds it (f32, 48 KiB: causal d=128 8, d=96 16, d=64 32); the
+// projections' workgroup tiles as wide as the largest head dim (128).
+// SM80-LABEL: func.func @simt_tiles
+// SMEM-LABEL: func.func @simt_tiles
+// SMEM-SAME: mha.lowering_config = #mha.lowering_config<workgroup_tile = [8, 128], threads = 8>
+// SMEM: mha.lowering_config = #mha.lowering_config<q_tile = 8, kv_tile = 8>
+// SMEM: mha.lowering_config = #mha.lowering_config<q_tile = 16, kv_tile = 16>
+// SMEM: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>
+func.func @simt_tiles(%a: tensor<1x2x64x128xf32>, %b: tensor<1x2x64x96xf32>, %c: tensor<1x2x64x64xf32>) {
+  %0 = mha.attention ins(%a, %a, %a : tensor<1x2x64x128xf32>, tensor<1x2x64x128xf32>, tensor<1x2x64x128xf32>) outs(%a : tensor<1x2x64x128xf32>) {causal} -> tensor<1x2x64x128xf32>
+  %1 = mha.attention ins(%b, %b, %b : tensor<1x2x64x96xf32>, tensor<1x2x64x96xf32>, tensor<1x2x64x96xf32>) outs(%b : tensor<1x2x64x96xf32>) -> tensor<1x2x64x96xf32>
+  %2 = mha.attention ins(%c, %c, %c : tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>, tensor<1x2x64x64xf32>) outs(%c : tensor<1x2x64x64xf32>) -> tensor<1x2x64x64xf32>
+  return
+}
