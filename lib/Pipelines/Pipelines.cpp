@@ -315,11 +315,12 @@ void mha::buildGPUMappingStage(OpPassManager &pm, StringRef target,
   // The attention weights layers return, as linalg: kernels like the rest.
   pm.addPass(createMHADecomposeAggregatesPass());
   pm.addPass(createMHAAdditiveMaskPass());
-  // Query tiles, workgroup tiles and threads from one configuration, which
-  // keeps them consistent (a thread per query row).
+  // Query tiles, workgroup tiles, threads and the tensor-core kernels from
+  // one configuration, which keeps them consistent.
   buildStrategyStage(pm, target, overrides);
-  // The attention the configuration gives to tensor cores (CUDA, f16) as
-  // its own kernel; the rest goes on as tiles with a thread per row.
+  // The attention and the projections the configuration gives to tensor
+  // cores (CUDA, f16 and bf16) as their own kernels; the rest goes on as
+  // tiles with a thread per row.
   pm.addPass(createMHAAttentionToMMAPass());
   pm.addPass(createMHAContractionToMMAPass());
   pm.addPass(createMHATileForWorkgroupsPass());
@@ -447,7 +448,8 @@ static const PipelineInfo kPipelines[] = {
      buildFromText<LowerToCPUOptions, buildLowerToCPUPipeline>},
     {"cuda", TargetKind::CUDA,
      "Lower mha ops to GPU kernels for CUDA (NVVM, a PTX/cubin/fatbin "
-     "gpu.binary) and host code in the LLVM dialect: the mapping of "
+     "gpu.binary) and host code in the LLVM dialect: f16/bf16 attention "
+     "and projections on tensor cores (sm_80+), the rest as mapped for "
      "mha-lower-to-vulkan, host buffers copied to the device around each "
      "launch, dynamic sizes allowed",
      buildFromText<LowerToCUDAOptions, buildLowerToCUDAPipeline>},

@@ -45,13 +45,15 @@ struct EmitCInterfaceOption : public Base {
       llvm::cl::init(false)};
 };
 
-/// The tile sizes of the GPU pipelines (a thread per query row).
+/// The tile sizes of the GPU pipelines: a thread per query row, or 16 rows
+/// per warp for the tensor-core attention kernel.
 template <typename Derived, typename Base = PassPipelineOptions<Derived>>
 struct GPUTileOptions : public Base {
   mlir::detail::PassOptions::Option<int64_t> qTileSize{
       *this, "q-tile-size",
-      llvm::cl::desc("Queries per workgroup (a thread per query row); "
-                     "not given: the op's mha.lowering_config, else 32"),
+      llvm::cl::desc("Queries per workgroup (a thread per query row, or "
+                     "16 per warp on tensor cores); not given: the op's "
+                     "mha.lowering_config, else 32"),
       llvm::cl::init(0)};
   mlir::detail::PassOptions::Option<int64_t> kvTileSize{
       *this, "kv-tile-size",

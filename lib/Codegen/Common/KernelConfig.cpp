@@ -94,16 +94,16 @@ static constexpr int64_t kGPUQueryTile = 32, kGPUKeyTile = 32,
 /// score fragments of a warp then take 32 registers per thread).
 static constexpr int64_t kMMAWarps = 4, kMMAKeyTile = 64;
 
-/// The SM version of a CUDA chip name (`sm_90a` -> 90), or 0.
-static int64_t smVersion(TargetAttr target) {
-  if (!target.getChip())
-    return 0;
+/// Whether `target` is a CUDA chip with the m16n8k16 mma.sync of both
+/// tensor-core kernels: sm_80 or later (`sm_90a` -> 90).
+static bool hasTensorCores(TargetAttr target) {
+  if (!target || target.getKind() != TargetKind::CUDA || !target.getChip())
+    return false;
   StringRef chip = target.getChip().getValue();
   int64_t version = 0;
-  if (!chip.consume_front("sm_") ||
-      chip.take_while(llvm::isDigit).getAsInteger(10, version))
-    return 0;
-  return version;
+  return chip.consume_front("sm_") &&
+         !chip.take_while(llvm::isDigit).getAsInteger(10, version) &&
+         version >= 80;
 }
 
 int64_t mha::mmaAttentionWorkgroupBytes(int64_t kvTile, int64_t dk,
@@ -260,7 +260,7 @@ FailureOr<MMAContraction> mha::matchMMAContraction(Operation *root,
 }
 
 std::string mha::mmaContractionUnsupported(Operation *op, TargetAttr target) {
-  if (!target || target.getKind() != TargetKind::CUDA || smVersion(target) < 80)
+  if (!hasTensorCores(target))
     return "it needs a cuda target of sm_80 or later";
   std::string why;
   if (failed(matchMMAContraction(op, why)))
@@ -272,7 +272,7 @@ std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target) {
   auto attention = dyn_cast<AttentionOp>(op);
   if (!attention)
     return "it computes mha.attention only (decompose layers first)";
-  if (!target || target.getKind() != TargetKind::CUDA || smVersion(target) < 80)
+  if (!hasTensorCores(target))
     return "it needs a cuda target of sm_80 or later";
   Type element = attention.getQuery().getType().getElementType();
   for (Value operand : {attention.getQuery(), attention.getKey(),

@@ -33,6 +33,7 @@
 #include "mha/Codegen/GPU/Transforms.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -101,19 +102,13 @@ FailureOr<Value> mha::lowerContractionToMMA(RewriterBase &rewriter,
   auto outType = cast<RankedTensorType>(rounding.getResult(0).getType());
   Type element = outType.getElementType();
 
-  // Loop ranges: static, or the size of an input dim that reads the loop.
+  // Loop ranges (upstream's, from the operands' dims).
   SmallVector<int64_t> staticRanges = op.getStaticLoopRanges();
-  SmallVector<Value> ranges(op.getNumLoops());
-  for (unsigned d = 0; d < op.getNumLoops(); ++d) {
-    if (!ShapedType::isDynamic(staticRanges[d])) {
-      ranges[d] = e.index(staticRanges[d]);
-      continue;
-    }
-    for (auto [operand, map] : llvm::zip(op->getOperands(), maps))
-      for (auto [i, result] : llvm::enumerate(map.getResults()))
-        if (!ranges[d] && cast<AffineDimExpr>(result).getPosition() == d)
-          ranges[d] = tensor::DimOp::create(rewriter, loc, operand, i);
-  }
+  SmallVector<Value> ranges;
+  auto linalgOp = cast<linalg::LinalgOp>(op.getOperation());
+  for (Range range : linalgOp.createLoopRanges(rewriter, loc))
+    ranges.push_back(
+        getValueOrCreateConstantIndexOp(rewriter, loc, range.size));
   auto sizesOf = [&](ArrayRef<unsigned> dims) {
     SmallVector<Value> sizes;
     for (unsigned d : dims)
