@@ -40,6 +40,8 @@ int64_t mha_dtype_size(const char *code) {
     return 2;
   if (!strcmp(code, "b1"))
     return 1;
+  if (!strcmp(code, "i8"))
+    return 8;
   return 0;
 }
 
@@ -218,7 +220,8 @@ static int parse_npy(span bytes, mha_array *out, size_t *data_at, char *err,
   if ((order != '<' && order != '|' && order != '=') || size == 0)
     return fail(err, err_size,
                 "unsupported dtype '%.*s' (supported: float32 '<f4', float16 "
-                "'<f2', bool '|b1', int32 '<i4', and uint16 '<u2' for the bits "
+                "'<f2', bool '|b1', int32 '<i4', int64 '<i8', and uint16 '<u2' for "
+                "the bits "
                 "of bfloat16)",
                 (int)type.n, type.p);
   out->dtype[0] = strcmp(code, "b1") ? '<' : '|';

@@ -234,6 +234,8 @@ void mha::buildLowerToCPUPipeline(OpPassManager &pm,
   // exp as arithmetic, which LLVM vectorizes, instead of a libm call per
   // element of the softmax.
   pm.addPass(createMHAApproximateExpPass());
+  // tanh likewise (softcap).
+  pm.addPass(createMHAApproximateTanhPass());
   buildCPUToLLVMStage(pm, options.emitCInterface, options.openMP);
 }
 

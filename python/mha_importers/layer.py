@@ -46,6 +46,19 @@ class MaskInput:
 
 
 @dataclass
+class KeyLengths:
+    """Per batch the number of valid keys (mha's `key_lengths` operand,
+    e.g. ONNX Attention's `nonpad_kv_seqlen`): an argument of `shape` [B]
+    (None: dynamic) and element type `element` ("i64" or "i32");
+    `constant`: its values when the model holds them (an argument after the
+    runtime ones, saved with the weights)."""
+    name: str
+    shape: tuple
+    element: str = "i64"
+    constant: Optional[np.ndarray] = None
+
+
+@dataclass
 class Layer:
     """A multi-head attention layer in mha's terms (docs/Semantics.md)."""
     num_heads: int
@@ -74,6 +87,16 @@ class Layer:
     # Sk] or "average" [B, Sq, Sk] (return_weights).
     return_weights: Optional[str] = None
     masks: List[MaskInput] = field(default_factory=list)
+    # Scores capped to softcap * tanh(s / softcap) before the masks (None:
+    # no cap).
+    softcap: Optional[float] = None
+    # A sliding window around the diagonal (None: unbounded on that side;
+    # with causal, window_right stays None).
+    window_left: Optional[int] = None
+    window_right: Optional[int] = None
+    # Valid keys per batch; the diagonal of causal and the windows is then
+    # len[b] - Sq (docs/Semantics.md).
+    key_lengths: Optional[KeyLengths] = None
 
     def weights(self):
         names = ["w_q", "w_k", "w_v", "w_o"]
@@ -275,7 +298,8 @@ def write(layer: Layer, out_dir: str, name: str = "main",
     """Writes NAME.mlir, NAME.weights/*.npy and NAME.rsp into out_dir.
 
     The function takes the runtime arguments (query, then key and value
-    unless self-attention, then the masks) and then the weights. NAME.rsp
+    unless self-attention, then the masks, then the key lengths), the
+    constant masks and key lengths, and then the weights. NAME.rsp
     (an mha-run response file) names the entry and the weight files;
     `inputs` (arrays for the runtime arguments, by name) are saved next to
     the weights and named in it too, else the caller passes them before it:
@@ -301,6 +325,14 @@ def write(layer: Layer, out_dir: str, name: str = "main",
             runtime.append((m.name, list(m.shape), m.element_type(elt)))
     constants = [(m.name, list(m.shape), m.element_type(elt), m.constant)
                  for m in layer.masks if m.constant is not None]
+    lengths = layer.key_lengths
+    if lengths is not None:
+        if lengths.constant is None:
+            runtime.append((lengths.name, list(lengths.shape),
+                            lengths.element))
+        else:
+            constants.append((lengths.name, list(lengths.shape),
+                              lengths.element, lengths.constant))
     weights = layer.weights()
     em = _Emitter()
     args = {n: f"%{n}" for n, *_ in runtime + constants}
@@ -338,6 +370,9 @@ def write(layer: Layer, out_dir: str, name: str = "main",
     if mask is not None:
         text += f" mask({mask})"
         types.append(mask_type)
+    if lengths is not None:
+        text += f" key_lengths({args[lengths.name]})"
+        types.append(tensor_type(list(lengths.shape), lengths.element))
     attrs = [f"num_heads = {layer.num_heads} : i64"]
     if layer.num_kv_heads != layer.num_heads:
         attrs.append(f"num_kv_heads = {layer.num_kv_heads} : i64")
@@ -345,6 +380,12 @@ def write(layer: Layer, out_dir: str, name: str = "main",
         attrs.append(f"scale = {float(layer.scale):.9e} : f32")
     if layer.causal:
         attrs.append("causal")
+    if layer.softcap is not None:
+        attrs.append(f"softcap = {float(layer.softcap):.9e} : f32")
+    if layer.window_left is not None:
+        attrs.append(f"window_left = {int(layer.window_left)} : i64")
+    if layer.window_right is not None:
+        attrs.append(f"window_right = {int(layer.window_right)} : i64")
     result_shape = [qshape[0], qshape[1], eo]
     result_types = [tensor_type(result_shape, elt)]
     if layer.return_weights:

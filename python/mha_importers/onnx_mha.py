@@ -5,7 +5,8 @@
 The model's graph is one attention layer: per input a projection (MatMul
 with a weight initializer, optionally an Add of a bias initializer), an
 ONNX `Attention` (opsets 23-25: 3-d inputs with q_num_heads/kv_num_heads,
-is_causal, scale, an optional attn_mask) or `com.microsoft.MultiHeadAttention`
+is_causal, scale, softcap, left/right_window_size, an optional attn_mask and
+nonpad_kv_seqlen) or `com.microsoft.MultiHeadAttention`
 (ONNX Runtime's: num_heads, scale, unidirectional, a packed q/k/v bias, a
 [B, Sk] int32 key padding mask and an additive attention_bias), then the
 output projection. It becomes NAME.mlir (one mha.multi_head_attention; the
@@ -20,7 +21,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from .layer import Layer, MaskInput, write
+from .layer import KeyLengths, Layer, MaskInput, write
 
 _FLOAT = {onnx.TensorProto.FLOAT: np.float32,
           onnx.TensorProto.FLOAT16: np.float16}
@@ -44,9 +45,9 @@ _MS_INPUTS = ("query", "key", "value", "bias", "key_padding_mask",
               "past_sequence_length", "cache_indirection")
 _MS_OUTPUTS = ("output", "present_key", "present_value", "qk")
 _MS_ATTRS = {"num_heads", "scale", "unidirectional", "mask_filter_value"}
-# Present, these need a KV cache, key lengths or outputs mha does not have.
-_REFUSED = {"Attention": ("past_key", "past_value", "nonpad_kv_seqlen",
-                          "present_key", "present_value"),
+# Present, these need a KV cache or outputs mha does not have.
+_REFUSED = {"Attention": ("past_key", "past_value", "present_key",
+                          "present_value"),
             "MultiHeadAttention": ("past_key", "past_value",
                                    "past_sequence_length",
                                    "cache_indirection", "present_key",
@@ -88,10 +89,10 @@ def _dim_text(d):
     return "?" if d is None else f"'{d}'" if isinstance(d, str) else str(d)
 
 
-def _check_node(att, a):
+def _check_node(att, a, opset):
     """Refuses what `att` has beyond what the importer implements, by the
     operator's own names; returns its inputs and outputs by those names
-    ('' where absent)."""
+    ('' where absent). `opset`: the model's ai.onnx opset."""
     ms = att.op_type == "MultiHeadAttention"
     op = "com.microsoft.MultiHeadAttention" if ms else "Attention"
     in_names = _MS_INPUTS if ms else _ATTENTION_INPUTS
@@ -105,17 +106,33 @@ def _check_node(att, a):
         _fail(f"{op} attribute {k} is not supported")
     ins = dict(zip(in_names, list(att.input) + [""] * len(in_names)))
     outs = dict(zip(out_names, list(att.output) + [""] * len(out_names)))
+    if not ms and ins["nonpad_kv_seqlen"] and (ins["past_key"] or
+                                               ins["past_value"]):
+        _fail("Attention input nonpad_kv_seqlen together with past_key and "
+              "past_value is not supported (ONNX does not allow it: "
+              "nonpad_kv_seqlen describes a cache kept outside the operator)")
     for n in _REFUSED[att.op_type]:
         if ins.get(n) or outs.get(n):
             kind = "input" if n in in_names else "output"
             _fail(f"{op} {kind} {n} is not supported")
     if not ms:
-        for k, default, meaning in (("softcap", 0.0, "no soft cap"),
-                                    ("left_window_size", -1, "unbounded"),
-                                    ("right_window_size", -1, "unbounded")):
-            if a.get(k, default) != default:
+        # What Attention gained after opset 23: a model of an older opset
+        # that has it is not valid ONNX.
+        for k, kind, since in (("nonpad_kv_seqlen", "input", 24),
+                               ("left_window_size", "attribute", 25),
+                               ("right_window_size", "attribute", 25)):
+            present = ins[k] if kind == "input" else k in a
+            if present and opset is not None and opset < since:
+                _fail(f"Attention {kind} {k} is not in opset {opset} (it "
+                      f"came in opset {since})")
+        softcap = a.get("softcap", 0.0)
+        if softcap != 0.0 and not (np.isfinite(softcap) and softcap > 0):
+            _fail(f"Attention attribute softcap = {softcap} is not supported "
+                  f"(0: no soft cap, or a positive and finite cap)")
+        for k in ("left_window_size", "right_window_size"):
+            if a.get(k, -1) < -1:
                 _fail(f"Attention attribute {k} = {a[k]} is not supported "
-                      f"(only {default}: {meaning})")
+                      f"(-1: unbounded, or a size >= 0)")
         if outs["qk_matmul_output"] and a.get("qk_matmul_output_mode", 0) != 3:
             _fail("Attention output qk_matmul_output is supported after the "
                   "softmax only (qk_matmul_output_mode = 3)")
@@ -196,7 +213,9 @@ def import_model(model, out_dir, name="main", inputs=None):
         _fail("MultiHeadAttention must be in the com.microsoft domain")
     if not ms and att.domain not in ("", "ai.onnx"):
         _fail(f"Attention in domain '{att.domain}' is not ONNX's")
-    ins, outs = _check_node(att, a)
+    opset = next((o.version for o in model.opset_import
+                  if o.domain in ("", "ai.onnx")), None)
+    ins, outs = _check_node(att, a, opset)
     q_in, k_in, v_in = list(att.input)[:3]
     xq, wq, bq = g.projection(q_in, "query")
     xk, wk, bk = g.projection(k_in, "key")
@@ -223,6 +242,8 @@ def import_model(model, out_dir, name="main", inputs=None):
     q_dtype = _np_dtype(q_elem)
     masks = []
     causal = False
+    softcap = window_left = window_right = None
+    lengths_name = ""
     if ms:
         h = a.get("num_heads")
         if h is None:
@@ -249,6 +270,15 @@ def import_model(model, out_dir, name="main", inputs=None):
                   f"{name_of(precision)} is not supported (only the inputs' "
                   f"type, {name_of(q_elem)})")
         causal = bool(a.get("is_causal", 0))
+        if a.get("softcap", 0.0) > 0:
+            softcap = float(a["softcap"])
+        # -1: unbounded (no attribute). With is_causal a right window is
+        # subsumed by causal (j <= i + offset) and dropped, which is exact.
+        if a.get("left_window_size", -1) >= 0:
+            window_left = int(a["left_window_size"])
+        if a.get("right_window_size", -1) >= 0 and not causal:
+            window_right = int(a["right_window_size"])
+        lengths_name = ins["nonpad_kv_seqlen"]
         kpm_name, bias_name = "", ins["attn_mask"]
         heads_q, heads_kv = "q_num_heads", "kv_num_heads"
     if h <= 0 or hkv <= 0 or h % hkv:
@@ -293,12 +323,26 @@ def import_model(model, out_dir, name="main", inputs=None):
     if not layer.self_attention and (xq == xk or xq == xv):
         _fail("the query input is also the key or the value input, but not "
               "both")
-    if causal:
-        if layer.q_len is None or layer.q_len != layer.kv_len:
-            _fail("causal attention with query and key lengths that are not "
-                  "the same static size (ONNX aligns it top-left, mha "
-                  "bottom-right; they agree only then)")
-        layer.causal = True
+    # The diagonal of causal and the windows: mha's is bottom-right (Sk - Sq,
+    # or len[b] - Sq with key lengths). ONNX Attention's is the same with
+    # nonpad_kv_seqlen (offset nonpad_kv_seqlen[b] - q_len, the current
+    # spec; onnx 1.22 aligned it top-left) and 0 (top-left) without it, as
+    # is ONNX Runtime's unidirectional: those agree only where Sq = Sk.
+    if not lengths_name:
+        square = layer.q_len is not None and layer.q_len == layer.kv_len
+        where = "" if ms else " without nonpad_kv_seqlen"
+        for what, used in (("causal attention", causal),
+                           (f"left_window_size = {window_left}",
+                            window_left is not None),
+                           (f"right_window_size = {window_right}",
+                            window_right is not None)):
+            if used and not square:
+                _fail(f"{what} with query and key lengths that are not the "
+                      f"same static size (ONNX aligns it top-left{where}, "
+                      f"mha bottom-right; they agree only then)")
+    layer.causal = causal
+    layer.softcap = softcap
+    layer.window_left, layer.window_right = window_left, window_right
 
     # Masks (graph inputs, or initializers: then constant arguments), each
     # checked against the scores [B, H, Sq, Sk] it applies to: a size the
@@ -381,6 +425,33 @@ def import_model(model, out_dir, name="main", inputs=None):
         mask.is_bool, mask.padding_fill = False, fill
         masks.append(mask)
     layer.masks = masks
+    if lengths_name:
+        # int64 [B]: the first nonpad_kv_seqlen[b] keys of batch b are valid.
+        nm = lengths_name
+        if nm in g.inputs:
+            shape = _dims(g.inputs[nm])
+            elem = g.inputs[nm].type.tensor_type.elem_type
+            dtype = _np_dtype(elem)
+        elif nm in g.inits:
+            shape, dtype = g.inits[nm].shape, g.inits[nm].dtype
+        else:
+            _fail(f"nonpad_kv_seqlen '{nm}' is neither a graph input nor an "
+                  f"initializer")
+        if dtype != np.int64:
+            _fail(f"nonpad_kv_seqlen '{nm}' is {dtype}, not int64")
+        if len(shape) != 1:
+            _fail(f"nonpad_kv_seqlen '{nm}' has rank {len(shape)}; the "
+                  f"importer takes [B]")
+        d, t = shape[0], qd[0]
+        if d is None or d != t:
+            if isinstance(d, int) and isinstance(t, int):
+                _fail(f"nonpad_kv_seqlen '{nm}' dimension 0 is {d}, not the "
+                      f"batch size ({t})")
+            _fail(f"nonpad_kv_seqlen '{nm}' dimension 0 ({_dim_text(d)}) is "
+                  f"not known to be the batch size ({_dim_text(t)})")
+        layer.key_lengths = KeyLengths(
+            nm, (d if isinstance(d, int) else None,), "i64",
+            constant=g.inits.get(nm))
     return write(layer, out_dir, name, inputs)
 
 

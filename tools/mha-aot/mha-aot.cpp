@@ -111,8 +111,8 @@ int compileError(const Twine &message) {
 
 /// One array of the entry's signature as C sees it.
 struct ArrayInfo {
-  std::string npyDtype; // "<f4", "<f2", "<u2" (bf16 bits), "|b1"
-  std::string cType;    // float, uint16_t, uint8_t
+  std::string npyDtype; // "<f4", "<f2", "<u2" (bf16 bits), "|b1", "<i4", "<i8"
+  std::string cType;    // float, uint16_t, uint8_t, int32_t, int64_t
   SmallVector<int64_t> shape; // ShapedType::kDynamic for dynamic sizes
 };
 
@@ -130,6 +130,10 @@ FailureOr<ArrayInfo> arrayInfo(Type type) {
     info = {"<u2", "uint16_t", {}};
   else if (element.isInteger(1))
     info = {"|b1", "uint8_t", {}};
+  else if (element.isInteger(32))
+    info = {"<i4", "int32_t", {}};
+  else if (element.isInteger(64))
+    info = {"<i8", "int64_t", {}};
   else
     return failure();
   info.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
@@ -501,7 +505,7 @@ int compile(MLIRContext &context) {
       if (failed(info) || info->shape.size() > 16)
         return badInput(llvm::formatv("{0} {1} of '@{2}' has type {3}; the "
                                       "C entry takes ranked tensors of rank "
-                                      "<= 16 of f32, f16, bf16 or i1",
+                                      "<= 16 of f32, f16, bf16, i1, i32 or i64",
                                       what, i, entryName, type)
                             .str());
       infos->push_back(std::move(*info));

@@ -51,6 +51,11 @@ double NpyArray::get(int64_t i) const {
     std::memcpy(&v, data.data() + 4 * i, 4);
     return v;
   }
+  if (dtype == "i8") {
+    int64_t v;
+    std::memcpy(&v, data.data() + 8 * i, 8);
+    return static_cast<double>(v);
+  }
   return data[i] != 0 ? 1.0 : 0.0;
 }
 
@@ -67,6 +72,9 @@ void NpyArray::set(int64_t i, double value) {
   } else if (dtype == "i4") {
     auto v = static_cast<int32_t>(value);
     std::memcpy(data.data() + 4 * i, &v, 4);
+  } else if (dtype == "i8") {
+    auto v = static_cast<int64_t>(value);
+    std::memcpy(data.data() + 8 * i, &v, 8);
   } else {
     data[i] = value != 0.0;
   }

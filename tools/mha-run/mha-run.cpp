@@ -181,7 +181,9 @@ StringRef dtypeFor(Type type) {
   if (type.isInteger(1))
     return "b1";
   if (type.isInteger(32))
-    return "i4"; // Integer masks (ONNX Runtime's key padding mask).
+    return "i4"; // Integer masks (ONNX Runtime's key padding mask), lengths.
+  if (type.isInteger(64))
+    return "i8"; // Key lengths.
   return "";
 }
 
@@ -270,8 +272,10 @@ void fillRandom(NpyArray &array, std::mt19937_64 &rng) {
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   std::bernoulli_distribution coin(0.8);
   for (int64_t i = 0, e = array.numElements(); i < e; ++i)
-    array.set(i, array.dtype == "b1" || array.dtype == "i4" ? coin(rng)
-                                                             : uniform(rng));
+    array.set(i, array.dtype == "b1" || array.dtype == "i4" ||
+                         array.dtype == "i8"
+                     ? coin(rng)
+                     : uniform(rng));
 }
 
 void printSummary(unsigned index, const NpyArray &array) {

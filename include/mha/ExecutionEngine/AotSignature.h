@@ -28,7 +28,8 @@ extern "C" {
 #ifndef MHA_AOT_SIGNATURE_TYPES
 #define MHA_AOT_SIGNATURE_TYPES
 /* One array of a signature: its .npy dtype ("<f4" float32, "<f2" float16,
-   "<u2" bfloat16 bits, "|b1" bool as one byte), rank and shape (-1: dynamic). */
+   "<u2" bfloat16 bits, "|b1" bool as one byte, "<i4" int32, "<i8" int64),
+   rank and shape (-1: dynamic). */
 struct mha_aot_array_info {
   const char *dtype;
   int64_t rank;

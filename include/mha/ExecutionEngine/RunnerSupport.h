@@ -34,7 +34,7 @@ extern "C" {
 
 /* An n-d array in C order. `dtype` is its .npy descr: "<f4" float32, "<f2"
    float16, "<u2" the bits of bfloat16 (NumPy has none), "|b1" bool as one
-   byte, "<i4" int32. `data` comes from malloc. */
+   byte, "<i4" int32, "<i8" int64. `data` comes from malloc. */
 typedef struct mha_array {
   char dtype[4];
   int64_t rank;
@@ -43,7 +43,8 @@ typedef struct mha_array {
 } mha_array;
 
 /* The size in bytes of one element of the type `code`, a descr without its
-   byte-order character ("f4", "f2", "u2", "b1", "i4"); 0 if unsupported. */
+   byte-order character ("f4", "f2", "u2", "b1", "i4", "i8"); 0 if
+   unsupported. */
 MHA_RUNNER_SUPPORT_API int64_t mha_dtype_size(const char *code);
 
 /* The element count of `shape`, or -1 when a size is negative or the count

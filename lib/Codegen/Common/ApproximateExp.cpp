@@ -1,8 +1,9 @@
-//===- ApproximateExp.cpp - math.exp as a polynomial ----------------------===//
+//===- ApproximateExp.cpp - math.exp and math.tanh as polynomials ---------===//
 //
 // f32 math.exp -> arithmetic (so it vectorizes; no libm call per element),
 // in fewer vector ops than upstream's approximation (which, like this one,
-// takes f32 only). See the pass description.
+// takes f32 only); f32 math.tanh through upstream's. See the pass
+// descriptions.
 //
 //===----------------------------------------------------------------------===//
 
@@ -10,12 +11,15 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Math/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/ImplicitLocOpBuilder.h"
 #include "mlir/IR/TypeUtilities.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHAAPPROXIMATEEXPPASS
+#define GEN_PASS_DEF_MHAAPPROXIMATETANHPASS
 #include "mha/Codegen/Common/Passes.h.inc"
 } // namespace mlir::mha
 
@@ -99,6 +103,16 @@ struct ExpFromExponentBits final : OpRewritePattern<math::ExpOp> {
     Value scale = arith::BitcastOp::create(b, type, bits);
     rewriter.replaceOp(op, arith::MulFOp::create(b, p, scale));
     return success();
+  }
+};
+
+struct MHAApproximateTanhPass final
+    : mha::impl::MHAApproximateTanhPassBase<MHAApproximateTanhPass> {
+  void runOnOperation() override {
+    RewritePatternSet patterns(&getContext());
+    populatePolynomialApproximateTanhPattern(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
   }
 };
 

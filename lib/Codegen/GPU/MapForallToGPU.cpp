@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/GPU/TransformOps/GPUTransformOps.h"
+#include "mlir/Dialect/GPU/Utils/GPUUtils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 
 namespace mlir::mha {
@@ -57,6 +58,30 @@ static LogicalResult allocsToWorkgroupAttributions(RewriterBase &rewriter,
     rewriter.replaceOp(alloc, buffer);
   }
   return success();
+}
+
+/// Whether the host computation `op`, used by a kernel, is better done in
+/// the kernel: integer arithmetic (a loop bound, an offset), and scalar reads
+/// of a function's argument buffer that nothing writes (per-batch key
+/// lengths, which CSE may have shared with a host-side run-time check).
+/// Such values would otherwise become kernel arguments, which Vulkan kernels
+/// cannot take.
+static bool isBeneficiaryToSink(Operation *op) {
+  auto integers = [](TypeRange types) {
+    return llvm::all_of(types, [](Type t) { return t.isIntOrIndex(); });
+  };
+  if (isPure(op) && op->getNumRegions() == 0 && integers(op->getResultTypes()))
+    return true;
+  auto load = dyn_cast<memref::LoadOp>(op);
+  if (!load || !integers(load.getResult().getType()))
+    return false;
+  auto argument = dyn_cast<BlockArgument>(load.getMemRef());
+  if (!argument || !isa<FunctionOpInterface>(argument.getOwner()->getParentOp()))
+    return false;
+  return llvm::none_of(argument.getUsers(), [&](Operation *user) {
+    auto effects = dyn_cast<MemoryEffectOpInterface>(user);
+    return !effects || effects.getEffectOnValue<MemoryEffects::Write>(argument);
+  });
 }
 
 BufferUses mha::detail::classifyUses(Value buffer) {
@@ -245,7 +270,8 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
     rewriter.inlineBlockBefore(loopBody, terminator, ivs);
     rewriter.eraseOp(loop);
 
-    if (failed(allocsToWorkgroupAttributions(rewriter, launch)))
+    if (failed(allocsToWorkgroupAttributions(rewriter, launch)) ||
+        failed(sinkOperationsIntoLaunchOp(launch, isBeneficiaryToSink)))
       return failure();
 
     rewriter.setInsertionPointToStart(&body);

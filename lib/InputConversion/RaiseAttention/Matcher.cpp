@@ -1131,6 +1131,8 @@ FailureOr<LayerPlan> raise::planLayer(AttentionOp att, Why &why) {
     return why("the attention's causal diagonal is not bottom-right");
   if (att.getKeyTransposed())
     return why("the keys are given transposed ([B, Hkv, dk, Sk])");
+  if (att.getKeyOffset())
+    return why("the attention's key lengths count from a key offset");
   Value pq = matchHeadSplit(att.getQuery()), pk = matchHeadSplit(att.getKey()),
         pv = matchHeadSplit(att.getValue());
   if (!pq || !pk || !pv)

@@ -222,9 +222,11 @@ static AttentionOp applyAttentionPlan(RewriterBase &rewriter, Operation *op,
   Value init = tensor::EmptyOp::create(rewriter, loc, outSizes,
                                        getElementTypeOrSelf(q4.getType()));
   auto attention = AttentionOp::create(
-      rewriter, loc, init.getType(), q4, k4, v4, mask, causalOffset, init,
+      rewriter, loc, init.getType(), q4, k4, v4, mask,
+      /*key_lengths=*/Value(), /*key_offset=*/Value(), causalOffset, init,
       rewriter.getF32FloatAttr(static_cast<float>(m->scale)),
-      m->causal.has_value(), m->keyTransposed);
+      m->causal.has_value(), m->keyTransposed, /*softcap=*/nullptr,
+      /*window_left=*/nullptr, /*window_right=*/nullptr);
 
   // Back to the shape of the op's result, or in place of its one user when
   // that reshapes it to the attention's shape.
@@ -308,11 +310,13 @@ applyLayerPlan(RewriterBase &rewriter, AttentionOp att, const LayerPlan &plan) {
   auto layer = MultiHeadAttentionOp::create(
       rewriter, loc, TypeRange{layerType}, query, k->input, v->input, inOut(*q),
       inOut(*k), inOut(*v), wo, biasOrZero(*q), biasOrZero(*k),
-      biasOrZero(*v), biasOrZero(*o), att.getMask(),
+      biasOrZero(*v), biasOrZero(*o), att.getMask(), att.getKeyLengths(),
       rewriter.getI64IntegerAttr(numHeads),
       numKvHeads == numHeads ? IntegerAttr()
                              : rewriter.getI64IntegerAttr(numKvHeads),
-      att.getScaleAttr(), att.getCausalAttr(), /*return_weights=*/nullptr);
+      att.getScaleAttr(), att.getCausalAttr(), /*return_weights=*/nullptr,
+      att.getSoftcapAttr(), att.getWindowLeftAttr(),
+      att.getWindowRightAttr());
   Value result = layer.getResult();
   if (resultType.getRank() == 2) {
     // The 2-d result is usually expanded back to [B, S, E]: that is ours.

@@ -39,11 +39,12 @@ func.func @f16(%q: tensor<2x4x?x64xf16>, %k: tensor<2x2x?x64xf16>, %v: tensor<2x
 // SM80-LABEL: func.func @other
 // SM80: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>}
 // SM80: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>}
-// SM80-COUNT-3: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>}
+// SM80-COUNT-6: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>{{[,}]}}
 // SM80-NOT: mma
 func.func @other(%q16: tensor<1x2x8x64xf16>, %q32: tensor<1x2x8x64xf32>,
                  %qb: tensor<1x2x8x64xbf16>, %q40: tensor<1x2x8x40xf16>,
-                 %kt: tensor<1x2x64x8xf16>, %m: tensor<8x8xi1>) {
+                 %kt: tensor<1x2x64x8xf16>, %m: tensor<8x8xi1>,
+                 %len: tensor<1xi32>) {
   %i16 = tensor.empty() : tensor<1x2x8x64xf16>
   %i32 = tensor.empty() : tensor<1x2x8x64xf32>
   %ib = tensor.empty() : tensor<1x2x8x64xbf16>
@@ -56,6 +57,10 @@ func.func @other(%q16: tensor<1x2x8x64xf16>, %q32: tensor<1x2x8x64xf32>,
   // a mask; transposed keys
   %3 = mha.attention ins(%q16, %q16, %q16 : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>) mask(%m : tensor<8x8xi1>) outs(%i16 : tensor<1x2x8x64xf16>) -> tensor<1x2x8x64xf16>
   %4 = mha.attention ins(%q16, %kt, %q16 : tensor<1x2x8x64xf16>, tensor<1x2x64x8xf16>, tensor<1x2x8x64xf16>) outs(%i16 : tensor<1x2x8x64xf16>) {key_transposed} -> tensor<1x2x8x64xf16>
+  // key lengths, a softcap, a window
+  %5 = mha.attention ins(%q16, %q16, %q16 : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>) key_lengths(%len : tensor<1xi32>) outs(%i16 : tensor<1x2x8x64xf16>) -> tensor<1x2x8x64xf16>
+  %6 = mha.attention ins(%q16, %q16, %q16 : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>) outs(%i16 : tensor<1x2x8x64xf16>) {softcap = 20.0 : f32} -> tensor<1x2x8x64xf16>
+  %7 = mha.attention ins(%q16, %q16, %q16 : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>) outs(%i16 : tensor<1x2x8x64xf16>) {window_left = 3 : i64} -> tensor<1x2x8x64xf16>
   return
 }
 

@@ -367,7 +367,7 @@ func.func @bias_dynamic(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: te
 // case is in the generic form.
 func.func @bias_partial(%x: tensor<2x16x64xf32>, %w: tensor<64x64xf32>, %b: tensor<64xf32>) -> tensor<2x16x64xf32> {
   // expected-error @+1 {{bias operands 'b_q', 'b_k', 'b_v' and 'b_o' must be given all four or none, found 2}}
-  %y = "mha.multi_head_attention"(%x, %x, %x, %w, %w, %w, %w, %b, %b) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 0>}>
+  %y = "mha.multi_head_attention"(%x, %x, %x, %w, %w, %w, %w, %b, %b) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0>}>
        : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
   return %y : tensor<2x16x64xf32>
 }
@@ -629,7 +629,7 @@ func.func @att_mask_length(%q: tensor<2x8x16x64xf32>, %k: tensor<2x2x16x64xf32>,
 // -----
 
 func.func @att_causal_offset_without_causal(%q: tensor<1x2x4x8xf32>, %off: index, %init: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
-  // expected-error @+1 {{'causal_offset' requires the 'causal' attribute}}
+  // expected-error @+1 {{'causal_offset' requires the 'causal' attribute or a window ('window_left', 'window_right')}}
   %o = mha.attention ins(%q, %q, %q : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
          causal_offset(%off) outs(%init : tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>
@@ -828,4 +828,109 @@ func.func @weights_key_transposed_length(%q: tensor<2x8x16x64xf32>, %kt: tensor<
   %p = mha.attention_weights ins(%q, %kt : tensor<2x8x16x64xf32>, tensor<2x2x64x16xf32>)
          outs(%init : tensor<2x8x16x20xf32>) {key_transposed} -> tensor<2x8x16x20xf32>
   return %p : tensor<2x8x16x20xf32>
+}
+
+// -----
+
+func.func @att_key_offset_without_lengths(%q: tensor<1x2x4x8xf32>, %j0: index, %init: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+1 {{'key_offset' requires 'key_lengths'}}
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+         key_offset(%j0) outs(%init : tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+func.func @att_key_lengths_batch(%q: tensor<2x2x4x8xf32>, %len: tensor<3xi32>, %init: tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32> {
+  // expected-error @+1 {{'key_lengths' dimension 0 (B) must match the batch size: expected 2, found 3}}
+  %o = mha.attention ins(%q, %q, %q : tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>)
+         key_lengths(%len : tensor<3xi32>) outs(%init : tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}
+
+// -----
+
+func.func @att_key_lengths_type(%q: tensor<2x2x4x8xf32>, %len: tensor<2xf32>, %init: tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32> {
+  // expected-error @+1 {{operand #3 must be 1D tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %o = mha.attention ins(%q, %q, %q : tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>)
+         key_lengths(%len : tensor<2xf32>) outs(%init : tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}
+
+// -----
+
+// Lengths known at compile time are checked against the keys.
+func.func @att_key_lengths_beyond_keys(%q: tensor<2x2x4x8xf32>, %init: tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32> {
+  %len = arith.constant dense<[4, 5]> : tensor<2xi32>
+  // expected-error @+1 {{'key_lengths' element 1 must be in [0, Sk = 4], found 5}}
+  %o = mha.attention ins(%q, %q, %q : tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>)
+         key_lengths(%len : tensor<2xi32>) outs(%init : tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}
+
+// -----
+
+func.func @att_key_lengths_negative(%q: tensor<2x2x4x8xf32>, %init: tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32> {
+  %len = arith.constant dense<[-1, 2]> : tensor<2xi64>
+  // expected-error @+1 {{'key_lengths' element 0 must be in [0, Sk = 4], found -1}}
+  %o = mha.attention ins(%q, %q, %q : tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>)
+         key_lengths(%len : tensor<2xi64>) outs(%init : tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}
+
+// -----
+
+func.func @att_window_negative(%q: tensor<1x2x4x8xf32>, %init: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+1 {{'window_left' must be non-negative, found -1}}
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+         outs(%init : tensor<1x2x4x8xf32>) {window_left = -1 : i64} -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+func.func @att_window_right_causal(%q: tensor<1x2x4x8xf32>, %init: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+1 {{'window_right' cannot be combined with 'causal' (causal is a right window of 0)}}
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+         outs(%init : tensor<1x2x4x8xf32>) {causal, window_right = 0 : i64} -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+func.func @att_softcap_zero(%q: tensor<1x2x4x8xf32>, %init: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  // expected-error @+1 {{'softcap' must be a positive finite number, found 0}}
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>)
+         outs(%init : tensor<1x2x4x8xf32>) {softcap = 0.0 : f32} -> tensor<1x2x4x8xf32>
+  return %o : tensor<1x2x4x8xf32>
+}
+
+// -----
+
+func.func @mha_window_negative(%x: tensor<2x4x16xf32>, %w: tensor<16x16xf32>) -> tensor<2x4x16xf32> {
+  // expected-error @+1 {{'window_right' must be non-negative, found -2}}
+  %y = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w {num_heads = 2 : i64, window_right = -2 : i64}
+         : (tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<16x16xf32>,
+            tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<2x4x16xf32>
+  return %y : tensor<2x4x16xf32>
+}
+
+// -----
+
+func.func @mha_softcap_inf(%x: tensor<2x4x16xf32>, %w: tensor<16x16xf32>) -> tensor<2x4x16xf32> {
+  // expected-error @+1 {{'softcap' must be a positive finite number, found INF}}
+  %y = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w {num_heads = 2 : i64, softcap = 0x7F800000 : f32}
+         : (tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<16x16xf32>,
+            tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>) -> tensor<2x4x16xf32>
+  return %y : tensor<2x4x16xf32>
+}
+
+// -----
+
+func.func @mha_key_lengths_batch(%x: tensor<2x4x16xf32>, %w: tensor<16x16xf32>, %len: tensor<1xi32>) -> tensor<2x4x16xf32> {
+  // expected-error @+1 {{'key_lengths' dimension 0 (B) must match the batch size: expected 2, found 1}}
+  %y = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w key_lengths(%len) {num_heads = 2 : i64}
+         : (tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<16x16xf32>,
+            tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<1xi32>) -> tensor<2x4x16xf32>
+  return %y : tensor<2x4x16xf32>
 }

@@ -9,7 +9,7 @@
 // CHECK-SAME: (%[[X:.+]]: tensor<2x16x64xf32>, %[[WQ:.+]]: tensor<64x64xf32>, %[[WK:.+]]: tensor<64x64xf32>, %[[WV:.+]]: tensor<64x64xf32>, %[[WO:.+]]: tensor<64x64xf32>)
 // CHECK: mha.multi_head_attention %[[X]], %[[X]], %[[X]], %[[WQ]], %[[WK]], %[[WV]], %[[WO]] {num_heads = 4 : i64} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
 // GENERIC-LABEL: sym_name = "self_attention"
-// GENERIC: "mha.multi_head_attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0>}>
+// GENERIC: "mha.multi_head_attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0>}>
 func.func @self_attention(%x: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>,
                           %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
   %y = mha.multi_head_attention %x, %x, %x, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
@@ -23,7 +23,7 @@ func.func @self_attention(%x: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: 
 // CHECK: mha.multi_head_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias(%[[BQ:.+]], %[[BK:.+]], %[[BV:.+]], %[[BO:.+]]) {num_heads = 2 : i64}
 // CHECK-SAME: -> tensor<3x5x24xf32>
 // GENERIC-LABEL: sym_name = "cross_attention_bias"
-// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0>
+// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0>
 func.func @cross_attention_bias(%q: tensor<3x5x32xf32>, %k: tensor<3x7x20xf32>, %v: tensor<3x7x12xf32>,
                                 %wq: tensor<32x16xf32>, %wk: tensor<20x16xf32>, %wv: tensor<12x10xf32>,
                                 %wo: tensor<10x24xf32>, %bq: tensor<16xf32>, %bk: tensor<16xf32>,
@@ -43,7 +43,7 @@ func.func @cross_attention_bias(%q: tensor<3x5x32xf32>, %k: tensor<3x7x20xf32>, 
 // CHECK: mha.multi_head_attention {{.*}} mask(%{{.*}}) {num_heads = 4 : i64} : ({{.*}}, tensor<2x1x1x16xi1>) -> tensor<2x16x64xf32>
 // CHECK: mha.multi_head_attention {{.*}} mask(%{{.*}}) {num_heads = 4 : i64} : ({{.*}}, tensor<1x4x16x16xf32>) -> tensor<2x16x64xf32>
 // GENERIC-LABEL: sym_name = "masks"
-// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1>
+// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0>
 func.func @masks(%x: tensor<2x16x64xf32>, %w: tensor<64x64xf32>, %m2: tensor<16x16xi1>,
                  %m3: tensor<2x16x16xf32>, %m4: tensor<2x1x1x16xi1>, %m4f: tensor<1x4x16x16xf32>)
     -> (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>) {
@@ -68,7 +68,7 @@ func.func @masks(%x: tensor<2x16x64xf32>, %w: tensor<64x64xf32>, %m2: tensor<16x
 // CHECK: mha.multi_head_attention {{.*}} bias({{.*}}) mask(%{{.*}}) {causal, num_heads = 8 : i64, num_kv_heads = 2 : i64, scale = 1.250000e-01 : f32}
 // CHECK: mha.multi_head_attention {{.*}} {causal, num_heads = 8 : i64, num_kv_heads = 1 : i64}
 // GENERIC-LABEL: sym_name = "gqa_mqa"
-// GENERIC: <{causal, num_heads = 8 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1>, scale = 1.250000e-01 : f32}>
+// GENERIC: <{causal, num_heads = 8 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0>, scale = 1.250000e-01 : f32}>
 func.func @gqa_mqa(%x: tensor<1x32x128xf32>, %wq: tensor<128x128xf32>, %wk: tensor<128x32xf32>,
                    %wv: tensor<128x32xf32>, %wo: tensor<128x128xf32>, %bq: tensor<128xf32>,
                    %bk: tensor<32xf32>, %bv: tensor<32xf32>, %bo: tensor<128xf32>,
@@ -110,8 +110,8 @@ func.func @dynamic(%q: tensor<?x?x32xf16>, %w: tensor<32x32xf16>, %m: tensor<?x?
 // CHECK: mha.attention ins(%[[Q]], %[[K]], %[[V]] : {{.*}}) mask(%[[M4]] : tensor<1x8x1x?xf32>) outs(%[[INIT]] : tensor<2x8x?x32xf32>) {scale = 5.000000e-01 : f32} -> tensor<2x8x?x32xf32>
 // CHECK: mha.attention ins(%[[Q]], %[[K]], %[[V]] : {{.*}}) mask(%[[M3]] : tensor<2x?x?xi1>) outs(%[[INIT]] : tensor<2x8x?x32xf32>) {causal, scale = 2.000000e+00 : f32} -> tensor<2x8x?x32xf32>
 // GENERIC-LABEL: sym_name = "attention"
-// GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 1>}> : (tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>, tensor<2x2x?x32xf32>, tensor<2x8x?x32xf32>) -> tensor<2x8x?x32xf32>
-// GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 1>}>
+// GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 1>}> : (tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>, tensor<2x2x?x32xf32>, tensor<2x8x?x32xf32>) -> tensor<2x8x?x32xf32>
+// GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 1>}>
 func.func @attention(%q: tensor<2x8x?x64xf32>, %k: tensor<2x2x?x64xf32>, %v: tensor<2x2x?x32xf32>,
                      %m2: tensor<?x?xi1>, %m4: tensor<1x8x1x?xf32>, %m3: tensor<2x?x?xi1>,
                      %init: tensor<2x8x?x32xf32>)
@@ -133,7 +133,7 @@ func.func @attention(%q: tensor<2x8x?x64xf32>, %k: tensor<2x2x?x64xf32>, %v: ten
 // CHECK-LABEL: func.func @attention_causal_offset
 // CHECK: mha.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : {{.*}}) causal_offset(%{{.*}}) outs(%{{.*}} : tensor<1x2x4x8xf32>) {causal} -> tensor<1x2x4x8xf32>
 // GENERIC-LABEL: sym_name = "attention_causal_offset"
-// GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1>}>
+// GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 1>}>
 func.func @attention_causal_offset(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x16x8xf32>, %off: index,
                                    %init: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
   %o = mha.attention ins(%q, %k, %k : tensor<1x2x4x8xf32>, tensor<1x2x16x8xf32>, tensor<1x2x16x8xf32>)
@@ -141,12 +141,46 @@ func.func @attention_causal_offset(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x16x8x
   return %o : tensor<1x2x4x8xf32>
 }
 
+// Key lengths (per batch), a sliding window with an explicit diagonal, a
+// softcap, and a tile's key offset; the layer takes the same.
+// CHECK-LABEL: func.func @attention_key_features
+// CHECK: mha.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : {{.*}}) key_lengths(%[[LEN:.+]] : tensor<2xi32>) causal_offset(%{{.*}}) outs(%{{.*}} : tensor<2x2x4x8xf32>) {softcap = 3.000000e+01 : f32, window_left = 4 : i64, window_right = 1 : i64} -> tensor<2x2x4x8xf32>
+// CHECK: mha.online_attention ins(%{{.*}}, %{{.*}}, %{{.*}} : {{.*}}) key_lengths(%[[LEN]] : tensor<2xi32>) key_offset(%{{.*}}) causal_offset(%{{.*}}) outs({{.*}}) {causal, window_left = 2 : i64}
+// CHECK: mha.attention_weights ins(%{{.*}}, %{{.*}} : {{.*}}) key_lengths(%[[LEN]] : tensor<2xi32>) outs(%{{.*}} : tensor<2x2x4x16xf32>) {softcap = 5.000000e+00 : f32} -> tensor<2x2x4x16xf32>
+// CHECK: mha.multi_head_attention {{.*}} key_lengths(%{{.*}}) {causal, num_heads = 2 : i64, softcap = 5.000000e+01 : f32, window_left = 8 : i64} : ({{.*}}, tensor<2xi64>) -> tensor<2x4x16xf32>
+// GENERIC-LABEL: sym_name = "attention_key_features"
+// GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 1, 1>, softcap = 3.000000e+01 : f32, window_left = 4 : i64, window_right = 1 : i64}>
+// GENERIC: "mha.online_attention"({{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1, 1, 1>, window_left = 2 : i64}>
+// GENERIC: "mha.multi_head_attention"({{.*}}) <{causal, num_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1>, softcap = 5.000000e+01 : f32, window_left = 8 : i64}>
+func.func @attention_key_features(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x16x8xf32>, %len: tensor<2xi32>,
+                                  %off: index, %j0: index, %init: tensor<2x2x4x8xf32>,
+                                  %acc: tensor<2x2x4x8xf32>, %row: tensor<2x2x4xf32>,
+                                  %p: tensor<2x2x4x16xf32>, %x: tensor<2x4x16xf32>,
+                                  %w: tensor<16x16xf32>, %len64: tensor<2xi64>)
+    -> (tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x16xf32>, tensor<2x4x16xf32>) {
+  %o = mha.attention ins(%q, %k, %k : tensor<2x2x4x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>)
+         key_lengths(%len : tensor<2xi32>) causal_offset(%off) outs(%init : tensor<2x2x4x8xf32>)
+         {softcap = 30.0 : f32, window_left = 4 : i64, window_right = 1 : i64} -> tensor<2x2x4x8xf32>
+  %a, %m, %s = mha.online_attention ins(%q, %k, %k : tensor<2x2x4x8xf32>, tensor<2x2x16x8xf32>, tensor<2x2x16x8xf32>)
+         key_lengths(%len : tensor<2xi32>) key_offset(%j0) causal_offset(%off)
+         outs(%acc, %row, %row : tensor<2x2x4x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>)
+         {causal, window_left = 2 : i64} -> tensor<2x2x4x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>
+  %w8 = mha.attention_weights ins(%q, %k : tensor<2x2x4x8xf32>, tensor<2x2x16x8xf32>)
+         key_lengths(%len : tensor<2xi32>) outs(%p : tensor<2x2x4x16xf32>) {softcap = 5.0 : f32}
+         -> tensor<2x2x4x16xf32>
+  %y = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w key_lengths(%len64)
+         {num_heads = 2 : i64, causal, softcap = 50.0 : f32, window_left = 8 : i64}
+         : (tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<2x4x16xf32>, tensor<16x16xf32>,
+            tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<2xi64>) -> tensor<2x4x16xf32>
+  return %o, %a, %w8, %y : tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x16xf32>, tensor<2x4x16xf32>
+}
+
 // The online form: the softmax state as destinations and results, with a
 // mask and an explicit causal diagonal.
 // CHECK-LABEL: func.func @online_attention
 // CHECK: %{{.*}}, %{{.*}}, %{{.*}} = mha.online_attention ins(%{{.*}}, %{{.*}}, %{{.*}} : tensor<2x4x?x16xf16>, tensor<2x2x?x16xf16>, tensor<2x2x?x8xf16>) mask(%{{.*}} : tensor<2x1x?x?xi1>) causal_offset(%{{.*}}) outs(%{{.*}}, %{{.*}}, %{{.*}} : tensor<2x4x?x8xf32>, tensor<2x4x?xf32>, tensor<2x4x?xf32>) {causal, scale = 2.500000e-01 : f32} -> tensor<2x4x?x8xf32>, tensor<2x4x?xf32>, tensor<2x4x?xf32>
 // GENERIC-LABEL: sym_name = "online_attention"
-// GENERIC: "mha.online_attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1>, scale = 2.500000e-01 : f32}>
+// GENERIC: "mha.online_attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 1, 1, 1, 1>, scale = 2.500000e-01 : f32}>
 func.func @online_attention(%q: tensor<2x4x?x16xf16>, %k: tensor<2x2x?x16xf16>, %v: tensor<2x2x?x8xf16>,
                             %m: tensor<2x1x?x?xi1>, %off: index, %acc: tensor<2x4x?x8xf32>,
                             %max: tensor<2x4x?xf32>, %sum: tensor<2x4x?xf32>)

@@ -1,10 +1,12 @@
-"""Builds ONNX attention layers with the onnx helper API (opset 23, IR
+"""Builds ONNX attention layers with the onnx helper API (opsets 23-25, IR
 version 10), evaluates each graph's semantics with numpy (as the ONNX and
 ONNX Runtime operator specs define them, independently of the importer),
 and imports it with mha_importers.onnx_mha into DIR/NAME/. Where the
 installed onnx has Attention (1.23 has, Debian's 1.12 has not), ONNX's own
 onnx.reference.ReferenceEvaluator runs each ONNX graph too and must agree
-with the numpy evaluation.
+with the numpy evaluation (onnx 1.22's reference differs where
+nonpad_kv_seqlen meets is_causal or a query sees no key: we follow the
+current spec, which 1.23 implements).
 
 Usage: onnx_import.py DIR
 """
@@ -32,9 +34,12 @@ def randn(*shape, scale=1.0):
 
 
 def softmax_rows(s):
-    s = s - s.max(-1, keepdims=True)
-    p = np.exp(s)
-    return p / p.sum(-1, keepdims=True)
+    """Softmax over the last dim; a row of -inf only (no key attended) is
+    zeros, as ONNX Attention's spec says (1.23 on)."""
+    top = s.max(-1, keepdims=True)
+    p = np.exp(s - np.where(np.isneginf(top), 0, top))
+    total = p.sum(-1, keepdims=True)
+    return p / np.where(total == 0, 1, total)
 
 
 def heads(x, h):
@@ -42,15 +47,36 @@ def heads(x, h):
     return x.reshape(b, s, h, e // h).transpose(0, 2, 1, 3)
 
 
-def onnx_attention(q, k, v, mask, qh, kvh, causal, scale):
-    """ONNX Attention (opset 23) on 3-d inputs."""
+def onnx_attention(q, k, v, mask, qh, kvh, causal, scale, softcap=0.0,
+                   left=-1, right=-1, nonpad=None):
+    """ONNX Attention (opsets 23-25) on 3-d inputs, as its spec reads:
+    softcap (> 0) caps the scaled scores before any mask is added; a query
+    i attends key j where, with diff = (i + offset) - j, causal needs
+    diff >= 0, left_window_size (>= 0) diff <= left and right_window_size
+    (>= 0) -diff <= right; offset is 0 (top-left), or nonpad[b] - Sq per
+    batch when nonpad_kv_seqlen is given, which also hides the keys
+    j >= nonpad[b]."""
     q, k, v = heads(q, qh), heads(k, kvh), heads(v, kvh)
     k, v = np.repeat(k, qh // kvh, axis=1), np.repeat(v, qh // kvh, axis=1)
     scale = 1 / np.sqrt(q.shape[-1]) if scale is None else scale
     s = q @ np.swapaxes(k, -1, -2) * scale
-    sq, sk = s.shape[-2:]
-    if causal:  # upper-left aligned
-        s = s + np.where(np.tril(np.ones((sq, sk), bool)), 0, -np.inf)
+    if softcap > 0:
+        s = softcap * np.tanh(s / softcap)
+    b, _, sq, sk = s.shape
+    offset = np.zeros(b, np.int64) if nonpad is None else nonpad - sq
+    i = np.arange(sq)[None, :, None]
+    j = np.arange(sk)[None, None, :]
+    diff = i + offset[:, None, None] - j  # [B, Sq, Sk]
+    allowed = np.ones(diff.shape, bool)
+    if causal:
+        allowed &= diff >= 0
+    if left >= 0:
+        allowed &= diff <= left
+    if right >= 0:
+        allowed &= -diff <= right
+    if nonpad is not None:
+        allowed &= j < nonpad[:, None, None]
+    s = s + np.where(allowed, 0, -np.inf)[:, None]
     if mask is not None:
         # A last dim shorter than the keys is padded with -inf (false), not
         # broadcast.
@@ -59,7 +85,6 @@ def onnx_attention(q, k, v, mask, qh, kvh, causal, scale):
                       else -np.inf)
         s = s + (np.where(mask, 0, -np.inf) if mask.dtype == bool else mask)
     y = softmax_rows(s) @ v
-    b = y.shape[0]
     return y.transpose(0, 2, 1, 3).reshape(b, sq, -1)
 
 
@@ -82,12 +107,12 @@ def ort_mha(q, k, v, bias, kpm, attn_bias, h, causal, scale, fill):
     return y.transpose(0, 2, 1, 3).reshape(q.shape[0], sq, -1)
 
 
-def model(nodes, inputs, inits, out_shape, ms=False):
+def model(nodes, inputs, inits, out_shape, ms=False, opset=23):
     graph = helper.make_graph(
         nodes, "attention", inputs,
         [helper.make_tensor_value_info("y", F32, out_shape)],
         [numpy_helper.from_array(a, n) for n, a in inits.items()])
-    opsets = [helper.make_opsetid("", 23)]
+    opsets = [helper.make_opsetid("", opset)]
     if ms:
         opsets.append(helper.make_opsetid("com.microsoft", 1))
     m = helper.make_model(graph, opset_imports=opsets)
@@ -107,6 +132,16 @@ def projections(names, x_names, ws, bs):
 
 
 checked = []
+
+
+def distinct(name, expected, **variants):
+    """Each variant (the output with one feature left out or evaluated
+    another way) must be far from `expected`, beyond mha-run's default
+    tolerance (atol = rtol = 1e-4): a lowering that got that feature wrong
+    fails the comparison."""
+    for what, got in variants.items():
+        err = np.abs(got - expected).max()
+        assert err > 1e-2, f"{name}: {what} changes the output by {err} only"
 
 
 def save(name, m, inputs, expected, expected_qk=None):
@@ -270,6 +305,119 @@ a = onnx_attention(xq @ w["wq"], xkv @ w["wk"], xkv @ w["wv"], bmask, 4, 2,
                    False, None)
 save("short_bool_mask", m, {"query": xq, "key": xkv, "m": bmask},
      a @ w["wo"])
+
+# 8. Opset 25 self-attention, GQA, is_causal with a sliding window
+#    (left_window_size 3: the query and three keys before it) and a soft
+#    cap, Sq = Sk static (ONNX's window is top-left here, as mha's
+#    bottom-right one). right_window_size 2 is subsumed by is_causal: the
+#    importer drops it. Large weights: the scores go well beyond the cap.
+x = randn(2, 12, 32)
+w = dict(wq=randn(32, 32, scale=0.6), wk=randn(32, 16, scale=0.6),
+         wv=randn(32, 16, scale=0.3), wo=randn(32, 24, scale=0.3),
+         bq=randn(32), bk=randn(16), bv=randn(16), bo=randn(24))
+nodes = projections("qkv", "xxx", [0, 0, 0], [1, 1, 1])
+nodes.append(helper.make_node("Attention", ["q", "k", "v"], ["a"],
+                              q_num_heads=4, kv_num_heads=2, is_causal=1,
+                              left_window_size=3, right_window_size=2,
+                              softcap=4.0))
+nodes += [helper.make_node("MatMul", ["a", "wo"], ["y0"]),
+          helper.make_node("Add", ["y0", "bo"], ["y"])]
+m = model(nodes, [helper.make_tensor_value_info("x", F32, [2, 12, 32])], w,
+          [2, 12, 24], opset=25)
+qkv = [ref(x, n) for n in "qkv"]
+y = lambda **kw: onnx_attention(*qkv, None, 4, 2, **{
+    **dict(causal=True, scale=None, softcap=4.0, left=3, right=2),
+    **kw}) @ w["wo"] + w["bo"]
+distinct("gqa_causal_window_softcap", y(), no_softcap=y(softcap=0.0),
+         no_window=y(left=-1), no_causal=y(causal=False))
+save("gqa_causal_window_softcap", m, {"query": x}, y())
+
+# 9. Opset 24 decode-style cross-attention: nonpad_kv_seqlen (an int64 [B]
+#    graph input: the key lengths) with is_causal, 3 queries and a
+#    10-key cache, a soft cap and a dynamic batch. The causal diagonal is
+#    nonpad[b] - Sq per batch (bottom-right to each batch's valid keys):
+#    batch 0 sees its 10 keys (query i keys 0..7+i), batch 1 its first 4
+#    (keys 0..1+i), batch 2 its first 2, where query 0 sees no key (a zero
+#    head output, as the spec says) and query 1 key 0 only. The keys past
+#    the lengths are large: were they seen, the output would show it.
+xq, xkv = randn(3, 3, 32), randn(3, 10, 32)
+nonpad = np.array([10, 4, 2], np.int64)
+for b_, n_ in enumerate(nonpad):
+    xkv[b_, n_:] *= 20
+w = dict(wq=randn(32, 32, scale=0.5), wk=randn(32, 32, scale=0.5),
+         wv=randn(32, 32, scale=0.2), wo=randn(32, 16, scale=0.2))
+nodes = projections("qkv", ["xq", "xkv", "xkv"], [0, 0, 0], [None] * 3)
+nodes.append(helper.make_node("Attention",
+                              ["q", "k", "v", "", "", "", "n"], ["a"],
+                              q_num_heads=4, kv_num_heads=4, is_causal=1,
+                              softcap=3.0))
+nodes.append(helper.make_node("MatMul", ["a", "wo"], ["y"]))
+m = model(nodes, [helper.make_tensor_value_info("xq", F32, ["b", 3, 32]),
+                  helper.make_tensor_value_info("xkv", F32, ["b", 10, 32]),
+                  helper.make_tensor_value_info("n", TensorProto.INT64,
+                                                ["b"])],
+          w, ["b", 3, 16], opset=24)
+qkv = [xq @ w["wq"], xkv @ w["wk"], xkv @ w["wv"]]
+y = lambda **kw: onnx_attention(*qkv, **{
+    **dict(mask=None, qh=4, kvh=4, causal=True, scale=None, softcap=3.0,
+           nonpad=nonpad), **kw}) @ w["wo"]
+# onnx 1.22's reading: the lengths, but the causal diagonal top-left.
+valid = np.arange(10)[None, None, None, :] < nonpad[:, None, None, None]
+distinct("nonpad_causal", y(), no_softcap=y(softcap=0.0),
+         no_lengths=y(nonpad=np.full(3, 10)), no_causal=y(causal=False),
+         top_left=y(nonpad=None, mask=np.broadcast_to(valid, (3, 1, 3, 10))))
+save("nonpad_causal", m, {"query": xq, "key": xkv, "n": nonpad}, y())
+
+# 10. Opset 25 bidirectional window without causal: left_window_size 1,
+#     right_window_size 2 (query i sees keys i-1..i+2), Sq = Sk static,
+#     with a boolean attn_mask beside it.
+x = randn(2, 9, 16)
+bmask = rng.random((9, 9)) < 0.8
+np.fill_diagonal(bmask, True)
+w = dict(wq=randn(16, 16, scale=0.5), wk=randn(16, 16, scale=0.5),
+         wv=randn(16, 16, scale=0.3), wo=randn(16, 16, scale=0.3))
+nodes = projections("qkv", "xxx", [0, 0, 0], [None] * 3)
+nodes.append(helper.make_node("Attention", ["q", "k", "v", "m"], ["a"],
+                              q_num_heads=2, kv_num_heads=2,
+                              left_window_size=1, right_window_size=2))
+nodes.append(helper.make_node("MatMul", ["a", "wo"], ["y"]))
+m = model(nodes, [helper.make_tensor_value_info("x", F32, [2, 9, 16]),
+                  helper.make_tensor_value_info("m", TensorProto.BOOL,
+                                                [9, 9])],
+          w, [2, 9, 16], opset=25)
+qkv = [x @ w["wq"], x @ w["wk"], x @ w["wv"]]
+y = lambda **kw: onnx_attention(*qkv, bmask, 2, 2, **{
+    **dict(causal=False, scale=None, left=1, right=2), **kw}) @ w["wo"]
+distinct("window_bidirectional", y(), no_left=y(left=-1),
+         no_right=y(right=-1), swapped=y(left=2, right=1))
+save("window_bidirectional", m, {"query": x, "m": bmask}, y())
+
+# 11. Opset 25 window with nonpad_kv_seqlen and no causal, Sq = 4 < Sk = 8:
+#     the window's diagonal is nonpad[b] - Sq too (left 2, right 1), the
+#     lengths a constant initializer (a constant argument), a float mask.
+xq, xkv = randn(2, 4, 16), randn(2, 8, 16)
+nonpad = np.array([8, 5], np.int64)
+fmask = randn(4, 8)
+w = dict(wq=randn(16, 16, scale=0.5), wk=randn(16, 16, scale=0.5),
+         wv=randn(16, 16, scale=0.3), wo=randn(16, 16, scale=0.3),
+         n=nonpad)
+nodes = projections("qkv", ["xq", "xkv", "xkv"], [0, 0, 0], [None] * 3)
+nodes.append(helper.make_node("Attention",
+                              ["q", "k", "v", "m", "", "", "n"], ["a"],
+                              q_num_heads=2, kv_num_heads=2,
+                              left_window_size=2, right_window_size=1))
+nodes.append(helper.make_node("MatMul", ["a", "wo"], ["y"]))
+m = model(nodes, [helper.make_tensor_value_info("xq", F32, [2, 4, 16]),
+                  helper.make_tensor_value_info("xkv", F32, [2, 8, 16]),
+                  helper.make_tensor_value_info("m", F32, [4, 8])],
+          w, [2, 4, 16], opset=25)
+qkv = [xq @ w["wq"], xkv @ w["wk"], xkv @ w["wv"]]
+y = lambda **kw: onnx_attention(*qkv, fmask, 2, 2, **{
+    **dict(causal=False, scale=None, left=2, right=1, nonpad=nonpad),
+    **kw}) @ w["wo"]
+distinct("nonpad_window", y(), top_left=y(nonpad=None),
+         no_window=y(left=-1, right=-1), no_lengths=y(nonpad=np.full(2, 8)))
+save("nonpad_window", m, {"query": xq, "key": xkv, "m": fmask}, y())
 
 print(f"onnx {onnx.__version__}: " +
       (f"onnx.reference agrees on {', '.join(checked)}" if HAS_REFERENCE

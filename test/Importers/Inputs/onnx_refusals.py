@@ -62,11 +62,22 @@ def mask(elem_type, shape):
     return dict(inputs=("q", "k", "v", "m"), extra=[("m", elem_type, shape)])
 
 
+def cross(kv_len=6):
+    """Keys and values from a second input xkv [1, kv_len, 8]: Sq = 4 is
+    not Sk."""
+    return dict(inputs=("q", "kx", "vx"),
+                extra=[("xkv", F32, [1, kv_len, 8])],
+                nodes=[helper.make_node("MatMul", ["xkv", "wk"], ["kx"]),
+                       helper.make_node("MatMul", ["xkv", "wv"], ["vx"])])
+
+
+def nonpad(elem_type=I64, shape=(1,), opset=24, inputs=("q", "k", "v")):
+    return dict(inputs=inputs + ("", "", "", "n")[len(inputs) - 3:],
+                extra=[("n", elem_type, list(shape))], opset=opset)
+
+
 cases = {
     # Attention (ai.onnx): inputs and outputs of a KV cache.
-    "softcap": layer(dict(softcap=30.0)),
-    "nonpad_kv_seqlen": layer(inputs=("q", "k", "v", "", "", "", "n"),
-                              extra=[("n", I64, [1])], opset=24),
     "past_key": layer(inputs=("q", "k", "v", "", "pk", "pv"),
                       extra=[("pk", F32, [1, 2, 3, 4]),
                              ("pv", F32, [1, 2, 3, 4])]),
@@ -74,15 +85,38 @@ cases = {
     "qk_mode_0": layer(outputs=("a", "", "", "qk")),
     "too_many_inputs": layer(inputs=("q", "k", "v", "", "", "", "", "z")),
     "no_value": layer(inputs=("q", "k")),
-    # Attributes not at their defaults, or unknown.
-    "left_window_size": layer(dict(left_window_size=2), opset=25),
-    "right_window_size": layer(dict(right_window_size=0), opset=25),
+    # nonpad_kv_seqlen (opset 24: int64 [B], the key lengths) with a KV
+    # cache, in opset 23, or not [B] int64.
+    "nonpad_past_key": layer(**{**nonpad(), "extra": [
+        ("n", I64, [1]), ("pk", F32, [1, 2, 3, 4]), ("pv", F32, [1, 2, 3, 4])],
+        "inputs": ("q", "k", "v", "", "pk", "pv", "n")}),
+    "nonpad_opset_23": layer(**nonpad(opset=23)),
+    "nonpad_type": layer(**nonpad(I32)),
+    "nonpad_batch": layer(**nonpad(shape=(2,))),
+    "nonpad_dynamic": layer(**nonpad(shape=("b",))),
+    "nonpad_rank": layer(**nonpad(shape=(1, 1))),
+    # Attributes out of their range, or unknown.
+    "softcap_negative": layer(dict(softcap=-1.0)),
+    "softcap_inf": layer(dict(softcap=float("inf"))),
+    "left_window_size": layer(dict(left_window_size=-2), opset=25),
+    "right_window_size_opset_24": layer(dict(right_window_size=1),
+                                        opset=24),
     "softmax_precision": layer(dict(softmax_precision=TensorProto.FLOAT16)),
     "unknown_attribute": layer(dict(sliding=1)),
     "scale": layer(dict(scale=-1.0)),
     "kv_num_heads": layer(dict(q_num_heads=2, kv_num_heads=3)),
     "q_num_heads": layer(dict(q_num_heads=3, kv_num_heads=3)),
     "head_size": layer(weights=dict(wk=w8[:, :4], wv=w8[:, :4])),
+    # Causal and windows where ONNX's diagonal (top-left without
+    # nonpad_kv_seqlen) is not mha's (bottom-right): Sq != Sk, or lengths
+    # not static.
+    "causal_cross": layer(dict(is_causal=1), **cross()),
+    "left_window_cross": layer(dict(left_window_size=2), opset=25,
+                               **cross()),
+    "right_window_cross": layer(dict(right_window_size=0), opset=25,
+                                **cross()),
+    "window_dynamic": layer(dict(left_window_size=2), opset=25,
+                            x=(1, "s", 8)),
     # Q, K, V that are not 3-d projections.
     "4d": layer(heads=False, x=(1, 2, 4, 8)),
     "no_shape": layer(x=None),

@@ -23,11 +23,21 @@ mask_dynamic=1 (every mask dim declared ?, even those of size 1),
 mask_dynamic_dims=<comma-separated mask dims declared ?> (the others static),
 masked_row=all (every score masked), zero_wq=1 (w_q = 0: all scores equal),
 core=1 (one mha.attention on head-split inputs q, k, v instead of the layer;
-with causal_offset=<int> and key_transposed=1).
+with causal_offset=<int> and key_transposed=1; causal_offset also sets the
+diagonal of the windows),
+softcap=<float c > 0> (scores c * tanh(s / c) before any mask),
+window_left=<int >= 0>, window_right=<int >= 0> (query i sees key j iff
+i + D - window_left <= j <= i + D + window_right, D the causal diagonal;
+the generator emits both whatever causal is: the ops decide what they take),
+key_lengths=<comma-separated ints, one per batch>|random (batch b sees keys
+j < key_lengths[b] and its diagonal moves with them; random: each drawn
+uniformly in [0, Sk]; an i32 input `key_lengths` of type tensor<Bxi32>, B
+dynamic with b, after the mask).
 
 Writes DIR/case.mlir (or uses --mlir FILE, whose @main must take the
 arguments in the order generated here: query, [key, value,] w_q, w_k, w_v,
-w_o, [b_q, b_k, b_v, b_o,] [mask]), the inputs and the expected output, runs
+w_o, [b_q, b_k, b_v, b_o,] [mask,] [key_lengths]; the core: q, k, v,
+[mask,] [key_lengths]), the inputs and the expected output, runs
 mha-run with --expected-output (and --benchmark) once per --pipeline
 (default: loops and cpu), prints each report prefixed with [pipeline], and
 exits non-zero if any run failed. A cpu pipeline runs at --threads=2 and
@@ -51,7 +61,9 @@ CONFIG_DEFAULTS = dict(b=2, sq=5, sk=None, eq=16, ek=None, ev=None, h=2,
                        scale=None, seed=0, mask="none", mask_shape=None,
                        masked_row=None, weight_gain=1.0, dynamic="", cross=0,
                        dtype="f32", mask_dynamic=0, mask_dynamic_dims=None,
-                       zero_wq=0, core=0, causal_offset=None, key_transposed=0)
+                       zero_wq=0, core=0, causal_offset=None, key_transposed=0,
+                       softcap=None, window_left=None, window_right=None,
+                       key_lengths=None)
 
 
 def round_to_bf16(a):
@@ -76,7 +88,8 @@ def parse_config(pairs):
         config[key] = value
     ints = ["b", "sq", "sk", "eq", "ek", "ev", "h", "hkv", "dk", "dv", "eo",
             "bias", "causal", "seed", "cross", "mask_dynamic", "zero_wq",
-            "core", "causal_offset", "key_transposed"]
+            "core", "causal_offset", "key_transposed", "window_left",
+            "window_right"]
     for key in ints:
         if config[key] is not None:
             config[key] = int(config[key])
@@ -91,11 +104,21 @@ def parse_config(pairs):
     c["weight_gain"] = float(c["weight_gain"])
     if c["scale"] is not None:
         c["scale"] = float(c["scale"])
+    if c["softcap"] is not None:
+        c["softcap"] = float(c["softcap"])
     if c["masked_row"] not in (None, "all"):
         c["masked_row"] = int(c["masked_row"])
     c["cross"] = int(c["cross"] or c["sq"] != c["sk"] or c["ek"] != c["eq"]
                      or c["ev"] != c["eq"])
     return c
+
+
+def float_attr(value):
+    """An f32 attribute's literal (MLIR wants a '.' before an exponent)."""
+    text = repr(float(value))
+    if "." not in text and "e" in text:
+        text = text.replace("e", ".0e", 1)
+    return f"{text} : f32"
 
 
 def tensor_type(shape, element, dynamic_dims=()):
@@ -150,6 +173,15 @@ def check_aot(args, case, inputs, expected_path):
 NP_TYPES = {"f32": np.float32, "f16": np.float16, "bf16": np.float32}
 
 
+def input_dtype(c, array):
+    """An input's element type as inputs.json names it."""
+    if array.dtype == np.bool_:
+        return "i1"
+    if array.dtype == np.int32:
+        return "i32"
+    return c["dtype"]
+
+
 def caster(dtype):
     """Rounds float arrays to the element type (bf16 kept in float32)."""
     if dtype == "bf16":
@@ -185,6 +217,43 @@ def draw_mask(c, rng, cast, arrays, dyn):
         mdyn = {int(d) for d in c["mask_dynamic_dims"].split(",")}
     arrays["mask"] = (mask, tensor_type(shape, element, mdyn))
     return mask
+
+
+def draw_key_lengths(c, rng, arrays, dyn):
+    """The key lengths of the config (None without them): an int32 [B]
+    array added to `arrays` (drawn last, so the other inputs do not change
+    with it)."""
+    if c["key_lengths"] is None:
+        return None
+    b, sk = c["b"], c["sk"]
+    if c["key_lengths"] == "random":
+        lengths = rng.integers(0, sk + 1, size=b)
+    else:
+        lengths = [int(n) for n in str(c["key_lengths"]).split(",")]
+        if len(lengths) != b:
+            sys.exit(f"check_mha.py: key_lengths has {len(lengths)} values, "
+                     f"b is {b}")
+    lengths = np.asarray(lengths, np.int32)
+    arrays["key_lengths"] = (lengths, tensor_type(
+        lengths.shape, "i32", {0} if "b" in dyn else set()))
+    return lengths
+
+
+def feature_attrs(c):
+    """The attributes of softcap and the windows."""
+    attrs = []
+    if c["softcap"] is not None:
+        attrs.append(f"softcap = {float_attr(c['softcap'])}")
+    for key in ("window_left", "window_right"):
+        if c[key] is not None:
+            attrs.append(f"{key} = {c[key]} : i64")
+    return attrs
+
+
+def feature_kwargs(c, key_lengths):
+    """The reference's arguments for softcap, the windows, key lengths."""
+    return dict(softcap=c["softcap"], window_left=c["window_left"],
+                window_right=c["window_right"], key_lengths=key_lengths)
 
 
 
@@ -226,10 +295,12 @@ def layer_case(c, rng):
                             tensor_type((n,), element_type))
         biases = tuple(arrays[n][0] for n in ["b_q", "b_k", "b_v", "b_o"])
     mask = draw_mask(c, rng, cast, arrays, dyn)
+    key_lengths = draw_key_lengths(c, rng, arrays, dyn)
     expected = lambda: mha_reference.multi_head_attention(
         query, key, value, arrays["w_q"][0], arrays["w_k"][0], arrays["w_v"][0],
         arrays["w_o"][0], biases=biases, mask=mask, num_heads=h,
-        num_kv_heads=hkv, scale=c["scale"], causal=bool(c["causal"]))
+        num_kv_heads=hkv, scale=c["scale"], causal=bool(c["causal"]),
+        **feature_kwargs(c, key_lengths))
     out_type = tensor_type((b, sq, c["eo"]), element_type, qdyn)
 
     names = list(arrays)
@@ -237,9 +308,10 @@ def layer_case(c, rng):
     if hkv != h:
         attrs.append(f"num_kv_heads = {hkv} : i64")
     if c["scale"] is not None:
-        attrs.append(f"scale = {c['scale']!r} : f32")
+        attrs.append(f"scale = {float_attr(c['scale'])}")
     if c["causal"]:
         attrs.append("causal")
+    attrs += feature_attrs(c)
     operands = ["%query", "%key" if c["cross"] else "%query",
                 "%value" if c["cross"] else "%query",
                 "%w_q", "%w_k", "%w_v", "%w_o"]
@@ -254,6 +326,9 @@ def layer_case(c, rng):
     if mask is not None:
         clauses += " mask(%mask)"
         operand_types.append(arrays["mask"][1])
+    if key_lengths is not None:
+        clauses += " key_lengths(%key_lengths)"
+        operand_types.append(arrays["key_lengths"][1])
     signature = ", ".join(f"%{n}: {arrays[n][1]}" for n in names)
     ir = (f"func.func @main({signature}) -> {out_type} {{\n"
           f"  %y = mha.multi_head_attention {', '.join(operands)}{clauses}\n"
@@ -266,7 +341,8 @@ def layer_case(c, rng):
 def core_case(c, rng):
     """core=1: one mha.attention on head-split inputs q [B, H, Sq, dk],
     k [B, Hkv, Sk, dk] (or kᵀ [B, Hkv, dk, Sk] with key_transposed=1) and
-    v [B, Hkv, Sk, dv], with causal_offset=<int> as an operand."""
+    v [B, Hkv, Sk, dv], with causal_offset=<int> as an operand and
+    key_lengths as a key_lengths(...) clause."""
     b, sq, sk, h, hkv = c["b"], c["sq"], c["sk"], c["h"], c["hkv"]
     dk, dv, t = c["dk"], c["dv"], c["dtype"]
     cast = caster(t)
@@ -282,10 +358,11 @@ def core_case(c, rng):
         arrays["k"] = (k, tensor_type(k.shape, t, dims("b", "", "sk")))
     arrays["v"] = (v, tensor_type(v.shape, t, dims("b", "", "sk")))
     mask = draw_mask(c, rng, cast, arrays, dyn)
+    key_lengths = draw_key_lengths(c, rng, arrays, dyn)
     offset = c["causal_offset"]
     expected = lambda: mha_reference.attention(
         q, k, v, mask=mask, scale=c["scale"], causal=bool(c["causal"]),
-        causal_offset=offset)
+        causal_offset=offset, **feature_kwargs(c, key_lengths))
     out_type = tensor_type((b, h, sq, dv), t, dims("b", "", "sq"))
     body = []
     sizes = []
@@ -298,14 +375,18 @@ def core_case(c, rng):
     clauses = ""
     if mask is not None:
         clauses += f" mask(%mask : {arrays['mask'][1]})"
+    if key_lengths is not None:
+        clauses += (" key_lengths(%key_lengths : "
+                    f"{arrays['key_lengths'][1]})")
     if offset is not None:
         body.append(f"  %offset = arith.constant {offset} : index")
         clauses += " causal_offset(%offset)"
     attrs = []
     if c["scale"] is not None:
-        attrs.append(f"scale = {c['scale']!r} : f32")
+        attrs.append(f"scale = {float_attr(c['scale'])}")
     if c["causal"]:
         attrs.append("causal")
+    attrs += feature_attrs(c)
     if c["key_transposed"]:
         attrs.append("key_transposed")
     signature = ", ".join(f"%{n}: {arrays[n][1]}" for n in arrays)
@@ -366,8 +447,8 @@ def main():
     if args.no_reference:
         with open(os.path.join(args.workdir, "inputs.json"), "w") as f:
             json.dump([{"name": n, "shape": list(arrays[n][0].shape),
-                        "dtype": c["dtype"] if arrays[n][0].dtype != np.bool_
-                        else "i1"} for n in names], f)
+                        "dtype": input_dtype(c, arrays[n][0])}
+                       for n in names], f)
         args.aot_repeat = 0
         return check_aot(args, case, [], None) if args.mha_aot else 0
     command = [args.mha_run, case, f"--atol={args.atol}", f"--rtol={args.rtol}"]

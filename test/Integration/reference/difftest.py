@@ -11,10 +11,12 @@ A trial is one configuration (the layer, or with core=1 one mha.attention:
 B, Sq, Sk drawn as 1, around the tile sizes in use +-1, or long; E, H, Hkv
 (GQA/MQA), dk != dv, kdim/vdim, causal and causal_offset, key_transposed,
 masks of every rank, element type and broadcast, bias, static or dynamic
-dims, f32/f16/bf16) on one target drawn for it: `loops`, `cpu` with drawn
-options (query/key tile sizes, register tiles, chunk, panel reduction,
-openmp on/off, raise-attention), `vulkan` (static shapes; its tile sizes) or
-an `mha-aot` executable of `cpu`; on 1, 2 or more threads than cores, with
+dims, f32/f16/bf16, softcap, sliding windows (window_left/window_right,
+never window_right with causal), random per-batch key lengths) on one target
+drawn for it: `loops`, `cpu` with drawn options (query/key tile sizes,
+register tiles, chunk, panel reduction, openmp on/off, raise-attention),
+`vulkan` (static shapes; its tile sizes) or an `mha-aot` executable of
+`cpu`; on 1, 2 or more threads than cores, with
 threaded runs repeated (`--repeat`: every call bitwise equal to the first,
 since races are intermittent). Results must match the reference at the
 suite's tolerances (f32 1e-4; f16 2e-3/1e-2; bf16 2e-2/3e-2).
@@ -135,7 +137,36 @@ def draw_config(rng, q_tile, kv_tile, static, long_ok):
     if dyn and not static:
         c["dynamic"] = ",".join(dyn)
     c["dtype"] = rng.choices(["f32", "f16", "bf16"], [6, 1, 1])[0]
+    draw_features(rng, c, core)
     return c
+
+
+def window_size(rng, sk):
+    """A window side: 0, 1, 2, a small one up to Sk + 2, or one past Sk."""
+    kind = rng.choice(["0", "1", "2", "small", "past"])
+    if kind == "small":
+        return rng.randint(0, sk + 2)
+    if kind == "past":
+        return sk + rng.randint(1, 2 * sk + 8)
+    return int(kind)
+
+
+def draw_features(rng, c, core):
+    """Softcap, sliding windows and key lengths, each in a fraction of the
+    trials (drawn after the rest of the config)."""
+    if rng.random() < 0.15:
+        c["softcap"] = rng.choice([1.0, 5.0, 30.0])
+    if rng.random() < 0.2:
+        # causal already means window_right = 0: the ops take window_left
+        # only with it.
+        sides = ["left"] if c["causal"] else rng.choice(
+            [["left"], ["right"], ["left", "right"]])
+        for side in sides:
+            c["window_" + side] = window_size(rng, c["sk"])
+        if core and "causal_offset" not in c and rng.random() < 0.5:
+            c["causal_offset"] = rng.randint(-c["sq"], c["sk"])
+    if rng.random() < 0.2:
+        c["key_lengths"] = "random"
 
 
 def draw_trial(rng, targets, long_ok, repeat, thread_counts):
@@ -208,10 +239,17 @@ def simpler(trial):
 
     if trial["threads"] > 2:
         out.append(dict(trial, threads=2))
-    for key in ("mask", "dynamic", "scale", "key_transposed"):
+    for key in ("mask", "dynamic", "scale", "key_transposed", "softcap",
+                "key_lengths", "window_left", "window_right"):
         if key in c:
             extra = {"mask_shape": None, "masked_row": None} \
                 if key == "mask" else {}
+            # causal_offset places the diagonal of causal and the windows:
+            # it goes with the last of them.
+            other = "window_right" if key == "window_left" else "window_left"
+            if key in ("window_left", "window_right") and \
+                    not c.get("causal") and other not in c:
+                extra = {"causal_offset": None}
             with_config(**{key: None}, **extra)
     if c.get("dtype", "f32") != "f32":
         with_config(dtype="f32")

@@ -5,9 +5,12 @@ lowering code: the integration tests hold every lowering to these numbers.
 
     multi_head_attention(query, key, value, w_q, w_k, w_v, w_o,
                          biases=None, mask=None, num_heads=H,
-                         num_kv_heads=None, scale=None, causal=False)
+                         num_kv_heads=None, scale=None, causal=False,
+                         softcap=None, window_left=None, window_right=None,
+                         key_lengths=None)
     attention(q, k, v, mask=None, scale=None, causal=False,
-              causal_offset=None)
+              causal_offset=None, softcap=None, window_left=None,
+              window_right=None, key_lengths=None)
 """
 
 import numpy as np
@@ -27,14 +30,25 @@ def _broadcast_mask(mask, b, h, sq, sk):
 
 
 def attention(q, k, v, mask=None, scale=None, causal=False,
-              causal_offset=None):
+              causal_offset=None, softcap=None, window_left=None,
+              window_right=None, key_lengths=None):
     """Scaled dot-product attention on head-split arrays.
 
     q [B, H, Sq, dk], k [B, Hkv, Sk, dk], v [B, Hkv, Sk, dv] -> [B, H, Sq, dv].
-    Query head h reads kv head h // (H // Hkv). A bool mask is True where
-    attention is allowed; a float mask is added to the scaled scores. Causal:
-    query i sees key j iff j <= i + causal_offset (default Sk - Sq: bottom-right
-    aligned). A row with no visible key gives zeros.
+    Query head h reads kv head h // (H // Hkv). Scores s = (q . k) * scale
+    (default 1/sqrt(dk)); with softcap c > 0, s = c * tanh(s / c), before any
+    mask. A float mask is then added to the scores; a bool mask is True
+    where attention is allowed.
+
+    Query i of batch b sees key j iff every condition given holds, with the
+    diagonal D_b = causal_offset (+ key_lengths[b] when key lengths are
+    given) or, without causal_offset, key_lengths[b] - Sq (key lengths
+    given) or Sk - Sq (bottom-right aligned):
+      key_lengths [B] (ints): j < key_lengths[b];
+      causal: j <= i + D_b;
+      window_left WL >= 0: j >= i + D_b - WL;
+      window_right WR >= 0: j <= i + D_b + WR.
+    A row with no visible key gives zeros.
     """
     q = np.asarray(q, np.float64)
     k = np.asarray(k, np.float64)
@@ -50,6 +64,10 @@ def attention(q, k, v, mask=None, scale=None, causal=False,
     kh = k[:, kv_index]
     vh = v[:, kv_index]
     scores = np.einsum("bhid,bhjd->bhij", q, kh) * scale
+    if softcap is not None:
+        c = float(softcap)
+        assert c > 0, "softcap must be > 0"
+        scores = c * np.tanh(scores / c)
     visible = np.ones((b, h, sq, sk), dtype=bool)
     if mask is not None:
         m = _broadcast_mask(mask, b, h, sq, sk)
@@ -57,11 +75,28 @@ def attention(q, k, v, mask=None, scale=None, causal=False,
             visible &= m
         else:
             scores = scores + m.astype(np.float64)
+    i = np.arange(sq)[None, :, None]  # [1, Sq, 1]
+    j = np.arange(sk)[None, None, :]  # [1, 1, Sk]
+    if key_lengths is not None:
+        lengths = np.asarray(key_lengths, np.int64).reshape(-1)
+        assert lengths.shape == (b,), "key_lengths must have shape [B]"
+        lengths = lengths[:, None, None]  # [B, 1, 1]
+        visible &= (j < lengths)[:, None]
+        diagonal = (lengths + causal_offset if causal_offset is not None
+                    else lengths - sq)
+    else:
+        diagonal = np.full((1, 1, 1), sk - sq if causal_offset is None
+                           else causal_offset, dtype=np.int64)
+    # [B|1, 1, Sq, Sk] conditions on j relative to i + D_b.
+    relative = (j - i - diagonal)[:, None]
     if causal:
-        i = np.arange(sq)[:, None]
-        j = np.arange(sk)[None, :]
-        offset = sk - sq if causal_offset is None else causal_offset
-        visible &= (j <= i + offset)[None, None]
+        visible &= relative <= 0
+    if window_left is not None:
+        assert window_left >= 0, "window_left must be >= 0"
+        visible &= relative >= -int(window_left)
+    if window_right is not None:
+        assert window_right >= 0, "window_right must be >= 0"
+        visible &= relative <= int(window_right)
     scores = np.where(visible, scores, -np.inf)
     # initial=-inf: a row with no key at all (Sk = 0) sees no key.
     row_max = scores.max(axis=-1, keepdims=True, initial=-np.inf)
@@ -75,8 +110,13 @@ def attention(q, k, v, mask=None, scale=None, causal=False,
 
 def multi_head_attention(query, key, value, w_q, w_k, w_v, w_o, biases=None,
                          mask=None, num_heads=1, num_kv_heads=None, scale=None,
-                         causal=False):
-    """The whole layer: [B, Sq, Eq] x ... -> [B, Sq, Eo] (weights [in, out])."""
+                         causal=False, softcap=None, window_left=None,
+                         window_right=None, key_lengths=None):
+    """The whole layer: [B, Sq, Eq] x ... -> [B, Sq, Eo] (weights [in, out]).
+
+    The projected heads go through attention() with the same mask, scale,
+    causal, softcap, window_left, window_right and key_lengths (the layer
+    has no causal_offset: its diagonal is the default one)."""
     f = lambda a: np.asarray(a, np.float64)
     query, key, value = f(query), f(key), f(value)
     w_q, w_k, w_v, w_o = f(w_q), f(w_k), f(w_v), f(w_o)
@@ -91,7 +131,9 @@ def multi_head_attention(query, key, value, w_q, w_k, w_v, w_o, biases=None,
     b, sq, sk = query.shape[0], query.shape[1], key.shape[1]
     split = lambda x, heads, d: x.reshape(b, -1, heads, d).transpose(0, 2, 1, 3)
     heads = attention(split(qp, h, dk), split(kp, hkv, dk), split(vp, hkv, dv),
-                      mask=mask, scale=scale, causal=causal)
+                      mask=mask, scale=scale, causal=causal, softcap=softcap,
+                      window_left=window_left, window_right=window_right,
+                      key_lengths=key_lengths)
     merged = heads.transpose(0, 2, 1, 3).reshape(b, sq, h * dv)
     out = merged @ w_o
     if biases is not None:

@@ -56,6 +56,24 @@ def MHACheckLoweredPass : Pass<"mha-check-lowered", "::mlir::ModuleOp"> {
   }];
 }
 
+def MHAApproximateTanhPass : Pass<"mha-approximate-tanh"> {
+  let summary = "Compute f32 math.tanh as arithmetic (upstream's rational "
+                "approximation)";
+  let description = [{
+    Rewrites every f32 `math.tanh` (scalar or vector) with upstream's
+    polynomial approximation (`populatePolynomialApproximateTanhPattern`: a
+    rational function on a clamped argument, exact sign and saturation to
+    +-1), so that a softcap (`c · tanh(s / c)` on every score) vectorizes
+    instead of calling libm's `tanhf` once per element. `mha-lower-to-cpu`
+    runs it before lowering to LLVM; GPU targets have their own tanh.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 def MHAApproximateExpPass : Pass<"mha-approximate-exp"> {
   let summary = "Compute f32 math.exp as arithmetic (a polynomial)";
   let description = [{

@@ -50,11 +50,17 @@ Value negInf(OpBuilder &b, Location loc) {
                      APFloat::getInf(APFloat::IEEEsingle(), /*Negative=*/true)));
 }
 
-/// `score` (of the scaled query) with the float mask added, or the bool mask /
-/// causal predicate as -inf. `maskValue` and `visible` may be null.
+/// `score` (of the scaled query) capped (`softcap · tanh(score / softcap)`),
+/// then with the float mask added, or the bool mask / key visibility as
+/// -inf. `maskValue` and `visible` may be null.
 Value buildLogit(OpBuilder &b, Location loc, Value score, Value maskValue,
-                 Value visible) {
+                 Value visible, std::optional<double> softcap) {
   Value x = score;
+  if (softcap) {
+    x = arith::MulFOp::create(b, loc, x, f32Constant(b, loc, 1.0 / *softcap));
+    x = arith::MulFOp::create(b, loc, math::TanhOp::create(b, loc, x),
+                              f32Constant(b, loc, *softcap));
+  }
   if (maskValue) {
     if (maskValue.getType().isInteger(1))
       x = arith::SelectOp::create(b, loc, maskValue, x, negInf(b, loc));
@@ -192,38 +198,53 @@ Value buildScaledScores(OpBuilder &b, Location loc, Value query, Value keys,
        map5({bb, h, i, c})});
 }
 
-/// The logits: `scores` with the mask applied (added, or -inf where an i1
-/// mask is false) and, with a `causalOffset`, -inf where key j is beyond
-/// query i (`j > i + causalOffset`); in place. Without either, `scores`.
+/// The logits: `scores` capped by `softcap`, with the mask applied (added, or
+/// -inf where an i1 mask is false) and, with `visibility`, -inf where a key
+/// is invisible (mha::buildKeyVisible); in place. Without any of them,
+/// `scores`.
 Value buildLogits(OpBuilder &b, Location loc, Value scores, Value mask,
-                  Value causalOffset) {
-  if (!mask && !causalOffset)
+                  const KeyVisibility *visibility,
+                  std::optional<double> softcap) {
+  if (!mask && !visibility && !softcap)
     return scores;
   MLIRContext *ctx = b.getContext();
-  SmallVector<Value> maskInputs;
+  SmallVector<Value> inputs;
   SmallVector<AffineMap> maps;
   if (mask) {
-    maskInputs.push_back(mask);
+    inputs.push_back(mask);
     maps.push_back(getMaskMap(ctx, cast<ShapedType>(mask.getType())));
+  }
+  Value lengths = visibility ? visibility->keyLengths : Value();
+  if (lengths) {
+    inputs.push_back(lengths);
+    maps.push_back(AffineMap::get(4, 0, getAffineDimExpr(0, ctx), ctx));
   }
   maps.push_back(b.getMultiDimIdentityMap(4));
   return buildGeneric(
-      b, loc, maskInputs, scores, maps,
+      b, loc, inputs, scores, maps,
       SmallVector<IteratorType>(4, IteratorType::parallel),
       [&](OpBuilder &gb, Location gloc, ValueRange args) {
         Value visible;
-        if (causalOffset) {
-          Value row = linalg::IndexOp::create(gb, gloc, 2);
-          Value col = linalg::IndexOp::create(gb, gloc, 3);
-          visible = arith::CmpIOp::create(
-              gb, gloc, arith::CmpIPredicate::sle, col,
-              arith::AddIOp::create(gb, gloc, row, causalOffset));
+        if (visibility) {
+          Value length;
+          if (lengths)
+            length = arith::IndexCastOp::create(gb, gloc, gb.getIndexType(),
+                                                args[mask ? 1 : 0]);
+          visible = buildKeyVisible(gb, gloc, *visibility, length,
+                                    linalg::IndexOp::create(gb, gloc, 2),
+                                    linalg::IndexOp::create(gb, gloc, 3));
         }
         linalg::YieldOp::create(
             gb, gloc,
             buildLogit(gb, gloc, args.back(), mask ? args[0] : Value(),
-                       visible));
+                       visible, softcap));
       });
+}
+
+/// Whether the op has one batch (its tiles in the lowerings): per-batch
+/// bounds are then scalars.
+bool hasOneBatch(Value query) {
+  return cast<ShapedType>(query.getType()).getDimSize(0) == 1;
 }
 
 } // namespace
@@ -242,8 +263,10 @@ FailureOr<SmallVector<Value>> AttentionOp::decomposeOperation(OpBuilder &b) {
   Value sum = buildIdentityFill(b, loc, rowShape, Combine::Add);
   auto online = OnlineAttentionOp::create(
       b, loc, TypeRange{acc.getType(), max.getType(), sum.getType()},
-      getQuery(), getKey(), getValue(), getMask(), getCausalOffset(), acc,
-      max, sum, getScaleAttr(), getCausalAttr(), getKeyTransposedAttr());
+      getQuery(), getKey(), getValue(), getMask(), getKeyLengths(),
+      getKeyOffset(), getCausalOffset(), acc, max, sum, getScaleAttr(),
+      getCausalAttr(), getKeyTransposedAttr(), getSoftcapAttr(),
+      getWindowLeftAttr(), getWindowRightAttr());
 
   // out = acc / sum, 0 where sum = 0 (a row that saw no key), converted to
   // the element type and written into `init`.
@@ -305,30 +328,32 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
       buildScaledScores(b, loc, getQuery(), getKey(), getKeyTransposed(),
                         getScaleOrDefault(), scoreShape);
 
-  // Logits, in place: the mask; the causal predicate only where it can
-  // fail. Without either, the scores are the logits.
+  // Logits, in place: the cap, the mask, and the key visibility predicate
+  // only where it can fail (a block inside the visible keys of every row
+  // skips it at run time).
   Value mask = getMask();
-  Value causalOffset = getCausal() ? getCausalOffsetOrDefault(b) : Value();
+  std::optional<double> softcap = getSoftcapValue();
+  KeyVisibility visibility = getKeyVisibility(b);
+  Value mayHide =
+      buildMayHideKeys(b, loc, visibility, scoreShape[2], scoreShape[3],
+                       hasOneBatch(getQuery()));
+  std::optional<int64_t> knownMayHide =
+      mayHide ? getConstantIntValue(mayHide) : std::optional<int64_t>(0);
   Value logits;
-  if (!causalOffset) {
-    logits = buildLogits(b, loc, scores, mask, Value());
+  if (knownMayHide) {
+    logits = buildLogits(b, loc, scores, mask,
+                         *knownMayHide ? &visibility : nullptr, softcap);
   } else {
-    // The block straddles the diagonal iff its last key is beyond what its
-    // first row sees: Sk - 1 > causal_offset.
-    Value lastKey = arith::SubIOp::create(
-        b, loc, getValueOrCreateConstantIndexOp(b, loc, scoreShape[3]),
-        arith::ConstantIndexOp::create(b, loc, 1));
-    Value straddles = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt,
-                                            lastKey, causalOffset);
     auto ifOp = scf::IfOp::create(
-        b, loc, straddles,
+        b, loc, mayHide,
         [&](OpBuilder &tb, Location tloc) {
-          scf::YieldOp::create(
-              tb, tloc, buildLogits(tb, tloc, scores, mask, causalOffset));
+          scf::YieldOp::create(tb, tloc,
+                               buildLogits(tb, tloc, scores, mask,
+                                           &visibility, softcap));
         },
         [&](OpBuilder &eb, Location eloc) {
-          scf::YieldOp::create(eb, eloc,
-                               buildLogits(eb, eloc, scores, mask, Value()));
+          scf::YieldOp::create(
+              eb, eloc, buildLogits(eb, eloc, scores, mask, nullptr, softcap));
         });
     logits = ifOp.getResult(0);
   }
@@ -396,9 +421,11 @@ AttentionWeightsOp::decomposeOperation(OpBuilder &b) {
   Value scores =
       buildScaledScores(b, loc, getQuery(), getKey(), getKeyTransposed(),
                         getScaleOrDefault(), scoreShape);
+  KeyVisibility visibility = getKeyVisibility(b);
   Value logits =
       buildLogits(b, loc, scores, getMask(),
-                  getCausal() ? getCausalOffsetOrDefault(b) : Value());
+                  visibility.restricts() ? &visibility : nullptr,
+                  getSoftcapValue());
   Value rowMax = buildRowReduction(
       b, loc, logits, buildIdentityFill(b, loc, rowShape, Combine::Max),
       Combine::Max);

@@ -15,6 +15,7 @@
 #include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/OpImplementation.h"
 #include "llvm/ADT/STLExtras.h"
@@ -146,6 +147,51 @@ public:
     return op->emitOpError()
            << "'scale' must be a positive finite number, found "
            << llvm::formatv("{0}", value).str();
+  }
+
+  /// softcap, the windows and key lengths [B] (of a batch size `b`, keys
+  /// `sk`), the rules the layer and the core ops share.
+  LogicalResult checkKeyFeatures(FloatAttr softcap, bool causal,
+                                 IntegerAttr windowLeft,
+                                 IntegerAttr windowRight, Value keyLengths,
+                                 int64_t b, int64_t sk) {
+    if (softcap) {
+      double value = softcap.getValueAsDouble();
+      if (!std::isfinite(value) || value <= 0.0)
+        return op->emitOpError()
+               << "'softcap' must be a positive finite number, found "
+               << llvm::formatv("{0}", value).str();
+    }
+    for (auto [name, window] : {std::pair<StringRef, IntegerAttr>{
+                                    "window_left", windowLeft},
+                                {"window_right", windowRight}})
+      if (window && window.getInt() < 0)
+        return op->emitOpError() << "'" << name
+                                 << "' must be non-negative, found "
+                                 << window.getInt();
+    if (causal && windowRight)
+      return op->emitOpError()
+             << "'window_right' cannot be combined with 'causal' (causal is "
+                "a right window of 0)";
+    if (!keyLengths)
+      return success();
+    auto type = cast<ShapedType>(keyLengths.getType());
+    if (failed(checkDim({"key_lengths", type, 0}, "B", b, "the batch size")))
+      return failure();
+    // Lengths known at compile time are checked here (the run-time checks
+    // cover the others).
+    DenseIntElementsAttr values;
+    if (!matchPattern(keyLengths, m_Constant(&values)))
+      return success();
+    for (auto [i, length] : llvm::enumerate(values.getValues<APInt>())) {
+      int64_t n = length.getSExtValue();
+      if (n < 0 || (!ShapedType::isDynamic(sk) && n > sk))
+        return op->emitOpError()
+               << "'key_lengths' element " << i << " must be in [0, Sk"
+               << (ShapedType::isDynamic(sk) ? "" : " = " + Twine(sk).str())
+               << "], found " << n;
+    }
+    return success();
   }
 
 private:
@@ -354,6 +400,10 @@ LogicalResult MultiHeadAttentionOp::verify() {
                                *sq, *sk)))
     return failure();
 
+  if (failed(v.checkKeyFeatures(getSoftcapAttr(), getCausal(),
+                                getWindowLeftAttr(), getWindowRightAttr(),
+                                getKeyLengths(), *b, *sk)))
+    return failure();
   if (Value mask = getMask())
     return v.checkMask(cast<ShapedType>(mask.getType()), floatType, *b,
                        numHeads, *sq, *sk);
@@ -421,14 +471,176 @@ double mha::getScaleOrDefault(std::optional<APFloat> scale, Value query) {
 }
 
 Value mha::getCausalOffsetOrDefault(OpBuilder &b, Location loc, Value offset,
-                                    Value query, Value key,
-                                    int64_t keySeqDim) {
+                                    Value query, Value key, int64_t keySeqDim,
+                                    Value keyLengths, Value keyOffset) {
   if (offset)
     return offset;
+  OpFoldResult sq = tensor::getMixedSize(b, loc, query, 2);
+  if (!keyLengths)
+    return getValueOrCreateConstantIndexOp(
+        b, loc,
+        getDefaultCausalOffset(b, loc, sq,
+                               tensor::getMixedSize(b, loc, key, keySeqDim)));
+  // -key_offset - Sq: with the batch's length added, its last query sees its
+  // last valid key.
+  AffineExpr q, o;
+  bindSymbols(b.getContext(), q, o);
+  OpFoldResult start = keyOffset ? OpFoldResult(keyOffset) : b.getIndexAttr(0);
   return getValueOrCreateConstantIndexOp(
       b, loc,
-      getDefaultCausalOffset(b, loc, tensor::getMixedSize(b, loc, query, 2),
-                             tensor::getMixedSize(b, loc, key, keySeqDim)));
+      affine::makeComposedFoldedAffineApply(b, loc, -q - o, {sq, start}));
+}
+
+Value mha::buildKeyVisible(OpBuilder &b, Location loc,
+                           const KeyVisibility &visibility, Value length,
+                           Value i, Value j) {
+  Value visible;
+  auto conjoin = [&](Value c) {
+    visible = visible ? arith::AndIOp::create(b, loc, visible, c).getResult()
+                      : c;
+  };
+  auto cmp = [&](arith::CmpIPredicate p, Value x, Value y) {
+    return arith::CmpIOp::create(b, loc, p, x, y).getResult();
+  };
+  auto add = [&](Value x, int64_t c) {
+    if (c == 0)
+      return x;
+    return arith::AddIOp::create(b, loc, x,
+                                 arith::ConstantIndexOp::create(b, loc, c))
+        .getResult();
+  };
+  if (visibility.keyLengths) {
+    Value key = visibility.keyOffset
+                    ? arith::AddIOp::create(b, loc, j, visibility.keyOffset)
+                          .getResult()
+                    : j;
+    conjoin(cmp(arith::CmpIPredicate::slt, key, length));
+  }
+  if (!visibility.hasDiagonal())
+    return visible;
+  // i + D_b: the last key query i sees with causal.
+  Value diagonal = arith::AddIOp::create(b, loc, i, visibility.diagonal);
+  if (visibility.keyLengths)
+    diagonal = arith::AddIOp::create(b, loc, diagonal, length);
+  if (visibility.causal)
+    conjoin(cmp(arith::CmpIPredicate::sle, j, diagonal));
+  if (visibility.windowRight)
+    conjoin(cmp(arith::CmpIPredicate::sle, j,
+                add(diagonal, *visibility.windowRight)));
+  if (visibility.windowLeft)
+    conjoin(cmp(arith::CmpIPredicate::sge, j,
+                add(diagonal, -*visibility.windowLeft)));
+  return visible;
+}
+
+/// The length of batch 0 as an index (a one-batch op or tile).
+static Value extractFirstLength(OpBuilder &b, Location loc, Value lengths) {
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value length = tensor::ExtractOp::create(b, loc, lengths, zero);
+  return arith::IndexCastOp::create(b, loc, b.getIndexType(), length);
+}
+
+std::pair<OpFoldResult, OpFoldResult>
+mha::getVisibleKeyRange(OpBuilder &b, Location loc,
+                        const KeyVisibility &visibility, OpFoldResult sq,
+                        OpFoldResult sk, bool batchIsOne) {
+  MLIRContext *ctx = b.getContext();
+  OpFoldResult first = b.getIndexAttr(0), end = sk;
+  // Per-batch bounds are only known for one batch.
+  bool perBatch = visibility.keyLengths != nullptr;
+  if (perBatch && !batchIsOne)
+    return {first, end};
+  AffineExpr s0, s1, s2;
+  bindSymbols(ctx, s0, s1, s2);
+  AffineExpr zero = getAffineConstantExpr(0, ctx);
+  auto min = [&](OpFoldResult x, OpFoldResult y) {
+    return affine::makeComposedFoldedAffineMin(
+        b, loc, AffineMap::get(0, 2, {s0, s1}, ctx), {x, y});
+  };
+  // max(0, e(sq, diagonal, length)).
+  auto clampedAt0 = [&](AffineExpr e, ArrayRef<OpFoldResult> operands) {
+    return affine::makeComposedFoldedAffineMax(
+        b, loc, AffineMap::get(0, 3, {e, zero}, ctx), operands);
+  };
+  OpFoldResult length = b.getIndexAttr(0);
+  if (perBatch) {
+    length = extractFirstLength(b, loc, visibility.keyLengths);
+    OpFoldResult keyOffset = visibility.keyOffset
+                                 ? OpFoldResult(visibility.keyOffset)
+                                 : b.getIndexAttr(0);
+    end = min(end, clampedAt0(s0 - s1, {length, keyOffset, length}));
+  }
+  if (!visibility.hasDiagonal())
+    return {first, end};
+  // D = diagonal + length; the last query (sq - 1) sees keys up to
+  // sq - 1 + D (+ windowRight), the first query keys from D - windowLeft.
+  SmallVector<OpFoldResult> operands = {sq, visibility.diagonal, length};
+  if (visibility.causal)
+    end = min(end, clampedAt0(s0 + s1 + s2, operands));
+  if (visibility.windowRight)
+    end = min(end, clampedAt0(s0 + s1 + s2 + *visibility.windowRight,
+                              operands));
+  if (visibility.windowLeft)
+    first = min(end, clampedAt0(s1 + s2 - *visibility.windowLeft, operands));
+  return {first, end};
+}
+
+Value mha::buildMayHideKeys(OpBuilder &b, Location loc,
+                            const KeyVisibility &visibility, OpFoldResult sq,
+                            OpFoldResult sk, bool batchIsOne) {
+  if (!visibility.restricts())
+    return Value();
+  if (visibility.keyLengths && !batchIsOne)
+    return arith::ConstantIntOp::create(b, loc, 1, 1);
+  Value any;
+  auto disjoin = [&](Value c) {
+    any = any ? arith::OrIOp::create(b, loc, any, c).getResult() : c;
+  };
+  Value sqValue = getValueOrCreateConstantIndexOp(b, loc, sq);
+  Value skValue = getValueOrCreateConstantIndexOp(b, loc, sk);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value lastKey = arith::SubIOp::create(b, loc, skValue, one);
+  Value length;
+  if (visibility.keyLengths) {
+    length = extractFirstLength(b, loc, visibility.keyLengths);
+    // Some key at or beyond the length: keyOffset + sk > length.
+    Value end = visibility.keyOffset
+                    ? arith::AddIOp::create(b, loc, skValue,
+                                            visibility.keyOffset)
+                          .getResult()
+                    : skValue;
+    disjoin(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, end,
+                                  length));
+  }
+  if (!visibility.hasDiagonal())
+    return any;
+  Value diagonal = visibility.diagonal;
+  if (length)
+    diagonal = arith::AddIOp::create(b, loc, diagonal, length);
+  auto constant = [&](int64_t c) {
+    return arith::ConstantIndexOp::create(b, loc, c).getResult();
+  };
+  // The first query sees keys up to D (+ windowRight): the block's last key
+  // is beyond that.
+  if (visibility.causal || visibility.windowRight) {
+    Value bound = diagonal;
+    if (!visibility.causal)
+      bound = arith::AddIOp::create(b, loc, bound,
+                                    constant(*visibility.windowRight));
+    disjoin(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, lastKey,
+                                  bound));
+  }
+  // The last query sees keys from sq - 1 + D - windowLeft: key 0 is before
+  // that.
+  if (visibility.windowLeft) {
+    Value start = arith::AddIOp::create(
+        b, loc, arith::SubIOp::create(b, loc, sqValue, one), diagonal);
+    start = arith::SubIOp::create(b, loc, start,
+                                  constant(*visibility.windowLeft));
+    disjoin(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, start,
+                                  constant(0)));
+  }
+  return any;
 }
 
 Value mha::sliceMaskForTile(OpBuilder &b, Location loc, Value mask,
@@ -470,11 +682,28 @@ struct AttentionOut {
 /// op on head-split tensors, and its destinations `outs` against them. With
 /// `outsHaveQueryType`, the destinations have the query's element type
 /// (mha.attention); otherwise their type is fixed by ODS (f32 state).
+/// The attributes and operands of an attention op that restrict which keys a
+/// query sees.
+struct KeyFeatures {
+  bool causal;
+  Value causalOffset, keyLengths, keyOffset;
+  FloatAttr softcap;
+  IntegerAttr windowLeft, windowRight;
+};
+
+template <typename OpTy>
+KeyFeatures getKeyFeatures(OpTy op) {
+  return {op.getCausal(),         op.getCausalOffset(),
+          op.getKeyLengths(),     op.getKeyOffset(),
+          op.getSoftcapAttr(),    op.getWindowLeftAttr(),
+          op.getWindowRightAttr()};
+}
+
 LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
                                       Value keyValue, bool keyTransposed,
                                       Value valueValue, Value mask,
                                       std::optional<APFloat> scale,
-                                      bool causal, Value causalOffset,
+                                      const KeyFeatures &features,
                                       ArrayRef<AttentionOut> outs,
                                       ArrayRef<int64_t> outRanks,
                                       bool outsHaveQueryType) {
@@ -483,9 +712,13 @@ LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
   ShapeVerifier v(op);
   if (failed(v.checkScale(scale)))
     return failure();
-  if (causalOffset && !causal)
-    return op->emitOpError()
-           << "'causal_offset' requires the 'causal' attribute";
+  if (features.causalOffset && !features.causal && !features.windowLeft &&
+      !features.windowRight)
+    return op->emitOpError() << "'causal_offset' requires the 'causal' "
+                                "attribute or a window ('window_left', "
+                                "'window_right')";
+  if (features.keyOffset && !features.keyLengths)
+    return op->emitOpError() << "'key_offset' requires 'key_lengths'";
 
   auto query = cast<ShapedType>(queryValue.getType());
   auto key = cast<ShapedType>(keyValue.getType());
@@ -568,6 +801,13 @@ LogicalResult verifyAttentionOperands(Operation *op, Value queryValue,
                                 "divide 'query' dimension 1 (H = "
                              << numHeads << "), found " << numKvHeads;
 
+  // Lengths count from the op's first key (key_offset 0); a tile's are
+  // checked where the whole op's were.
+  if (failed(v.checkKeyFeatures(
+          features.softcap, features.causal, features.windowLeft,
+          features.windowRight, features.keyLengths, *b,
+          features.keyOffset ? ShapedType::kDynamic : *sk)))
+    return failure();
   if (mask)
     return v.checkMask(cast<ShapedType>(mask.getType()), floatType, *b,
                        numHeads, *sq, *sk);
@@ -592,7 +832,7 @@ static LogicalResult verifyResultIsInit(Operation *op, Value result,
 LogicalResult AttentionOp::verify() {
   if (failed(verifyAttentionOperands(
           getOperation(), getQuery(), getKey(), getKeyTransposed(),
-          getValue(), getMask(), getScale(), getCausal(), getCausalOffset(),
+          getValue(), getMask(), getScale(), getKeyFeatures(*this),
           {AttentionOut{"init", getInit()}}, {4},
           /*outsHaveQueryType=*/true)))
     return failure();
@@ -603,7 +843,7 @@ LogicalResult AttentionWeightsOp::verify() {
   // The attention's rules, without values.
   if (failed(verifyAttentionOperands(
           getOperation(), getQuery(), getKey(), getKeyTransposed(), Value(),
-          getMask(), getScale(), getCausal(), getCausalOffset(), {}, {},
+          getMask(), getScale(), getKeyFeatures(*this), {}, {},
           /*outsHaveQueryType=*/true)))
     return failure();
   auto query = cast<ShapedType>(getQuery().getType());
@@ -640,7 +880,7 @@ LogicalResult AttentionOp::reifyResultShapes(
 LogicalResult OnlineAttentionOp::verify() {
   if (failed(verifyAttentionOperands(
           getOperation(), getQuery(), getKey(), getKeyTransposed(),
-          getValue(), getMask(), getScale(), getCausal(), getCausalOffset(),
+          getValue(), getMask(), getScale(), getKeyFeatures(*this),
           {AttentionOut{"acc", getAcc()}, AttentionOut{"max", getMax()},
            AttentionOut{"sum", getSum()}},
           {4, 3, 3}, /*outsHaveQueryType=*/false)))

@@ -15,6 +15,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
 using namespace mlir;
@@ -99,6 +100,37 @@ public:
     }
   }
 
+  /// Key lengths [B]: as many as batches, each in [0, Sk] (`sk` null: a
+  /// tile's lengths, which count keys before it, only non-negative).
+  void keyLengths(Value lengths, const Size &batch, const Size *sk) {
+    equal({lengths, "key_lengths", 0}, batch, "B");
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value count = tensor::DimOp::create(b, loc, lengths, 0);
+    Value keys = sk ? tensor::DimOp::create(b, loc, sk->value, sk->dim)
+                          .getResult()
+                    : Value();
+    auto loop = scf::ForOp::create(b, loc, zero, count, one);
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(loop.getBody());
+    Value length = arith::IndexCastOp::create(
+        b, loc, b.getIndexType(),
+        tensor::ExtractOp::create(b, loc, lengths, loop.getInductionVar()));
+    Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, length,
+                                     zero);
+    if (keys)
+      ok = arith::AndIOp::create(
+          b, loc, ok,
+          arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, length,
+                                keys));
+    cf::AssertOp::create(
+        b, loc, ok,
+        message(op, keys ? "'key_lengths' elements must be in [0, Sk] at run "
+                           "time"
+                         : "'key_lengths' elements must be non-negative at "
+                           "run time"));
+  }
+
 private:
   /// cf.assert(size(a) == expected [|| size(a) == 1]) with the verifier's
   /// wording: "'<a>' dimension <d> (<symbol>) must [be 1 or ]match <what>".
@@ -130,6 +162,7 @@ private:
 /// and mask, and destinations `outs` shaped [B, H, Sq(, dv)].
 void checkAttentionOperands(CheckBuilder &check, Value query, Value key,
                             int64_t keySeqDim, Value value, Value mask,
+                            Value keyLengths, bool hasKeyOffset,
                             ArrayRef<std::pair<StringRef, Value>> outs) {
   Size batch{query, "query", 0}, sq{query, "query", 2},
       sk{key, "key", keySeqDim};
@@ -144,6 +177,8 @@ void checkAttentionOperands(CheckBuilder &check, Value query, Value key,
     check.mask(mask, batch,
                cast<ShapedType>(query.getType()).getDimSize(1), sq, sk,
                /*runtimeBroadcast=*/false);
+  if (keyLengths)
+    check.keyLengths(keyLengths, batch, hasKeyOffset ? nullptr : &sk);
 }
 
 } // namespace
@@ -165,6 +200,8 @@ void MultiHeadAttentionOp::generateRuntimeVerification(
                     d == 0 ? "B" : "Sq", "the result type");
   if (Value mask = getMask())
     check.mask(mask, batch, getNumHeads(), sq, sk, /*runtimeBroadcast=*/true);
+  if (Value lengths = getKeyLengths())
+    check.keyLengths(lengths, batch, &sk);
 }
 
 void AttentionOp::generateRuntimeVerification(
@@ -172,8 +209,8 @@ void AttentionOp::generateRuntimeVerification(
     function_ref<std::string(Operation *, StringRef)> generateErrorMessage) {
   CheckBuilder check(b, getOperation(), loc, generateErrorMessage);
   checkAttentionOperands(check, getQuery(), getKey(), getKeySeqDim(),
-                         getValue(), getMask(),
-                         {{"init", getInit()}});
+                         getValue(), getMask(), getKeyLengths(),
+                         getKeyOffset() != nullptr, {{"init", getInit()}});
 }
 
 void OnlineAttentionOp::generateRuntimeVerification(
@@ -181,6 +218,7 @@ void OnlineAttentionOp::generateRuntimeVerification(
     function_ref<std::string(Operation *, StringRef)> generateErrorMessage) {
   CheckBuilder check(b, getOperation(), loc, generateErrorMessage);
   checkAttentionOperands(check, getQuery(), getKey(), getKeySeqDim(),
-                         getValue(), getMask(),
+                         getValue(), getMask(), getKeyLengths(),
+                         getKeyOffset() != nullptr,
                          {{"acc", getAcc()}, {"max", getMax()}, {"sum", getSum()}});
 }

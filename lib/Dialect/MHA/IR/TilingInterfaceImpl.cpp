@@ -24,20 +24,22 @@ namespace {
 
 /// The operands of an attention op sliced to a block of its scores.
 struct AttentionTile {
-  Value query, key, value, mask, causalOffset;
+  Value query, key, value, mask, keyLengths, keyOffset, causalOffset;
   SmallVector<Operation *> slices;
 };
 
-/// Slices query, key, value and mask of an attention op to the block of
-/// scores `offsets` / `sizes` over (B, H, Sq, Sk), and moves the causal
-/// diagonal into the block's coordinates: query i0 + i sees key j0 + j iff
-/// j <= i + (causalOffset + i0 - j0). A tile of query heads reads the
-/// key/value heads of its groups; head tiles that neither divide nor are a
-/// multiple of the group size are rejected.
+/// Slices query, key, value, mask and key lengths of an attention op to the
+/// block of scores `offsets` / `sizes` over (B, H, Sq, Sk), and moves the
+/// diagonal (`causalOffset`, null without one) and the key lengths into the
+/// block's coordinates: query i0 + i sees key j0 + j iff
+/// j <= i + (causalOffset + i0 - j0) (+ the batch's length), and key j0 + j
+/// counts against the lengths as key j + (keyOffset + j0). A tile of query
+/// heads reads the key/value heads of its groups; head tiles that neither
+/// divide nor are a multiple of the group size are rejected.
 FailureOr<AttentionTile>
 sliceAttentionOperands(OpBuilder &b, Operation *op, Value query, Value key,
                        bool keyTransposed, Value value, Value mask,
-                       Value causalOffset,
+                       Value keyLengths, Value keyOffset, Value causalOffset,
                        ArrayRef<OpFoldResult> offsets,
                        ArrayRef<OpFoldResult> sizes) {
   Location loc = op->getLoc();
@@ -94,6 +96,17 @@ sliceAttentionOperands(OpBuilder &b, Operation *op, Value query, Value key,
   if (mask) {
     tile.mask = sliceMaskForTile(b, loc, mask, offsets, sizes);
     tile.slices.push_back(tile.mask.getDefiningOp());
+  }
+  if (keyLengths) {
+    tile.keyLengths =
+        slice(keyLengths, {offsets[kBatch]}, {sizes[kBatch]});
+    AffineExpr start, j0;
+    bindSymbols(b.getContext(), start, j0);
+    OpFoldResult keyStart = affine::makeComposedFoldedAffineApply(
+        b, loc, start + j0,
+        {keyOffset ? OpFoldResult(keyOffset) : zero, offsets[kKeys]});
+    if (!isConstantIntValue(keyStart, 0))
+      tile.keyOffset = getValueOrCreateConstantIndexOp(b, loc, keyStart);
   }
   if (causalOffset) {
     AffineExpr off, i0, j0;
@@ -208,16 +221,17 @@ AttentionOp::getTiledImplementation(OpBuilder &b,
   scoreSizes.push_back(tensor::getMixedSize(b, loc, getKey(), getKeySeqDim()));
   FailureOr<AttentionTile> tile = sliceAttentionOperands(
       b, getOperation(), getQuery(), getKey(), getKeyTransposed(), getValue(),
-      getMask(),
-      getCausal() ? getCausalOffsetOrDefault(b) : Value(), scoreOffsets,
+      getMask(), getKeyLengths(), getKeyOffset(),
+      hasDiagonal() ? getCausalOffsetOrDefault(b) : Value(), scoreOffsets,
       scoreSizes);
   if (failed(tile))
     return failure();
   Value init = sliceOut(b, loc, getInit(), offsets, sizes, tile->slices);
-  auto tiled = AttentionOp::create(b, loc, init.getType(), tile->query,
-                                   tile->key, tile->value, tile->mask,
-                                   tile->causalOffset, init, getScaleAttr(),
-                                   getCausalAttr(), getKeyTransposedAttr());
+  auto tiled = AttentionOp::create(
+      b, loc, init.getType(), tile->query, tile->key, tile->value, tile->mask,
+      tile->keyLengths, tile->keyOffset, tile->causalOffset, init,
+      getScaleAttr(), getCausalAttr(), getKeyTransposedAttr(),
+      getSoftcapAttr(), getWindowLeftAttr(), getWindowRightAttr());
   return TilingResult{{tiled}, {tiled.getResult()}, tile->slices};
 }
 
@@ -261,26 +275,20 @@ SmallVector<utils::IteratorType> OnlineAttentionOp::getLoopIteratorTypes() {
   return types;
 }
 
-SmallVector<Range> OnlineAttentionOp::getIterationDomain(OpBuilder &b) {
+std::pair<OpFoldResult, OpFoldResult>
+OnlineAttentionOp::getVisibleKeyRange(OpBuilder &b) {
   Location loc = getLoc();
-  OpFoldResult zero = b.getIndexAttr(0), one = b.getIndexAttr(1);
-  SmallVector<Range> domain = getQueryDomain(b, loc, getQuery());
-  OpFoldResult sk = tensor::getMixedSize(b, loc, getKey(), getKeySeqDim());
-  if (getCausal()) {
-    // min(Sk, max(0, Sq + causal_offset)): keys after that are invisible to
-    // every row.
-    AffineExpr sq, off;
-    bindSymbols(b.getContext(), sq, off);
-    OpFoldResult lastRowEnd = affine::makeComposedFoldedAffineMax(
-        b, loc, AffineMap::get(0, 2, {sq + off, getAffineConstantExpr(0, b.getContext())}, b.getContext()),
-        {domain[kQueries].size, getCausalOffsetOrDefault(b)});
-    AffineExpr s0, s1;
-    bindSymbols(b.getContext(), s0, s1);
-    sk = affine::makeComposedFoldedAffineMin(
-        b, loc, AffineMap::get(0, 2, {s0, s1}, b.getContext()),
-        {sk, lastRowEnd});
-  }
-  domain.push_back({zero, sk, one});
+  return mha::getVisibleKeyRange(
+      b, loc, getKeyVisibility(b), tensor::getMixedSize(b, loc, getQuery(), 2),
+      tensor::getMixedSize(b, loc, getKey(), getKeySeqDim()),
+      cast<ShapedType>(getQuery().getType()).getDimSize(0) == 1);
+}
+
+SmallVector<Range> OnlineAttentionOp::getIterationDomain(OpBuilder &b) {
+  // Keys after the last one some row sees are not part of the domain.
+  SmallVector<Range> domain = getQueryDomain(b, getLoc(), getQuery());
+  domain.push_back(
+      {b.getIndexAttr(0), getVisibleKeyRange(b).second, b.getIndexAttr(1)});
   return domain;
 }
 
@@ -300,8 +308,8 @@ OnlineAttentionOp::getTiledImplementation(OpBuilder &b,
   Location loc = getLoc();
   FailureOr<AttentionTile> tile = sliceAttentionOperands(
       b, getOperation(), getQuery(), getKey(), getKeyTransposed(), getValue(),
-      getMask(), getCausal() ? getCausalOffsetOrDefault(b) : Value(), offsets,
-      sizes);
+      getMask(), getKeyLengths(), getKeyOffset(),
+      hasDiagonal() ? getCausalOffsetOrDefault(b) : Value(), offsets, sizes);
   if (failed(tile))
     return failure();
   SmallVector<Value> inits;
@@ -309,8 +317,10 @@ OnlineAttentionOp::getTiledImplementation(OpBuilder &b,
     inits.push_back(sliceOut(b, loc, init, offsets, sizes, tile->slices));
   auto tiled = OnlineAttentionOp::create(
       b, loc, TypeRange(ValueRange(inits)), tile->query, tile->key,
-      tile->value, tile->mask, tile->causalOffset, inits[0], inits[1],
-      inits[2], getScaleAttr(), getCausalAttr(), getKeyTransposedAttr());
+      tile->value, tile->mask, tile->keyLengths, tile->keyOffset,
+      tile->causalOffset, inits[0], inits[1], inits[2], getScaleAttr(),
+      getCausalAttr(), getKeyTransposedAttr(), getSoftcapAttr(),
+      getWindowLeftAttr(), getWindowRightAttr());
   return TilingResult{
       {tiled}, SmallVector<Value>(tiled->getResults()), tile->slices};
 }

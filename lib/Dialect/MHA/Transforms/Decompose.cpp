@@ -250,8 +250,11 @@ mha::decomposeMultiHeadAttention(RewriterBase &rewriter,
         {headsShape[0], headsShape[1], headsShape[2],
          tensor::getMixedSize(rewriter, loc, k.result, 2)});
   layer.attention = AttentionOp::create(
-      rewriter, loc, init.getType(), q.result, k.result, v.result, mask, /*causal_offset=*/Value(), init, op.getScaleAttr(),
-      op.getCausalAttr(), /*key_transposed=*/UnitAttr());
+      rewriter, loc, init.getType(), q.result, k.result, v.result, mask,
+      op.getKeyLengths(), /*key_offset=*/Value(), /*causal_offset=*/Value(),
+      init, op.getScaleAttr(), op.getCausalAttr(),
+      /*key_transposed=*/UnitAttr(), op.getSoftcapAttr(),
+      op.getWindowLeftAttr(), op.getWindowRightAttr());
 
   Projection out =
       buildOutputProjection(rewriter, loc, layer.attention.getResult(),
@@ -275,10 +278,12 @@ mha::decomposeMultiHeadAttention(RewriterBase &rewriter,
     Value weights =
         AttentionWeightsOp::create(
             rewriter, loc, init.getType(), q.result, k.result, mask,
+            op.getKeyLengths(), /*key_offset=*/Value(),
             /*causal_offset=*/Value(), init, op.getScaleAttr(),
             op.getCausalAttr(),
             *mode == "average" ? rewriter.getUnitAttr() : UnitAttr(),
-            /*key_transposed=*/UnitAttr())
+            /*key_transposed=*/UnitAttr(), op.getSoftcapAttr(),
+            op.getWindowLeftAttr(), op.getWindowRightAttr())
             .getResult();
     if (weights.getType() != op.getWeights().getType())
       weights = tensor::CastOp::create(rewriter, loc,

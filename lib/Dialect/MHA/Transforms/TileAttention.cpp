@@ -24,6 +24,7 @@
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
@@ -54,6 +55,44 @@ LogicalResult mha::checkTileOptions(Operation *op,
          << options.qTileSize << " kv-tile-size=" << options.kvTileSize;
 }
 
+LogicalResult mha::sliceToVisibleKeys(RewriterBase &rewriter,
+                                      OnlineAttentionOp &op) {
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  auto [first, end] = op.getVisibleKeyRange(rewriter);
+  if (isConstantIntValue(first, 0))
+    return success();
+  SmallVector<OpFoldResult> offsets(4, rewriter.getIndexAttr(0)), sizes;
+  for (int64_t d = 0; d < 3; ++d)
+    sizes.push_back(tensor::getMixedSize(rewriter, loc, op.getQuery(), d));
+  // The count as an arith op, not an affine.apply that later affine maps
+  // would compose through: the key loop's upper bound must stay this value,
+  // which the bounded tile sizes min(tile, ub - j0) then name, for the
+  // peeling to prove the full blocks full.
+  offsets[kKeys] = first;
+  sizes.push_back(arith::SubIOp::create(
+                      rewriter, loc,
+                      getValueOrCreateConstantIndexOp(rewriter, loc, end),
+                      getValueOrCreateConstantIndexOp(rewriter, loc, first))
+                      .getResult());
+  FailureOr<TilingResult> sliced =
+      op.getTiledImplementation(rewriter, offsets, sizes);
+  if (failed(sliced))
+    return failure();
+  SmallVector<Value> results;
+  for (auto [value, old] : llvm::zip_equal(sliced->tiledValues,
+                                           op->getResults()))
+    results.push_back(value.getType() == old.getType()
+                          ? value
+                          : tensor::CastOp::create(rewriter, loc,
+                                                   old.getType(), value)
+                                .getResult());
+  rewriter.replaceOp(op, results);
+  op = cast<OnlineAttentionOp>(sliced->tiledOps.front());
+  return success();
+}
+
 FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
                                                    AttentionOp op,
                                                    int64_t kvTileSize,
@@ -67,12 +106,21 @@ FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
   // The normalization that replaced `op` reads the online op's results.
   Operation *normalize = *online->getResult(0).getUsers().begin();
 
+  // A left window: the keys before the first one the first row sees are
+  // sliced off first (the op's own tile of those keys, which moves its
+  // diagonal and key lengths with them), so that the key loop starts at 0
+  // of what is left. The iteration domain cannot start there itself:
+  // upstream's tiling reads a range's size as the loop's upper bound when
+  // it tiles a dim and as the tile's size when it does not.
+  rewriter.setInsertionPoint(*online);
+  if (failed(sliceToVisibleKeys(rewriter, *online)))
+    return failure();
+
   // Keys are the online op's reduction dim (3): tiling it carries the state.
   scf::SCFTilingOptions tiling;
   tiling.setTileSizes({rewriter.getIndexAttr(0), rewriter.getIndexAttr(0),
                        rewriter.getIndexAttr(0),
                        rewriter.getIndexAttr(kvTileSize)});
-  rewriter.setInsertionPoint(*online);
   FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
       rewriter, cast<TilingInterface>(online->getOperation()), tiling);
   if (failed(tiled))

@@ -177,3 +177,30 @@ func.func @key_transposed(%q: tensor<1x4x?x16xf32>, %kt: tensor<1x2x16x?xf32>, %
          outs(%init : tensor<1x4x?x8xf32>) {causal, key_transposed} -> tensor<1x4x?x8xf32>
   return %o : tensor<1x4x?x8xf32>
 }
+
+// -----
+
+// Softcap, per-batch key lengths and a window: the scores are capped
+// (c · tanh(s / c)) before the mask, and a key is visible iff it is below its
+// batch's length (read through a map over the batch loop) and inside the
+// window around the diagonal, here length[b] - Sq. With several batches
+// the predicate is evaluated everywhere (no per-block test).
+// CHECK-DAG: #[[BATCH:.+]] = affine_map<(d0, d1, d2, d3) -> (d0)>
+// CHECK-LABEL: func.func @key_features
+// CHECK-SAME: %[[LEN:[^:]+]]: tensor<2xi64>
+// CHECK-NOT: scf.if
+// CHECK: linalg.generic {indexing_maps = [#[[BATCH]], #{{.+}}], {{.*}}} ins(%[[LEN]] : tensor<2xi64>)
+// CHECK:   %[[L:.+]] = arith.index_cast %{{.+}} : i64 to index
+// CHECK:   %[[I:.+]] = linalg.index 2
+// CHECK:   %[[J:.+]] = linalg.index 3
+// CHECK:   arith.cmpi slt, %[[J]], %[[L]]
+// CHECK:   arith.cmpi sle
+// CHECK:   arith.cmpi sge
+// CHECK:   math.tanh
+// CHECK:   arith.select
+func.func @key_features(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x6x8xf32>, %len: tensor<2xi64>, %init: tensor<2x2x4x8xf32>) -> tensor<2x2x4x8xf32> {
+  %o = mha.attention ins(%q, %k, %k : tensor<2x2x4x8xf32>, tensor<2x2x6x8xf32>, tensor<2x2x6x8xf32>)
+         key_lengths(%len : tensor<2xi64>) outs(%init : tensor<2x2x4x8xf32>)
+         {softcap = 30.0 : f32, window_left = 1 : i64, window_right = 2 : i64} -> tensor<2x2x4x8xf32>
+  return %o : tensor<2x2x4x8xf32>
+}

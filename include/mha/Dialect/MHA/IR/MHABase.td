@@ -51,5 +51,7 @@ def MHA_FloatType : AnyTypeOf<[F16, BF16, F32]>;
 def MHA_FloatTensor : RankedTensorOf<[MHA_FloatType]>;
 /// Masks: i1 (true = may attend) or an additive float mask.
 def MHA_MaskTensor : RankedTensorOf<[I1, MHA_FloatType]>;
+/// Per-batch key lengths: how many keys of each batch are valid ([B]).
+def MHA_LengthsTensor : 1DTensorOf<[I32, I64]>;
 
 #endif // MHA_DIALECT_MHA_IR_MHABASE_TD

@@ -34,11 +34,35 @@ inline unsigned getKeyChannelDim(bool keyTransposed) {
 /// getScaleOrDefault).
 double getScaleOrDefault(std::optional<APFloat> scale, Value query);
 
-/// `offset`, or the default causal diagonal Sk - Sq of `query` [B, H, Sq, dk]
-/// and `key` whose dim `keySeqDim` is Sk, built at the builder's insertion
-/// point (the attention ops' getCausalOffsetOrDefault).
+/// `offset`, or the default diagonal of `query` [B, H, Sq, dk] and `key`
+/// whose dim `keySeqDim` is Sk, built at the builder's insertion point (the
+/// attention ops' getCausalOffsetOrDefault): Sk - Sq, or -keyOffset - Sq
+/// with `keyLengths` (the diagonal of batch b is then that plus
+/// keyLengths[b]: bottom-right aligned to each batch's valid keys).
 Value getCausalOffsetOrDefault(OpBuilder &b, Location loc, Value offset,
-                               Value query, Value key, int64_t keySeqDim);
+                               Value query, Value key, int64_t keySeqDim,
+                               Value keyLengths, Value keyOffset);
+
+/// Which keys a query of an attention op sees beyond its mask, in the op's
+/// own coordinates (docs/Semantics.md): query i of batch b sees key j iff
+///   j + keyOffset < keyLengths[b]                  (with keyLengths)
+///   j <= i + D_b                                   (with causal)
+///   j >= i + D_b - windowLeft                      (with windowLeft)
+///   j <= i + D_b + windowRight                     (with windowRight)
+/// where D_b = diagonal (+ keyLengths[b] with keyLengths).
+struct KeyVisibility {
+  Value keyLengths;
+  /// Null: 0.
+  Value keyOffset;
+  /// The diagonal's scalar part; set exactly when hasDiagonal().
+  Value diagonal;
+  bool causal = false;
+  std::optional<int64_t> windowLeft, windowRight;
+
+  bool hasDiagonal() const { return causal || windowLeft || windowRight; }
+  /// Whether any key may be invisible (besides the mask).
+  bool restricts() const { return keyLengths || hasDiagonal(); }
+};
 
 } // namespace mlir::mha
 
@@ -84,6 +108,31 @@ OpFoldResult getDefaultCausalOffset(OpBuilder &b, Location loc,
 
 /// `1 / sqrt(dk)`, the default scale of a query of head width `dk`.
 double getDefaultScale(int64_t dk);
+
+/// Whether key `j` is visible to query `i` of a batch whose key length is
+/// `length` (index; null without key lengths) under `visibility`; null when
+/// every key is (no lengths, no diagonal).
+Value buildKeyVisible(OpBuilder &b, Location loc,
+                      const KeyVisibility &visibility, Value length, Value i,
+                      Value j);
+
+/// The keys [first, end) that some query of an op with `sq` queries and `sk`
+/// keys may see under `visibility`: the causal diagonal and the right window
+/// end the range at the last query's last key, the left window starts it at
+/// the first query's first key, key lengths end it at the batch's length.
+/// Per-batch bounds (key lengths) narrow it only when `batchIsOne` (one
+/// batch: the tiles of the lowerings).
+std::pair<OpFoldResult, OpFoldResult>
+getVisibleKeyRange(OpBuilder &b, Location loc,
+                   const KeyVisibility &visibility, OpFoldResult sq,
+                   OpFoldResult sk, bool batchIsOne);
+
+/// An i1 that is false only when every query of a block of `sq` queries and
+/// `sk` keys sees every key under `visibility` (so the per-element
+/// predicate can be skipped); null when that holds whatever the sizes.
+Value buildMayHideKeys(OpBuilder &b, Location loc,
+                       const KeyVisibility &visibility, OpFoldResult sq,
+                       OpFoldResult sk, bool batchIsOne);
 
 } // namespace mlir::mha
 

@@ -27,12 +27,44 @@ defvar MHA_AttentionAccessors = [{
       return mha::getScaleOrDefault(getScale(), getQuery());
     }
 
-    /// The causal diagonal: `causal_offset`, or `Sk - Sq` built at the
-    /// builder's insertion point. Only meaningful for causal ops.
+    /// The diagonal that `causal` and the windows are relative to:
+    /// `causal_offset`, or its default (`Sk - Sq`; `-key_offset - Sq` with
+    /// `key_lengths`, to which each batch's length is added) built at the
+    /// builder's insertion point. Only meaningful for ops that have a
+    /// diagonal (hasDiagonal()).
     Value getCausalOffsetOrDefault(OpBuilder &builder) {
-      return mha::getCausalOffsetOrDefault(builder, getLoc(),
-                                           getCausalOffset(), getQuery(),
-                                           getKey(), getKeySeqDim());
+      return mha::getCausalOffsetOrDefault(
+          builder, getLoc(), getCausalOffset(), getQuery(), getKey(),
+          getKeySeqDim(), getKeyLengths(), getKeyOffset());
+    }
+
+    /// Which keys each query sees beyond the mask (key lengths, causal,
+    /// windows), with the diagonal built at the builder's insertion point.
+    KeyVisibility getKeyVisibility(OpBuilder &builder) {
+      KeyVisibility v;
+      v.keyLengths = getKeyLengths();
+      v.keyOffset = getKeyOffset();
+      v.causal = getCausal();
+      if (auto left = getWindowLeftAttr())
+        v.windowLeft = left.getInt();
+      if (auto right = getWindowRightAttr())
+        v.windowRight = right.getInt();
+      if (v.hasDiagonal())
+        v.diagonal = getCausalOffsetOrDefault(builder);
+      return v;
+    }
+
+    /// Whether `causal` or a window makes keys invisible relative to the
+    /// diagonal.
+    bool hasDiagonal() {
+      return getCausal() || getWindowLeftAttr() || getWindowRightAttr();
+    }
+
+    /// `softcap`, if any, as a double.
+    std::optional<double> getSoftcapValue() {
+      if (auto cap = getSoftcapAttr())
+        return cap.getValueAsDouble();
+      return std::nullopt;
     }
 
     /// The key's sequence (Sk) dim: 2, or 3 with `key_transposed`.
@@ -73,6 +105,15 @@ def MHA_MultiHeadAttentionOp : MHA_Op<"multi_head_attention", [
     query `i` see key `j` iff `j <= i + (Sk - Sq)` (bottom-right aligned). A
     query that can see no key produces a zero head output.
 
+    `softcap = c` caps the scaled scores to `c · tanh(s / c)` before the mask
+    is added. `window_left = L` and `window_right = R` (non-negative) restrict
+    query `i` to the keys `j` with `i + D - L <= j <= i + D + R` around the
+    causal diagonal `D = Sk - Sq` (with `causal`, only `window_left`).
+    `key_lengths(%len)` (`[B]`, i32 or i64) makes only the first `len[b]` keys
+    of batch `b` visible, and aligns the diagonal to them
+    (`D = len[b] - Sq`); each length must be in `[0, Sk]` (checked at run
+    time). Unlike masks, these restrict the keys the tiled lowerings visit.
+
     `return_weights = "per_head"` adds a second result, the attention
     probabilities `softmax(mask(Q_i K_iᵀ · scale))` of every head
     `[B, H, Sq, Sk]`, and `"average"` their mean over the heads `[B, Sq, Sk]`
@@ -109,11 +150,15 @@ def MHA_MultiHeadAttentionOp : MHA_Op<"multi_head_attention", [
     Optional<MHA_FloatTensor>:$b_v,
     Optional<MHA_FloatTensor>:$b_o,
     Optional<MHA_MaskTensor>:$mask,
+    Optional<MHA_LengthsTensor>:$key_lengths,
     I64Attr:$num_heads,
     OptionalAttr<I64Attr>:$num_kv_heads,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
-    OptionalAttr<StrAttr>:$return_weights
+    OptionalAttr<StrAttr>:$return_weights,
+    OptionalAttr<F32Attr>:$softcap,
+    OptionalAttr<I64Attr>:$window_left,
+    OptionalAttr<I64Attr>:$window_right
   );
   let results = (outs MHA_FloatTensor:$result,
                       Optional<MHA_FloatTensor>:$weights);
@@ -122,6 +167,7 @@ def MHA_MultiHeadAttentionOp : MHA_Op<"multi_head_attention", [
     $query `,` $key `,` $value `,` $w_q `,` $w_k `,` $w_v `,` $w_o
     (`bias` `(` $b_q^ `,` $b_k `,` $b_v `,` $b_o `)`)?
     (`mask` `(` $mask^ `)`)?
+    (`key_lengths` `(` $key_lengths^ `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
 
@@ -190,6 +236,15 @@ def MHA_AttentionOp : MHA_Op<"attention", [
     along `Sq` sets it explicitly, so that a tile of queries starting at `i0`
     keeps the diagonal of the whole op: `causal_offset = i0 + Sk - Sq`.
 
+    `softcap`, `window_left`, `window_right` and `key_lengths` follow
+    `mha.multi_head_attention`; the windows are relative to the same
+    diagonal (`causal_offset`, which they accept without `causal`). With
+    `key_lengths`, batch `b`'s diagonal is `causal_offset + len[b]` (default
+    `causal_offset = -key_offset - Sq`: the last query sees the batch's last
+    valid key), and key `j` is valid iff `j + key_offset < len[b]`:
+    `key_offset` (default 0) is what tiling the keys sets, a block of keys
+    starting at `j0` getting `key_offset + j0`.
+
     Tiling (`TilingInterface`) is over the parallel dims `(B, H, Sq)`; a tile
     reads every key. A tile of `t` query heads reads `t / (H / Hkv)` key/value
     heads when `t` is a multiple of the group size `H / Hkv`, or the one
@@ -219,17 +274,24 @@ def MHA_AttentionOp : MHA_Op<"attention", [
     MHA_FloatTensor:$key,
     MHA_FloatTensor:$value,
     Optional<MHA_MaskTensor>:$mask,
+    Optional<MHA_LengthsTensor>:$key_lengths,
+    Optional<Index>:$key_offset,
     Optional<Index>:$causal_offset,
     MHA_FloatTensor:$init,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
-    UnitAttr:$key_transposed
+    UnitAttr:$key_transposed,
+    OptionalAttr<F32Attr>:$softcap,
+    OptionalAttr<I64Attr>:$window_left,
+    OptionalAttr<I64Attr>:$window_right
   );
   let results = (outs MHA_FloatTensor:$result);
 
   let assemblyFormat = [{
     `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,` type($value) `)`
     (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`key_lengths` `(` $key_lengths^ `:` type($key_lengths) `)`)?
+    (`key_offset` `(` $key_offset^ `)`)?
     (`causal_offset` `(` $causal_offset^ `)`)?
     `outs` `(` $init `:` type($init) `)`
     attr-dict `->` type($result)
@@ -277,18 +339,25 @@ def MHA_AttentionWeightsOp : MHA_Op<"attention_weights", [
     MHA_FloatTensor:$query,
     MHA_FloatTensor:$key,
     Optional<MHA_MaskTensor>:$mask,
+    Optional<MHA_LengthsTensor>:$key_lengths,
+    Optional<Index>:$key_offset,
     Optional<Index>:$causal_offset,
     MHA_FloatTensor:$init,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
     UnitAttr:$average_heads,
-    UnitAttr:$key_transposed
+    UnitAttr:$key_transposed,
+    OptionalAttr<F32Attr>:$softcap,
+    OptionalAttr<I64Attr>:$window_left,
+    OptionalAttr<I64Attr>:$window_right
   );
   let results = (outs MHA_FloatTensor:$result);
 
   let assemblyFormat = [{
     `ins` `(` $query `,` $key `:` type($query) `,` type($key) `)`
     (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`key_lengths` `(` $key_lengths^ `:` type($key_lengths) `)`)?
+    (`key_offset` `(` $key_offset^ `)`)?
     (`causal_offset` `(` $causal_offset^ `)`)?
     `outs` `(` $init `:` type($init) `)`
     attr-dict `->` type($result)
@@ -350,7 +419,10 @@ def MHA_OnlineAttentionOp : MHA_Op<"online_attention", [
     Causal skipping is part of the iteration domain: with `causal`, query
     `i` sees key `j` iff `j <= i + causal_offset` (default `Sk - Sq`), and the
     key range of the domain ends at `min(Sk, max(0, Sq + causal_offset))`,
-    the last key the last row sees. Tiling queries first narrows that bound
+    the last key the last row sees (a right window and, for one batch, the
+    batch's key length end it likewise; the lowerings start the key loop
+    they tile it into at the first key a left window lets the first row
+    see). Softcap, windows and key lengths follow `mha.attention`. Tiling queries first narrows that bound
     for each query tile, so key tiles wholly above the diagonal are never
     created. A tile at key offset `j0` gets `causal_offset - j0 + i0`.
 
@@ -378,13 +450,18 @@ def MHA_OnlineAttentionOp : MHA_Op<"online_attention", [
     MHA_FloatTensor:$key,
     MHA_FloatTensor:$value,
     Optional<MHA_MaskTensor>:$mask,
+    Optional<MHA_LengthsTensor>:$key_lengths,
+    Optional<Index>:$key_offset,
     Optional<Index>:$causal_offset,
     RankedTensorOf<[F32]>:$acc,
     RankedTensorOf<[F32]>:$max,
     RankedTensorOf<[F32]>:$sum,
     OptionalAttr<F32Attr>:$scale,
     UnitAttr:$causal,
-    UnitAttr:$key_transposed
+    UnitAttr:$key_transposed,
+    OptionalAttr<F32Attr>:$softcap,
+    OptionalAttr<I64Attr>:$window_left,
+    OptionalAttr<I64Attr>:$window_right
   );
   let results = (outs RankedTensorOf<[F32]>:$result_acc,
                       RankedTensorOf<[F32]>:$result_max,
@@ -393,16 +470,25 @@ def MHA_OnlineAttentionOp : MHA_Op<"online_attention", [
   let assemblyFormat = [{
     `ins` `(` $query `,` $key `,` $value `:` type($query) `,` type($key) `,` type($value) `)`
     (`mask` `(` $mask^ `:` type($mask) `)`)?
+    (`key_lengths` `(` $key_lengths^ `:` type($key_lengths) `)`)?
+    (`key_offset` `(` $key_offset^ `)`)?
     (`causal_offset` `(` $causal_offset^ `)`)?
     `outs` `(` $acc `,` $max `,` $sum `:` type($acc) `,` type($max) `,` type($sum) `)`
     attr-dict `->` type($result_acc) `,` type($result_max) `,` type($result_sum)
   }];
 
   let extraClassDeclaration = MHA_AttentionAccessors # [{
+    /// The keys [first, end) some query of the op may see (causal, windows,
+    /// and key lengths when the op has one batch): the iteration domain's
+    /// key range is [0, end), and the lowerings start the key loop they
+    /// tile it into at `first` (upstream tiling takes a range's size for
+    /// its upper bound, so the domain keeps offset 0).
+    std::pair<OpFoldResult, OpFoldResult> getVisibleKeyRange(OpBuilder &b);
+
     // DestinationStyleOpInterface: `acc`, `max` and `sum`.
     MutableOperandRange getDpsInitsMutable() {
       return MutableOperandRange(getOperation(),
-                                 getODSOperandIndexAndLength(5).first, 3);
+                                 getODSOperandIndexAndLength(7).first, 3);
     }
   }];
 

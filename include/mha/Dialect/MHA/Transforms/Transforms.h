@@ -111,6 +111,11 @@ LogicalResult boolMaskToAdditive(RewriterBase &rewriter, AttentionOp op);
 /// Checks that the tile sizes are positive; the error names `op`.
 LogicalResult checkTileOptions(Operation *op, const TileOptions &options);
 
+/// Replaces `op` by its tile of the keys some query sees from the first on
+/// (a left window skips the keys before it), updating `op` to that tile; a
+/// no-op when that first key is 0.
+LogicalResult sliceToVisibleKeys(RewriterBase &rewriter, OnlineAttentionOp &op);
+
 /// The unit attribute tileAttentionKeys puts on the key loops of a causal
 /// op: their trip count grows with the query tile's position (the key range
 /// ends at the diagonal). mha-dynamic-schedule-openmp reads it to hand the
