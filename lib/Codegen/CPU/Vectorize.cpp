@@ -437,6 +437,16 @@ static bool isMultipleOf(OpFoldResult offset, int64_t size) {
 /// of `src` of the same shape and order (`copies`). Returns the block read
 /// from it (a slice, reshaped to the block's shape in `order`), or nothing
 /// when `block` is not such a slice.
+/// Whether `op` is in a key loop whose blocks one query tile reads
+/// (kKeyBlocksReadOnceAttrName): a blocked copy would not save work there.
+static bool isInKeyLoopReadOnce(Operation *op) {
+  for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
+       loop = loop->getParentOfType<scf::ForOp>())
+    if (loop->hasAttr(kKeyBlocksReadOnceAttrName))
+      return true;
+  return false;
+}
+
 static Value readFromBlockedCopy(RewriterBase &rewriter, Value block,
                                  ArrayRef<int64_t> order,
                                  BlockedCopies &copies,
@@ -895,7 +905,8 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
     // block, transposed for q·kᵀ) reads a copy of the value transposed
     // block by block once, instead of transposing every block it visits
     // (per query tile: S / q-tile-size times per call).
-    if (auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation())) {
+    auto transpose = dyn_cast<linalg::TransposeOp>(op.getOperation());
+    if (transpose && !isInKeyLoopReadOnce(transpose)) {
       SmallVector<linalg::LinalgOp> created;
       rewriter.setInsertionPoint(transpose);
       if (Value block = readFromBlockedCopy(rewriter, transpose.getInput(),

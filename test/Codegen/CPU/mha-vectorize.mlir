@@ -401,6 +401,31 @@ func.func @transposed_once(%k: tensor<2x256x32xf32>, %out: tensor<2x32x64xf32>) 
 
 // -----
 
+// In a key loop whose blocks one query tile reads (decoding, marked by
+// mha-tile-attention), a blocked copy would be a whole extra pass over the
+// keys: each block is transposed where it is read.
+
+// CHECK-LABEL: func.func @transposed_where_read
+// CHECK-NOT: tensor.expand_shape
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c64
+// CHECK:   vector.transpose
+// CHECK: } {mha.key_blocks_read_once}
+func.func @transposed_where_read(%k: tensor<1x256x32xf32>, %out: tensor<1x32x64xf32>) -> tensor<1x32x64xf32> {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c256 = arith.constant 256 : index
+  %s = scf.for %j = %c0 to %c256 step %c64 iter_args(%acc = %out) -> (tensor<1x32x64xf32>) {
+    %kb = tensor.extract_slice %k[0, %j, 0] [1, 64, 32] [1, 1, 1] : tensor<1x256x32xf32> to tensor<1x64x32xf32>
+    %e = tensor.empty() : tensor<1x32x64xf32>
+    %kt = linalg.transpose ins(%kb : tensor<1x64x32xf32>) outs(%e : tensor<1x32x64xf32>) permutation = [0, 2, 1]
+    %sum = linalg.add ins(%kt, %acc : tensor<1x32x64xf32>, tensor<1x32x64xf32>) outs(%acc : tensor<1x32x64xf32>) -> tensor<1x32x64xf32>
+    scf.yield %sum : tensor<1x32x64xf32>
+  } {mha.key_blocks_read_once}
+  return %s : tensor<1x32x64xf32>
+}
+
+// -----
+
 // Blocks not aligned to their size (key blocks of 64 from key 32 on) are
 // transposed where they are read.
 

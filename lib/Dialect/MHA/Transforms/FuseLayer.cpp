@@ -143,6 +143,10 @@ FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
   if (options.qTileSize == 0)
     options.qTileSize =
         selectLoweringConfig(op, getTarget(op)).getQTile().value_or(64);
+  // Every query in one row tile: each key block is read once.
+  int64_t queries = op.getQuery().getType().getDimSize(1);
+  bool oneQueryTile =
+      !ShapedType::isDynamic(queries) && queries <= options.qTileSize;
   OpBuilder::InsertionGuard guard(rewriter);
 
   // The ops the decomposition creates, in order: the only ones fusion may
@@ -216,8 +220,9 @@ FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
   if (!headAttention)
     return parallelLoop->emitOpError()
            << "could not fuse the attention into the head loop";
-  FailureOr<AttentionKeyLoop> keys = tileAttentionKeys(
-      rewriter, headAttention, options.kvTileSize, options.decompose);
+  FailureOr<AttentionKeyLoop> keys =
+      tileAttentionKeys(rewriter, headAttention, options.kvTileSize,
+                        options.decompose, oneQueryTile);
   if (failed(keys))
     return failure();
   FusedLayer fused{parallelLoop, heads->loops.front(), keys->keyLoop,

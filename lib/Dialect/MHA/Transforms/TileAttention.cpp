@@ -96,7 +96,8 @@ LogicalResult mha::sliceToVisibleKeys(RewriterBase &rewriter,
 FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
                                                    AttentionOp op,
                                                    int64_t kvTileSize,
-                                                   bool decompose) {
+                                                   bool decompose,
+                                                   bool keyBlocksReadOnce) {
   assert(kvTileSize > 0 && "the key tile size must be positive");
   OpBuilder::InsertionGuard guard(rewriter);
   bool causal = op.getCausal(); // `op` is replaced next.
@@ -151,10 +152,14 @@ FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
   // Causal: the key range ends at the diagonal, so the loop's trip count
   // grows with the query tile's position; mha-dynamic-schedule-openmp hands
   // the query tiles whose body holds such a loop out largest first.
-  if (causal) {
-    keyLoop->setAttr(kCausalKeyLoopAttrName, rewriter.getUnitAttr());
+  for (auto [name, set] : {std::pair(kCausalKeyLoopAttrName, causal),
+                            std::pair(kKeyBlocksReadOnceAttrName,
+                                      keyBlocksReadOnce)}) {
+    if (!set)
+      continue;
+    keyLoop->setAttr(name, rewriter.getUnitAttr());
     if (partial)
-      partial->setAttr(kCausalKeyLoopAttrName, rewriter.getUnitAttr());
+      partial->setAttr(name, rewriter.getUnitAttr());
   }
   SmallVector<OnlineAttentionOp> blocks;
   keyLoop->walk([&](OnlineAttentionOp b) { blocks.push_back(b); });
@@ -195,13 +200,15 @@ FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
   rewriter.setInsertionPoint(op);
   scf::SCFTilingOptions tiling;
   tiling.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+  int64_t qTile = options.qTileSize > 0
+                      ? options.qTileSize
+                      : selectLoweringConfig(op, getTarget(op))
+                            .getQTile()
+                            .value_or(64);
+  int64_t queries = cast<ShapedType>(op.getQuery().getType()).getDimSize(2);
+  bool oneQueryTile = !ShapedType::isDynamic(queries) && queries <= qTile;
   tiling.setTileSizes({rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
-                       rewriter.getIndexAttr(
-                           options.qTileSize > 0
-                               ? options.qTileSize
-                               : selectLoweringConfig(op, getTarget(op))
-                                     .getQTile()
-                                     .value_or(64))});
+                       rewriter.getIndexAttr(qTile)});
   FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
       rewriter, cast<TilingInterface>(op.getOperation()), tiling);
   if (failed(tiled))
@@ -215,7 +222,7 @@ FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
 
   auto tile = cast<AttentionOp>(tiled->tiledOps.front());
   FailureOr<AttentionKeyLoop> keys = tileAttentionKeys(
-      rewriter, tile, options.kvTileSize, options.decompose);
+      rewriter, tile, options.kvTileSize, options.decompose, oneQueryTile);
   if (failed(keys))
     return failure();
   return TiledAttention{tiled->loops.front(), keys->keyLoop,

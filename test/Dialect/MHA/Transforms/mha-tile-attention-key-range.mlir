@@ -44,6 +44,9 @@ func.func @causal_window(%q: tensor<1x2x256x16xf32>, %init: tensor<1x2x256x16xf3
 // CHECK:   scf.for %[[J0:.+]] = %c0 to %{{.+}} step %c32
 // CHECK:     %[[OFF:.+]] = affine.apply #[[DIAG]]()[%[[J0]]]
 // CHECK:     mha.online_attention {{.*}} key_lengths(%[[LT]] : tensor<1xi32>) key_offset(%[[J0]]) causal_offset(%[[OFF]])
+// One query tile (here one query) reads each key block: the key loop says so
+// (mha-vectorize then transposes the blocks where they are read).
+// CHECK:   } {mha.causal_key_loop, mha.key_blocks_read_once}
 func.func @decode_lengths(%q: tensor<4x2x1x16xf32>, %k: tensor<4x2x256x16xf32>, %len: tensor<4xi32>, %init: tensor<4x2x1x16xf32>) -> tensor<4x2x1x16xf32> {
   %o = mha.attention ins(%q, %k, %k : tensor<4x2x1x16xf32>, tensor<4x2x256x16xf32>, tensor<4x2x256x16xf32>)
          key_lengths(%len : tensor<4xi32>) outs(%init : tensor<4x2x1x16xf32>) {causal} -> tensor<4x2x1x16xf32>

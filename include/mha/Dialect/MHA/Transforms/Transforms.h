@@ -141,10 +141,22 @@ struct AttentionKeyLoop {
 /// diagonal are never created), and (with `decompose`) decomposes the tiled
 /// online op into linalg. `op` is usually one tile of queries of one head;
 /// `kvTileSize` must be positive (checkTileOptions).
+/// With `keyBlocksReadOnce` (the op is the only tile of its queries, as in
+/// decoding), the key loops get kKeyBlocksReadOnceAttrName.
 FailureOr<AttentionKeyLoop> tileAttentionKeys(RewriterBase &rewriter,
                                               AttentionOp op,
                                               int64_t kvTileSize,
-                                              bool decompose = true);
+                                              bool decompose = true,
+                                              bool keyBlocksReadOnce = false);
+
+/// The unit attribute tileAttentionKeys puts on the key loops of an op whose
+/// queries are one tile (Sq no more than the query tile size: decoding): each
+/// key block is then read by one tile only, so mha-vectorize transposes it
+/// where it is read instead of making a transposed copy of all the keys
+/// first, which would cost a whole extra pass over a long cache per call
+/// (and could not skip the keys past a batch's length).
+inline constexpr llvm::StringLiteral kKeyBlocksReadOnceAttrName =
+    "mha.key_blocks_read_once";
 
 /// Whether `op` has a static batch, query or key length of 0: there is
 /// nothing to tile, and the tiling entry points lower it to the reference
