@@ -207,7 +207,14 @@ FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
                             .value_or(64);
   int64_t queries = cast<ShapedType>(op.getQuery().getType()).getDimSize(2);
   bool oneQueryTile = !ShapedType::isDynamic(queries) && queries <= qTile;
-  tiling.setTileSizes({rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
+  // One query tile (decoding) of a grouped-query op: the query heads of a
+  // group are one tile, so that each key block is read once for all of
+  // them rather than once per head.
+  int64_t group = cast<ShapedType>(op.getQuery().getType()).getDimSize(1) /
+                  cast<ShapedType>(op.getKey().getType()).getDimSize(1);
+  int64_t headTile = oneQueryTile && !options.workgroups ? group : 1;
+  tiling.setTileSizes({rewriter.getIndexAttr(1),
+                       rewriter.getIndexAttr(headTile),
                        rewriter.getIndexAttr(qTile)});
   FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
       rewriter, cast<TilingInterface>(op.getOperation()), tiling);

@@ -178,6 +178,9 @@ struct TiledAttention {
 /// and tiles of `qTileSize` queries (upstream scf::tileUsingSCF over the op's
 /// TilingInterface), and in each the key loop of tileAttentionKeys. Sizes
 /// that are not multiples of the tiles, and dynamic sizes, are handled.
+/// When the queries are one tile (decoding) and not mapped to workgroups,
+/// the query heads of a grouped-query op's group are one tile too, so that
+/// each key block is read once per group.
 FailureOr<TiledAttention> tileAttention(RewriterBase &rewriter, AttentionOp op,
                                         const TileOptions &options);
 
