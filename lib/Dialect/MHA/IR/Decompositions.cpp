@@ -241,12 +241,6 @@ Value buildLogits(OpBuilder &b, Location loc, Value scores, Value mask,
       });
 }
 
-/// Whether the op has one batch (its tiles in the lowerings): per-batch
-/// bounds are then scalars.
-bool hasOneBatch(Value query) {
-  return cast<ShapedType>(query.getType()).getDimSize(0) == 1;
-}
-
 } // namespace
 
 //===----------------------------------------------------------------------===//
@@ -335,8 +329,7 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
   std::optional<double> softcap = getSoftcapValue();
   KeyVisibility visibility = getKeyVisibility(b);
   Value mayHide =
-      buildMayHideKeys(b, loc, visibility, scoreShape[2], scoreShape[3],
-                       hasOneBatch(getQuery()));
+      buildMayHideKeys(b, loc, visibility, scoreShape[2], scoreShape[3]);
   std::optional<int64_t> knownMayHide =
       mayHide ? getConstantIntValue(mayHide) : std::optional<int64_t>(0);
   Value logits;

@@ -533,6 +533,13 @@ Value mha::buildKeyVisible(OpBuilder &b, Location loc,
   return visible;
 }
 
+/// Whether key lengths, if any, are per-batch values with one batch (then
+/// scalars: a tile of the lowerings).
+static bool hasOneBatch(const KeyVisibility &visibility) {
+  return !visibility.keyLengths ||
+         cast<ShapedType>(visibility.keyLengths.getType()).getDimSize(0) == 1;
+}
+
 /// The length of batch 0 as an index (a one-batch op or tile).
 static Value extractFirstLength(OpBuilder &b, Location loc, Value lengths) {
   Value zero = arith::ConstantIndexOp::create(b, loc, 0);
@@ -543,12 +550,11 @@ static Value extractFirstLength(OpBuilder &b, Location loc, Value lengths) {
 std::pair<OpFoldResult, OpFoldResult>
 mha::getVisibleKeyRange(OpBuilder &b, Location loc,
                         const KeyVisibility &visibility, OpFoldResult sq,
-                        OpFoldResult sk, bool batchIsOne) {
+                        OpFoldResult sk) {
   MLIRContext *ctx = b.getContext();
   OpFoldResult first = b.getIndexAttr(0), end = sk;
   // Per-batch bounds are only known for one batch.
-  bool perBatch = visibility.keyLengths != nullptr;
-  if (perBatch && !batchIsOne)
+  if (!hasOneBatch(visibility))
     return {first, end};
   AffineExpr s0, s1, s2;
   bindSymbols(ctx, s0, s1, s2);
@@ -563,12 +569,14 @@ mha::getVisibleKeyRange(OpBuilder &b, Location loc,
         b, loc, AffineMap::get(0, 3, {e, zero}, ctx), operands);
   };
   OpFoldResult length = b.getIndexAttr(0);
-  if (perBatch) {
+  if (visibility.keyLengths) {
     length = extractFirstLength(b, loc, visibility.keyLengths);
     OpFoldResult keyOffset = visibility.keyOffset
                                  ? OpFoldResult(visibility.keyOffset)
                                  : b.getIndexAttr(0);
-    end = min(end, clampedAt0(s0 - s1, {length, keyOffset, length}));
+    // max(0, length - keyOffset); s2 is 0.
+    end = min(end, clampedAt0(s0 - s1 + s2,
+                              {length, keyOffset, b.getIndexAttr(0)}));
   }
   if (!visibility.hasDiagonal())
     return {first, end};
@@ -587,10 +595,10 @@ mha::getVisibleKeyRange(OpBuilder &b, Location loc,
 
 Value mha::buildMayHideKeys(OpBuilder &b, Location loc,
                             const KeyVisibility &visibility, OpFoldResult sq,
-                            OpFoldResult sk, bool batchIsOne) {
+                            OpFoldResult sk) {
   if (!visibility.restricts())
     return Value();
-  if (visibility.keyLengths && !batchIsOne)
+  if (!hasOneBatch(visibility))
     return arith::ConstantIntOp::create(b, loc, 1, 1);
   Value any;
   auto disjoin = [&](Value c) {

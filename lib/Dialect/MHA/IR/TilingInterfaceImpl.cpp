@@ -280,8 +280,7 @@ OnlineAttentionOp::getVisibleKeyRange(OpBuilder &b) {
   Location loc = getLoc();
   return mha::getVisibleKeyRange(
       b, loc, getKeyVisibility(b), tensor::getMixedSize(b, loc, getQuery(), 2),
-      tensor::getMixedSize(b, loc, getKey(), getKeySeqDim()),
-      cast<ShapedType>(getQuery().getType()).getDimSize(0) == 1);
+      tensor::getMixedSize(b, loc, getKey(), getKeySeqDim()));
 }
 
 SmallVector<Range> OnlineAttentionOp::getIterationDomain(OpBuilder &b) {

@@ -120,19 +120,19 @@ Value buildKeyVisible(OpBuilder &b, Location loc,
 /// keys may see under `visibility`: the causal diagonal and the right window
 /// end the range at the last query's last key, the left window starts it at
 /// the first query's first key, key lengths end it at the batch's length.
-/// Per-batch bounds (key lengths) narrow it only when `batchIsOne` (one
-/// batch: the tiles of the lowerings).
+/// Per-batch bounds (key lengths) narrow it only for one batch (lengths of
+/// static size 1: the tiles of the lowerings).
 std::pair<OpFoldResult, OpFoldResult>
 getVisibleKeyRange(OpBuilder &b, Location loc,
                    const KeyVisibility &visibility, OpFoldResult sq,
-                   OpFoldResult sk, bool batchIsOne);
+                   OpFoldResult sk);
 
 /// An i1 that is false only when every query of a block of `sq` queries and
 /// `sk` keys sees every key under `visibility` (so the per-element
 /// predicate can be skipped); null when that holds whatever the sizes.
 Value buildMayHideKeys(OpBuilder &b, Location loc,
                        const KeyVisibility &visibility, OpFoldResult sq,
-                       OpFoldResult sk, bool batchIsOne);
+                       OpFoldResult sk);
 
 } // namespace mlir::mha
 
