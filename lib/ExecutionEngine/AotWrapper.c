@@ -242,9 +242,12 @@ static int owns(void *allocated, void *const inputs[], int64_t num_inputs,
   return 1;
 }
 
-int mha_aot_run(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
-                void *const inputs[], const int64_t *const input_shapes[],
-                void *outputs[], int64_t *const output_shapes[]) {
+/* Calls `ciface` on the dense row-major arrays `inputs[i]` of shapes
+   `input_shapes[i]` (checked against the signature's static sizes);
+   `words` receives the results' descriptors, one after the other. */
+static int invoke(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
+                  void *const inputs[], const int64_t *const input_shapes[],
+                  int64_t *words) {
   if (!signature_within_limits(sig))
     return MHA_AOT_BAD_SIGNATURE;
   for (int64_t i = 0; i < sig->num_inputs; ++i)
@@ -255,7 +258,6 @@ int mha_aot_run(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
 
   /* The results' descriptors first (the callee writes them), then the
      arguments', dense row-major over the callers' arrays. */
-  int64_t words[2 * MHA_AOT_MAX_ARRAYS * MAX_DESCRIPTOR_WORDS];
   void *args[MAX_CIFACE_ARGS];
   int64_t num_args = 0, *next = words;
   if (sig->num_outputs)
@@ -278,10 +280,45 @@ int mha_aot_run(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
   }
   if (!call_ciface(ciface, num_args, args))
     return MHA_AOT_BAD_SIGNATURE;
+  return MHA_AOT_OK;
+}
 
-  /* Every result is copied before any buffer is freed: two results may be
-     views of one allocation. */
+/* Frees the results' buffers that the compiled code allocated, after every
+   result was copied (two results may be views of one allocation). */
+static void free_owned(const struct mha_aot_signature *sig,
+                       void *const inputs[], const int64_t *words) {
   void *owned[MHA_AOT_MAX_ARRAYS];
+  for (int64_t j = 0; j < sig->num_outputs; ++j) {
+    owned[j] = get_pointer(&words[0]);
+    words += descriptor_words(sig->outputs[j].rank);
+  }
+  for (int64_t j = 0; j < sig->num_outputs; ++j)
+    if (owns(owned[j], inputs, sig->num_inputs, owned, j))
+      free(owned[j]);
+}
+
+/* The first element of the result `d` describes. */
+static const char *result_data(const int64_t *d, int64_t bytes) {
+  return (const char *)get_pointer(&d[1]) + d[2] * bytes;
+}
+
+/* Whether the result `d` of rank `rank` is dense row-major. */
+static int is_dense(const int64_t *d, int64_t rank) {
+  for (int64_t k = rank - 1, stride = 1; k >= 0; --k) {
+    if (d[3 + k] != 1 && d[3 + rank + k] != stride)
+      return 0;
+    stride *= d[3 + k];
+  }
+  return 1;
+}
+
+int mha_aot_run(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
+                void *const inputs[], const int64_t *const input_shapes[],
+                void *outputs[], int64_t *const output_shapes[]) {
+  int64_t words[2 * MHA_AOT_MAX_ARRAYS * MAX_DESCRIPTOR_WORDS];
+  int status = invoke(sig, ciface, inputs, input_shapes, words);
+  if (status)
+    return status;
   const int64_t *result = words;
   for (int64_t j = 0; j < sig->num_outputs; ++j) {
     int64_t rank = sig->outputs[j].rank;
@@ -291,15 +328,11 @@ int mha_aot_run(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
       n *= result[3 + d];
     }
     outputs[j] = malloc((size_t)(n ? n * bytes : 1));
-    mha_copy_strided(outputs[j],
-                     (const char *)get_pointer(&result[1]) + result[2] * bytes,
-                     bytes, rank, &result[3], &result[3 + rank], NULL);
-    owned[j] = get_pointer(&result[0]);
+    mha_copy_strided(outputs[j], result_data(result, bytes), bytes, rank,
+                     &result[3], &result[3 + rank], NULL);
     result += descriptor_words(rank);
   }
-  for (int64_t j = 0; j < sig->num_outputs; ++j)
-    if (owns(owned[j], inputs, sig->num_inputs, owned, j))
-      free(owned[j]);
+  free_owned(sig, inputs, words);
   return MHA_AOT_OK;
 }
 
@@ -320,31 +353,34 @@ int mha_aot_call(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
                                : *next_dim++;
     input_shape_ptrs[i] = input_shapes[i];
   }
-  void *outputs[MHA_AOT_MAX_ARRAYS];
-  int64_t got[MHA_AOT_MAX_ARRAYS][MHA_AOT_MAX_RANK];
-  int64_t *got_ptrs[MHA_AOT_MAX_ARRAYS];
-  for (int64_t j = 0; j < sig->num_outputs; ++j)
-    got_ptrs[j] = got[j];
-  int status = mha_aot_run(sig, ciface, inputs, input_shape_ptrs, outputs,
-                           got_ptrs);
+  int64_t words[2 * MHA_AOT_MAX_ARRAYS * MAX_DESCRIPTOR_WORDS];
+  int status = invoke(sig, ciface, inputs, input_shape_ptrs, words);
   if (status)
     return status;
-  for (int64_t j = 0; j < sig->num_outputs; ++j)
+  const int64_t *result = words;
+  for (int64_t j = 0; j < sig->num_outputs; ++j) {
     for (int64_t d = 0; d < sig->outputs[j].rank; ++d) {
       int64_t want = sig->outputs[j].shape[d] >= 0 ? sig->outputs[j].shape[d]
                                                     : *next_dim++;
-      if (got[j][d] != want)
+      if (result[3 + d] != want)
         status = MHA_AOT_RESULT_SHAPE;
     }
-  for (int64_t j = 0; j < sig->num_outputs; ++j) {
-    if (status == MHA_AOT_OK) {
-      int64_t bytes = element_bytes(&sig->outputs[j]);
-      for (int64_t d = 0; d < sig->outputs[j].rank; ++d)
-        bytes *= got[j][d];
-      memcpy(results[j], outputs[j], (size_t)bytes);
-    }
-    free(outputs[j]);
+    result += descriptor_words(sig->outputs[j].rank);
   }
+  /* Each result copied straight into the caller's array; not at all where
+     it already is there: an argument the function updated in place (a KV
+     cache), passed as both that argument and this result. */
+  result = words;
+  for (int64_t j = 0; status == MHA_AOT_OK && j < sig->num_outputs; ++j) {
+    int64_t rank = sig->outputs[j].rank;
+    int64_t bytes = element_bytes(&sig->outputs[j]);
+    const char *data = result_data(result, bytes);
+    if (data != results[j] || !is_dense(result, rank))
+      mha_copy_strided(results[j], data, bytes, rank, &result[3],
+                       &result[3 + rank], NULL);
+    result += descriptor_words(rank);
+  }
+  free_owned(sig, inputs, words);
   return status;
 }
 

@@ -52,6 +52,9 @@ using namespace mlir::mha;
 // aggregates (linalg.softmax) decomposed into linalg ops, elementwise
 // arith/math ops on tensors as linalg.generic.
 void mha::buildEntryStage(OpPassManager &pm, bool raiseAttention) {
+  // The caller's arrays are not the compiled code's scratch space: only the
+  // arguments a result is written into (KV caches) stay writable.
+  pm.addPass(createMHAMarkReadOnlyArgumentsPass());
   if (raiseAttention)
     pm.addPass(createMHARaiseAttentionPass());
   tosa::addTosaToLinalgPasses(pm, TosaToLinalgOptions());
@@ -146,6 +149,9 @@ void mha::buildBufferizationStage(OpPassManager &pm) {
   // scf.forall, so each thread keeps its own.
   pm.addNestedPass<func::FuncOp>(bufferization::createBufferLoopHoistingPass());
   bufferization::buildBufferDeallocationPipeline(pm);
+  // An argument updated in place (a KV cache) returned as itself, not as a
+  // copy the caller would own.
+  pm.addPass(createMHAReturnArgumentsInPlacePass());
   pm.addPass(createConvertBufferizationToMemRefPass());
 }
 

@@ -25,6 +25,7 @@
 
 #include "ToolSupport.h"
 
+#include "mha/Codegen/Common/Transforms.h"
 #include "mha/InitAll.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -114,7 +115,9 @@ struct ArrayInfo {
   std::string npyDtype; // "<f4", "<f2", "<u2" (bf16 bits), "|b1", "<i4", "<i8"
   std::string cType;    // float, uint16_t, uint8_t, int32_t, int64_t
   SmallVector<int64_t> shape; // ShapedType::kDynamic for dynamic sizes
+  int64_t updates = -1; // a result: the argument it is written into, if any
 };
+
 
 FailureOr<ArrayInfo> arrayInfo(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -175,7 +178,12 @@ std::string typedEntry(StringRef name, ArrayRef<ArrayInfo> inputs,
                        ArrayRef<ArrayInfo> outputs) {
   SmallVector<std::string> params;
   for (auto [i, info] : llvm::enumerate(inputs)) {
-    params.push_back("const " + info.cType + " *arg" + std::to_string(i));
+    // An argument a result updates in place is written.
+    bool written = llvm::any_of(outputs, [&, i = i](const ArrayInfo &out) {
+      return out.updates == static_cast<int64_t>(i);
+    });
+    params.push_back((written ? "" : "const ") + info.cType + " *arg" +
+                     std::to_string(i));
     for (const std::string &size : dynamicSizes("arg", i, info))
       params.push_back("int64_t " + size);
   }
@@ -227,14 +235,25 @@ std::string generateHeader(StringRef name, StringRef fileStem, StringRef source,
   for (auto [i, info] : llvm::enumerate(inputs))
     os << "     arg" << i << "     " << info.npyDtype << " "
        << shapeComment(info) << "\n";
-  for (auto [j, info] : llvm::enumerate(outputs))
+  bool updatesArguments = false;
+  for (auto [j, info] : llvm::enumerate(outputs)) {
     os << "     result" << j << "  " << info.npyDtype << " "
-       << shapeComment(info) << " (written)\n";
+       << shapeComment(info) << " (written";
+    if (info.updates >= 0)
+      os << "; arg" << info.updates << " updated in place:\n"
+         << "                 pass arg" << info.updates
+         << "'s array, and nothing is copied";
+    os << ")\n";
+    updatesArguments |= info.updates >= 0;
+  }
   os << "   Each dynamic size (?) follows its array as an int64_t argument "
         "(argI_dimD,\n   resultJ_dimD). Returns 0 on success, 1 when a result's "
         "shape differs from\n   the one given (nothing is written), 2 when an "
-        "argument's shape does not match\n   the signature. Arguments are not "
-        "written. A failed run-time check of the\n   layer (e.g. a size the "
+        "argument's shape does not match\n   the signature. "
+     << (updatesArguments ? "Arguments are not written, but for those the "
+                            "results above\n   update in place. "
+                          : "Arguments are not written. ")
+     << "A failed run-time check of the layer (e.g. a\n   size the "
         "attributes contradict) aborts the process. */\n";
   os << typedEntry(name, inputs, outputs) << ";\n\n";
   os << "/* The same computation for generic callers: inputs[i] points to "
@@ -508,6 +527,8 @@ int compile(MLIRContext &context) {
                                       "<= 16 of f32, f16, bf16, i1, i32 or i64",
                                       what, i, entryName, type)
                             .str());
+      if (infos == &outputs)
+        info->updates = mha::getUpdatedArgument(func, i);
       infos->push_back(std::move(*info));
     }
     if (types.size() > 64)

@@ -82,7 +82,10 @@ mha_aot_run(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
    sizes in the order of NAME's parameters (each argument's, then each
    result's); static sizes come from the signature. Each result is copied to
    `results[j]` only when every result's shape is the one given (else
-   MHA_AOT_RESULT_SHAPE, nothing written). */
+   MHA_AOT_RESULT_SHAPE, nothing written). A result that is an argument the
+   function updated in place (a KV cache after mha.cache_append) is not
+   copied when the caller passes the same array as that argument and as
+   `results[j]`: a decoding step then writes only its new rows. */
 MHA_RUNNER_SUPPORT_API int mha_aot_call(const struct mha_aot_signature *sig,
                                         mha_aot_ciface ciface,
                                         void *const inputs[],

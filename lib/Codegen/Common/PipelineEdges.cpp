@@ -13,6 +13,8 @@
 #include "mha/Dialect/MHA/IR/MHAOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -21,11 +23,14 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
+#include "llvm/ADT/SmallBitVector.h"
 #include "mlir/Interfaces/DestinationStyleOpInterface.h"
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHADECOMPOSEAGGREGATESPASS
 #define GEN_PASS_DEF_MHACHECKLOWEREDPASS
+#define GEN_PASS_DEF_MHARETURNARGUMENTSINPLACEPASS
+#define GEN_PASS_DEF_MHAMARKREADONLYARGUMENTSPASS
 #include "mha/Codegen/Common/Passes.h.inc"
 } // namespace mlir::mha
 
@@ -34,11 +39,11 @@ using namespace mlir;
 LogicalResult mha::decomposeAggregateOps(RewriterBase &rewriter,
                                          Operation *root) {
   SmallVector<linalg::AggregatedOpInterface> aggregates;
-  // mha.attention_weights has no lowering but its decomposition either; the
-  // other mha ops have their own passes.
+  // mha.attention_weights and mha.cache_append have no lowering but their
+  // decompositions either; the other mha ops have their own passes.
   root->walk([&](linalg::AggregatedOpInterface op) {
     if (!isa_and_present<MHADialect>(op->getDialect()) ||
-        isa<AttentionWeightsOp>(op.getOperation()))
+        isa<AttentionWeightsOp, CacheAppendOp>(op.getOperation()))
       aggregates.push_back(op);
   });
   for (linalg::AggregatedOpInterface op : aggregates) {
@@ -90,6 +95,61 @@ LogicalResult mha::checkLoweredToLLVM(Operation *root) {
   return success(leftovers.empty() && casts.empty());
 }
 
+int64_t mha::getUpdatedArgument(func::FuncOp func, unsigned result) {
+  if (func.isExternal() || !func.getBody().hasOneBlock())
+    return -1;
+  Block &entry = func.getBody().front();
+  Value value = entry.getTerminator()->getOperand(result);
+  while (auto opResult = dyn_cast<OpResult>(value)) {
+    auto dps = dyn_cast<DestinationStyleOpInterface>(opResult.getOwner());
+    if (!dps || !dps.hasPureTensorSemantics())
+      return -1;
+    value = dps.getTiedOpOperand(opResult)->get();
+  }
+  auto argument = cast<BlockArgument>(value);
+  return argument.getOwner() == &entry ? argument.getArgNumber() : -1;
+}
+
+void mha::markReadOnlyArguments(ModuleOp module) {
+  module.walk([&](func::FuncOp func) {
+    if (func.isExternal())
+      return;
+    llvm::SmallBitVector updated(func.getNumArguments());
+    for (unsigned j = 0, e = func.getNumResults(); j < e; ++j)
+      if (int64_t i = getUpdatedArgument(func, j); i >= 0)
+        updated.set(i);
+    for (auto [i, type] : llvm::enumerate(func.getArgumentTypes()))
+      if (isa<TensorType>(type) && !updated.test(i) &&
+          !func.getArgAttr(i, bufferization::BufferizationDialect::
+                                  kWritableAttrName))
+        func.setArgAttr(i,
+                        bufferization::BufferizationDialect::kWritableAttrName,
+                        BoolAttr::get(func.getContext(), false));
+  });
+}
+
+void mha::returnArgumentsInPlace(ModuleOp module) {
+  module.walk([&](func::FuncOp func) {
+    // A caller in the module deallocates the results it owns.
+    if (func.isExternal() || !SymbolTable::symbolKnownUseEmpty(func, module))
+      return;
+    Block &entry = func.getBody().front();
+    func.walk([&](func::ReturnOp ret) {
+      for (OpOperand &operand : ret->getOpOperands()) {
+        auto clone = operand.get().getDefiningOp<bufferization::CloneOp>();
+        if (!clone || !clone->hasOneUse())
+          continue;
+        auto argument = dyn_cast<BlockArgument>(clone.getInput());
+        if (!argument || argument.getOwner() != &entry ||
+            argument.getType() != clone.getType())
+          continue;
+        operand.set(argument);
+        clone->erase();
+      }
+    });
+  });
+}
+
 namespace {
 
 struct MHADecomposeAggregatesPass final
@@ -98,6 +158,22 @@ struct MHADecomposeAggregatesPass final
     IRRewriter rewriter(&getContext());
     if (failed(mha::decomposeAggregateOps(rewriter, getOperation())))
       signalPassFailure();
+  }
+};
+
+struct MHAMarkReadOnlyArgumentsPass final
+    : mha::impl::MHAMarkReadOnlyArgumentsPassBase<
+          MHAMarkReadOnlyArgumentsPass> {
+  void runOnOperation() override {
+    mha::markReadOnlyArguments(getOperation());
+  }
+};
+
+struct MHAReturnArgumentsInPlacePass final
+    : mha::impl::MHAReturnArgumentsInPlacePassBase<
+          MHAReturnArgumentsInPlacePass> {
+  void runOnOperation() override {
+    mha::returnArgumentsInPlace(getOperation());
   }
 };
 

@@ -21,6 +21,8 @@
 #include "mlir/Dialect/GPU/TransformOps/GPUTransformOps.h"
 #include "mlir/Dialect/GPU/Utils/GPUUtils.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/Transforms/RegionUtils.h"
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHAMAPFORALLTOGPUPASS
@@ -60,10 +62,35 @@ static LogicalResult allocsToWorkgroupAttributions(RewriterBase &rewriter,
   return success();
 }
 
+/// Whether every write to `buffer` (through any view of it) happens before
+/// `load`, in the block of `load` or inside an op before it there: the value
+/// `load` reads is then the one a kernel launched after it would read.
+static bool isWrittenOnlyBefore(Value buffer, Operation *load) {
+  SmallVector<Value> worklist = {buffer};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user);
+          view && view.getViewSource() == value) {
+        worklist.push_back(view.getViewDest());
+        continue;
+      }
+      auto effects = dyn_cast<MemoryEffectOpInterface>(user);
+      if (effects && !effects.getEffectOnValue<MemoryEffects::Write>(value))
+        continue;
+      Operation *writer = load->getBlock()->findAncestorOpInBlock(*user);
+      if (!writer || !writer->isBeforeInBlock(load))
+        return false;
+    }
+  }
+  return true;
+}
+
 /// Whether the host computation `op`, used by a kernel, is better done in
 /// the kernel: integer arithmetic (a loop bound, an offset), and scalar reads
-/// of a function's argument buffer that nothing writes (per-batch key
-/// lengths, which CSE may have shared with a host-side run-time check).
+/// of a buffer that nothing writes after them (per-batch key lengths, given
+/// as an argument or computed on the host, e.g. `len + Sn` after a KV cache
+/// append; CSE may have shared the read with a host-side run-time check).
 /// Such values would otherwise become kernel arguments, which Vulkan kernels
 /// cannot take.
 static bool isBeneficiaryToSink(Operation *op) {
@@ -75,13 +102,54 @@ static bool isBeneficiaryToSink(Operation *op) {
   auto load = dyn_cast<memref::LoadOp>(op);
   if (!load || !integers(load.getResult().getType()))
     return false;
-  auto argument = dyn_cast<BlockArgument>(load.getMemRef());
-  if (!argument || !isa<FunctionOpInterface>(argument.getOwner()->getParentOp()))
+  Value buffer = load.getMemRef();
+  auto argument = dyn_cast<BlockArgument>(buffer);
+  bool fromFunction =
+      argument && isa<FunctionOpInterface>(argument.getOwner()->getParentOp());
+  bool allocated = isa_and_present<memref::AllocOp, memref::AllocaOp>(
+      buffer.getDefiningOp());
+  return (fromFunction || allocated) && isWrittenOnlyBefore(buffer, load);
+}
+
+/// Collects into `ops` (operands first) the host ops that compute `value`
+/// when all of them are worth sinking (isBeneficiaryToSink); the buffer a
+/// scalar read reads need not be: the kernel takes it as a buffer argument.
+static bool collectSinkable(Value value, SetVector<Operation *> &ops) {
+  Operation *op = value.getDefiningOp();
+  if (!op || !isBeneficiaryToSink(op))
     return false;
-  return llvm::none_of(argument.getUsers(), [&](Operation *user) {
-    auto effects = dyn_cast<MemoryEffectOpInterface>(user);
-    return !effects || effects.getEffectOnValue<MemoryEffects::Write>(argument);
-  });
+  if (ops.contains(op))
+    return true;
+  for (Value operand : op->getOperands()) {
+    if (isa<MemRefType>(operand.getType()))
+      continue;
+    if (!collectSinkable(operand, ops))
+      return false;
+  }
+  ops.insert(op);
+  return true;
+}
+
+/// Moves into `launch` (as clones) the host computations of the scalars it
+/// uses that isBeneficiaryToSink takes, reads of host buffers included:
+/// upstream's sinking keeps a read on the host unless the kernel already
+/// uses its buffer.
+static void sinkScalarComputations(gpu::LaunchOp launch) {
+  SetVector<Value> used;
+  getUsedValuesDefinedAbove(launch.getBody(), used);
+  OpBuilder b = OpBuilder::atBlockBegin(&launch.getBody().front());
+  IRMapping mapping;
+  for (Value value : used) {
+    if (!value.getType().isIntOrIndex())
+      continue;
+    SetVector<Operation *> ops;
+    if (!collectSinkable(value, ops))
+      continue;
+    for (Operation *op : ops)
+      if (!mapping.contains(op->getResult(0)))
+        b.clone(*op, mapping);
+    replaceAllUsesInRegionWith(value, mapping.lookup(value), launch.getBody());
+  }
 }
 
 BufferUses mha::detail::classifyUses(Value buffer) {
@@ -270,8 +338,10 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
     rewriter.inlineBlockBefore(loopBody, terminator, ivs);
     rewriter.eraseOp(loop);
 
-    if (failed(allocsToWorkgroupAttributions(rewriter, launch)) ||
-        failed(sinkOperationsIntoLaunchOp(launch, isBeneficiaryToSink)))
+    if (failed(allocsToWorkgroupAttributions(rewriter, launch)))
+      return failure();
+    sinkScalarComputations(launch);
+    if (failed(sinkOperationsIntoLaunchOp(launch, isBeneficiaryToSink)))
       return failure();
 
     rewriter.setInsertionPointToStart(&body);

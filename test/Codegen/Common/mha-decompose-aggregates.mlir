@@ -45,3 +45,43 @@ func.func @softmax_on_buffers(%x: memref<4xf32>, %y: memref<4xf32>) {
   linalg.softmax dimension(0) ins(%x : memref<4xf32>) outs(%y : memref<4xf32>)
   return
 }
+
+// -----
+
+// mha.cache_append: a loop over batches, each writing its update's rows at
+// its length along the sequence dim (the second to last) of the cache, the
+// loop's destination: in place once bufferized.
+
+// CHECK-LABEL: func.func @cache_append
+// CHECK-SAME: (%[[U:.+]]: tensor<?x2x3x64xf32>, %[[LEN:.+]]: tensor<?xi64>, %[[CACHE:.+]]: tensor<?x2x?x64xf32>)
+// CHECK-NOT: mha.cache_append
+// CHECK: %[[B:.+]] = tensor.dim %[[CACHE]], %c0
+// CHECK: %[[R:.+]] = scf.for %[[I:.+]] = %c0{{.*}} to %[[B]] step %c1 iter_args(%[[ACC:.+]] = %[[CACHE]])
+// CHECK:   %[[L:.+]] = tensor.extract %[[LEN]][%[[I]]] : tensor<?xi64>
+// CHECK:   %[[AT:.+]] = arith.index_cast %[[L]] : i64 to index
+// CHECK:   %[[ROWS:.+]] = tensor.extract_slice %[[U]][%[[I]], 0, 0, 0] [1, 2, 3, 64] [1, 1, 1, 1]
+// CHECK:   %[[SLOT:.+]] = tensor.extract_slice %[[ACC]][%[[I]], 0, %[[AT]], 0] [1, 2, 3, 64] [1, 1, 1, 1]
+// CHECK:   %[[COPY:.+]] = linalg.copy ins(%[[ROWS]] : tensor<1x2x3x64xf32>) outs(%[[SLOT]] : tensor<1x2x3x64xf32>)
+// CHECK:   %[[W:.+]] = tensor.insert_slice %[[COPY]] into %[[ACC]][%[[I]], 0, %[[AT]], 0] [1, 2, 3, 64] [1, 1, 1, 1]
+// CHECK:   scf.yield %[[W]]
+// CHECK: return %[[R]]
+func.func @cache_append(%u: tensor<?x2x3x64xf32>, %len: tensor<?xi64>, %cache: tensor<?x2x?x64xf32>) -> tensor<?x2x?x64xf32> {
+  %a = mha.cache_append ins(%u : tensor<?x2x3x64xf32>) lengths(%len : tensor<?xi64>)
+         outs(%cache : tensor<?x2x?x64xf32>) -> tensor<?x2x?x64xf32>
+  return %a : tensor<?x2x?x64xf32>
+}
+
+// -----
+
+// The update's sequence dim is dynamic in [B, S, E] form.
+
+// CHECK-LABEL: func.func @cache_append_dynamic
+// CHECK: %[[SN:.+]] = tensor.dim %{{.*}}, %c1
+// CHECK: scf.for
+// CHECK:   tensor.extract_slice %{{.*}}[%{{.*}}, 0, 0] [1, %[[SN]], 32] [1, 1, 1]
+// CHECK:   tensor.insert_slice %{{.*}} into %{{.*}}[%{{.*}}, %{{.*}}, 0] [1, %[[SN]], 32] [1, 1, 1]
+func.func @cache_append_dynamic(%u: tensor<2x?x32xf16>, %len: tensor<2xi32>, %cache: tensor<2x50x32xf16>) -> tensor<2x50x32xf16> {
+  %a = mha.cache_append ins(%u : tensor<2x?x32xf16>) lengths(%len : tensor<2xi32>)
+         outs(%cache : tensor<2x50x32xf16>) -> tensor<2x50x32xf16>
+  return %a : tensor<2x50x32xf16>
+}

@@ -194,3 +194,54 @@ func.func @if_yields_buffer(%buf: memref<32xf32>, %out: memref<64xf32>, %c: i1) 
   }
   return
 }
+
+// -----
+
+// Scalar reads of a host buffer a kernel uses (a per-batch key length
+// computed on the host, `len + Sn` after a KV cache append) are made in the
+// kernel when every write to the buffer comes before them: Vulkan kernels
+// take buffers, not scalars. A buffer written after the read keeps the read
+// on the host.
+
+// CHECK-LABEL: func.func @sink_host_lengths
+// CHECK: %[[HOST:.+]] = memref.alloc() : memref<1xi32>
+// CHECK: linalg.generic {{.*}} outs(%[[HOST]] : memref<1xi32>)
+// CHECK: %[[LATE:.+]] = memref.alloc() : memref<1xi32>
+// CHECK: %[[KEEP:.+]] = memref.load %[[LATE]]
+// CHECK: %[[KEEPI:.+]] = arith.index_cast %[[KEEP]]
+// CHECK-NOT: memref.load %[[HOST]]
+// CHECK: gpu.launch
+// CHECK:   %[[L:.+]] = memref.load %[[HOST]][%{{.*}}] : memref<1xi32>
+// CHECK:   %[[LI:.+]] = arith.index_cast %[[L]]
+// CHECK:   arith.addi %[[LI]], %[[KEEPI]]
+// CHECK: gpu.terminator
+// CHECK: memref.store %{{.*}}, %[[LATE]]
+func.func @sink_host_lengths(%len: memref<1xi32>, %out: memref<64xf32>) {
+  %c0 = arith.constant 0 : index
+  %one = arith.constant 1 : i32
+  %host = memref.alloc() : memref<1xi32>
+  linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>],
+                  iterator_types = ["parallel"]}
+      ins(%len : memref<1xi32>) outs(%host : memref<1xi32>) {
+  ^bb0(%a: i32, %b: i32):
+    %s = arith.addi %a, %one : i32
+    linalg.yield %s : i32
+  }
+  %late = memref.alloc() : memref<1xi32>
+  memref.store %one, %late[%c0] : memref<1xi32>
+  %l = memref.load %host[%c0] : memref<1xi32>
+  %n = arith.index_cast %l : i32 to index
+  %k = memref.load %late[%c0] : memref<1xi32>
+  %m = arith.index_cast %k : i32 to index
+  scf.forall (%i) = (0) to (64) step (32) {
+    scf.forall (%t) in (32) {
+      %j = arith.addi %i, %t : index
+      %lim = arith.addi %n, %m : index
+      %v = arith.index_cast %lim : index to i64
+      %f = arith.sitofp %v : i64 to f32
+      memref.store %f, %out[%j] : memref<64xf32>
+    } {mapping = [#gpu.thread<linear_dim_0>]}
+  }
+  memref.store %one, %late[%c0] : memref<1xi32>
+  return
+}

@@ -934,3 +934,85 @@ func.func @mha_key_lengths_batch(%x: tensor<2x4x16xf32>, %w: tensor<16x16xf32>, 
             tensor<16x16xf32>, tensor<16x16xf32>, tensor<16x16xf32>, tensor<1xi32>) -> tensor<2x4x16xf32>
   return %y : tensor<2x4x16xf32>
 }
+
+// -----
+
+func.func @cache_append_rank(%u: tensor<2x8xf32>, %len: tensor<2xi32>, %c: tensor<2x8xf32>) -> tensor<2x8xf32> {
+  // expected-error @+1 {{'cache' must have rank 3 or more ([B, ..., Smax, d]), found rank 2}}
+  %r = mha.cache_append ins(%u : tensor<2x8xf32>) lengths(%len : tensor<2xi32>) outs(%c : tensor<2x8xf32>) -> tensor<2x8xf32>
+  return %r : tensor<2x8xf32>
+}
+
+// -----
+
+func.func @cache_append_update_rank(%u: tensor<2x1x8xf32>, %len: tensor<2xi32>, %c: tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32> {
+  // expected-error @+1 {{'update' must have rank 4 (the rank of 'cache': [B, ..., Sn, d]), found rank 3}}
+  %r = mha.cache_append ins(%u : tensor<2x1x8xf32>) lengths(%len : tensor<2xi32>) outs(%c : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  return %r : tensor<2x2x16x8xf32>
+}
+
+// -----
+
+func.func @cache_append_type(%u: tensor<2x2x1x8xf16>, %len: tensor<2xi32>, %c: tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32> {
+  // expected-error @+1 {{'update' element type must match 'cache' element type: expected 'f32', found 'f16'}}
+  %r = mha.cache_append ins(%u : tensor<2x2x1x8xf16>) lengths(%len : tensor<2xi32>) outs(%c : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  return %r : tensor<2x2x16x8xf32>
+}
+
+// -----
+
+func.func @cache_append_heads(%u: tensor<2x4x1x8xf32>, %len: tensor<2xi32>, %c: tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32> {
+  // expected-error @+1 {{'update' dimension 1 (H) must match 'cache' dimension 1: expected 2, found 4}}
+  %r = mha.cache_append ins(%u : tensor<2x4x1x8xf32>) lengths(%len : tensor<2xi32>) outs(%c : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  return %r : tensor<2x2x16x8xf32>
+}
+
+// -----
+
+func.func @cache_append_too_long(%u: tensor<2x2x17x8xf32>, %len: tensor<2xi32>, %c: tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32> {
+  // expected-error @+1 {{'update' dimension 2 (Sn) must not exceed 'cache' dimension 2 (Smax): expected at most 16, found 17}}
+  %r = mha.cache_append ins(%u : tensor<2x2x17x8xf32>) lengths(%len : tensor<2xi32>) outs(%c : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  return %r : tensor<2x2x16x8xf32>
+}
+
+// -----
+
+func.func @cache_append_batch(%u: tensor<2x2x1x8xf32>, %len: tensor<3xi32>, %c: tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32> {
+  // expected-error @+1 {{'lengths' dimension 0 (B) must match the batch size: expected 2, found 3}}
+  %r = mha.cache_append ins(%u : tensor<2x2x1x8xf32>) lengths(%len : tensor<3xi32>) outs(%c : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  return %r : tensor<2x2x16x8xf32>
+}
+
+// -----
+
+func.func @cache_append_full(%u: tensor<2x2x2x8xf32>, %c: tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32> {
+  %len = arith.constant dense<[14, 15]> : tensor<2xi32>
+  // expected-error @+1 {{'lengths' element 1 must be in [0, Smax - Sn = 14], found 15}}
+  %r = mha.cache_append ins(%u : tensor<2x2x2x8xf32>) lengths(%len : tensor<2xi32>) outs(%c : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  return %r : tensor<2x2x16x8xf32>
+}
+
+// -----
+
+func.func @cache_append_negative(%u: tensor<2x2x2x8xf32>, %c: tensor<2x2x?x8xf32>) -> tensor<2x2x?x8xf32> {
+  %len = arith.constant dense<[-1, 0]> : tensor<2xi64>
+  // expected-error @+1 {{'lengths' element 0 must be in [0, Smax - Sn], found -1}}
+  %r = mha.cache_append ins(%u : tensor<2x2x2x8xf32>) lengths(%len : tensor<2xi64>) outs(%c : tensor<2x2x?x8xf32>) -> tensor<2x2x?x8xf32>
+  return %r : tensor<2x2x?x8xf32>
+}
+
+// -----
+
+func.func @cache_append_result(%u: tensor<2x2x1x8xf32>, %len: tensor<2xi32>, %c: tensor<2x2x16x8xf32>) -> tensor<2x2x?x8xf32> {
+  // expected-error @+1 {{result type must match 'cache' type: expected 'tensor<2x2x16x8xf32>', found 'tensor<2x2x?x8xf32>'}}
+  %r = mha.cache_append ins(%u : tensor<2x2x1x8xf32>) lengths(%len : tensor<2xi32>) outs(%c : tensor<2x2x16x8xf32>) -> tensor<2x2x?x8xf32>
+  return %r : tensor<2x2x?x8xf32>
+}
+
+// -----
+
+func.func @cache_append_lengths_type(%u: tensor<2x2x1x8xf32>, %len: tensor<2xindex>, %c: tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32> {
+  // expected-error @+1 {{operand #1 must be 1D tensor of 32-bit signless integer or 64-bit signless integer values}}
+  %r = mha.cache_append ins(%u : tensor<2x2x1x8xf32>) lengths(%len : tensor<2xindex>) outs(%c : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
+  return %r : tensor<2x2x16x8xf32>
+}

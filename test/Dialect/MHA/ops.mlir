@@ -211,3 +211,18 @@ func.func @key_transposed(%q: tensor<2x8x?x64xf32>, %kt: tensor<2x2x64x?xf32>, %
          -> tensor<2x8x?x32xf32>, tensor<2x8x?xf32>, tensor<2x8x?xf32>
   return %a, %w, %o#0 : tensor<2x8x?x32xf32>, tensor<2x8x?x?xf32>, tensor<2x8x?x32xf32>
 }
+
+// A static KV cache updated by a decoding step: [B, Hkv, Smax, d] and
+// [B, S, E] (the sequence dim is the second to last), i32 and i64 lengths.
+// CHECK-LABEL: func.func @cache_append
+// CHECK: mha.cache_append ins(%{{.*}} : tensor<?x2x1x64xf32>) lengths(%{{.*}} : tensor<?xi32>) outs(%{{.*}} : tensor<?x2x?x64xf32>) -> tensor<?x2x?x64xf32>
+// CHECK: mha.cache_append ins(%{{.*}} : tensor<2x3x32xbf16>) lengths(%{{.*}} : tensor<2xi64>) outs(%{{.*}} : tensor<2x100x32xbf16>) -> tensor<2x100x32xbf16>
+func.func @cache_append(%k: tensor<?x2x1x64xf32>, %len: tensor<?xi32>, %cache: tensor<?x2x?x64xf32>,
+                        %x: tensor<2x3x32xbf16>, %len64: tensor<2xi64>, %cache3: tensor<2x100x32xbf16>)
+    -> (tensor<?x2x?x64xf32>, tensor<2x100x32xbf16>) {
+  %a = mha.cache_append ins(%k : tensor<?x2x1x64xf32>) lengths(%len : tensor<?xi32>)
+         outs(%cache : tensor<?x2x?x64xf32>) -> tensor<?x2x?x64xf32>
+  %b = mha.cache_append ins(%x : tensor<2x3x32xbf16>) lengths(%len64 : tensor<2xi64>)
+         outs(%cache3 : tensor<2x100x32xbf16>) -> tensor<2x100x32xbf16>
+  return %a, %b : tensor<?x2x?x64xf32>, tensor<2x100x32xbf16>
+}

@@ -4,7 +4,8 @@
    (allocated, aligned, offset, sizes[rank], strides[rank]). The fakes take
    `void *` parameters, the type the wrapper calls them through (as the
    compiled functions take LLVM's `ptr`). The wrapper is built with
-   -Dfree=test_free: each buffer it frees is printed by name. */
+   -Dfree=test_free and -Dmha_copy_strided=test_copy_strided: each buffer
+   it frees and each array it copies a result into are printed by name. */
 #include "mha/ExecutionEngine/AotSignature.h"
 
 #include <stdio.h>
@@ -29,15 +30,16 @@ struct memref3 {
 };
 
 /* Pointers the output names. */
-static const void *known[16];
-static const char *known_names[16];
+static const void *known[32];
+static const char *known_names[32];
 static int num_known;
 static void name_pointer(const void *pointer, const char *name) {
   known[num_known] = pointer;
   known_names[num_known++] = name;
 }
 static const char *pointer_name(const void *pointer) {
-  for (int i = 0; i < num_known; ++i)
+  /* The latest name first: stack arrays of earlier tests are reused. */
+  for (int i = num_known - 1; i >= 0; --i)
     if (known[i] == pointer)
       return known_names[i];
   return "a dense result of the wrapper";
@@ -52,6 +54,18 @@ void test_free(void *pointer) {
   if (pointer == buffer_4x6)
     memset(buffer_4x6, 0xff, 28 * sizeof(float));
   free(pointer);
+}
+
+void test_copy_strided(void *dst, const void *src, int64_t elem_bytes,
+                       int64_t rank, const int64_t *sizes,
+                       const int64_t *src_strides, const int64_t *dst_strides);
+void test_copy_strided(void *dst, const void *src, int64_t elem_bytes,
+                       int64_t rank, const int64_t *sizes,
+                       const int64_t *src_strides,
+                       const int64_t *dst_strides) {
+  printf("copy to %s\n", pointer_name(dst));
+  mha_copy_strided(dst, src, elem_bytes, rank, sizes, src_strides,
+                   dst_strides);
 }
 
 static void print_descriptor(const char *what, const void *words,
@@ -171,8 +185,12 @@ static void test_mixed(void) {
 
   /* The typed entry: the dynamic sizes of x1, x2, r2 and r3, in order. */
   printf("== mha_aot_call\n");
-  float r0[6], r1, r3[4];
+  float r0[6], r1 = 0, r3[4];
   unsigned char r2[3];
+  name_pointer(r0, "r0");
+  name_pointer(&r1, "r1");
+  name_pointer(r2, "r2");
+  name_pointer(r3, "r3");
   void *results[4] = {r0, &r1, r2, r3};
   int64_t dims[4] = {5, 5, 3, 4};
   status = mha_aot_call(&mixed, (mha_aot_ciface)mixed_ciface, inputs,
@@ -190,6 +208,14 @@ static void test_mixed(void) {
   status = mha_aot_call(&mixed, (mha_aot_ciface)mixed_ciface, inputs,
                         results, dims);
   printf("status %d, r0[0] = %g\n", status, r0[0]);
+
+  /* Result 1 is argument x0, passed as both: not copied. */
+  printf("== mha_aot_call, r1 passed as x0\n");
+  dims[3] = 4;
+  results[1] = &x0;
+  status = mha_aot_call(&mixed, (mha_aot_ciface)mixed_ciface, inputs,
+                        results, dims);
+  printf("status %d, x0 = %g\n", status, x0);
 }
 
 /*===- No results: the interface takes the argument's descriptor only -===*/
@@ -242,7 +268,8 @@ static void test_wide(void) {
     values[i] = (float)i;
     inputs[i] = &values[i];
   }
-  float result;
+  float result = 0;
+  name_pointer(&result, "result");
   void *results[1] = {&result};
   int status = mha_aot_call(&wide, (mha_aot_ciface)wide_ciface, inputs,
                             results, NULL);
@@ -291,6 +318,7 @@ static void test_memref_copy(void) {
   struct memref2 s = {src, src, 1, {2, 2}, {8, 1}};
   struct memref2 d = {dst, dst, 1, {2, 2}, {1, 2}};
   struct unranked us = {2, &s}, ud = {2, &d};
+  name_pointer(dst + 1, "dst + 1");
   memrefCopy(sizeof(float), &us, &ud);
   printf("memrefCopy:");
   print_floats(dst, 5);

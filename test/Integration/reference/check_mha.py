@@ -32,12 +32,19 @@ the generator emits both whatever causal is: the ops decide what they take),
 key_lengths=<comma-separated ints, one per batch>|random (batch b sees keys
 j < key_lengths[b] and its diagonal moves with them; random: each drawn
 uniformly in [0, Sk]; an i32 input `key_lengths` of type tensor<Bxi32>, B
-dynamic with b, after the mask).
+dynamic with b, after the mask),
+kv_cache=<Smax> (core=1: a decoding step on a static cache; sk is the step's
+new keys Sn, appended with mha.cache_append to caches k_cache, v_cache
+[B, Hkv, Smax, d] at key_lengths (the lengths before the step: random draws
+them in [0, Smax - Sn]), and the attention reads the caches with key lengths
+key_lengths + Sn; the mask, if any, is [Sq, Smax]; the results are the
+output and both updated caches, each compared; dynamic=smax declares the
+caches' Smax as ?).
 
 Writes DIR/case.mlir (or uses --mlir FILE, whose @main must take the
 arguments in the order generated here: query, [key, value,] w_q, w_k, w_v,
 w_o, [b_q, b_k, b_v, b_o,] [mask,] [key_lengths]; the core: q, k, v,
-[mask,] [key_lengths]), the inputs and the expected output, runs
+[k_cache, v_cache,] [mask,] [key_lengths]), the inputs and the expected output, runs
 mha-run with --expected-output (and --benchmark) once per --pipeline
 (default: loops and cpu), prints each report prefixed with [pipeline], and
 exits non-zero if any run failed. A cpu pipeline runs at --threads=2 and
@@ -63,7 +70,7 @@ CONFIG_DEFAULTS = dict(b=2, sq=5, sk=None, eq=16, ek=None, ev=None, h=2,
                        dtype="f32", mask_dynamic=0, mask_dynamic_dims=None,
                        zero_wq=0, core=0, causal_offset=None, key_transposed=0,
                        softcap=None, window_left=None, window_right=None,
-                       key_lengths=None)
+                       key_lengths=None, kv_cache=None)
 
 
 def round_to_bf16(a):
@@ -89,7 +96,7 @@ def parse_config(pairs):
     ints = ["b", "sq", "sk", "eq", "ek", "ev", "h", "hkv", "dk", "dv", "eo",
             "bias", "causal", "seed", "cross", "mask_dynamic", "zero_wq",
             "core", "causal_offset", "key_transposed", "window_left",
-            "window_right"]
+            "window_right", "kv_cache"]
     for key in ints:
         if config[key] is not None:
             config[key] = int(config[key])
@@ -223,10 +230,13 @@ def draw_key_lengths(c, rng, arrays, dyn):
     """The key lengths of the config (None without them): an int32 [B]
     array added to `arrays` (drawn last, so the other inputs do not change
     with it)."""
-    if c["key_lengths"] is None:
+    if c["key_lengths"] is None and not c["kv_cache"]:
         return None
     b, sk = c["b"], c["sk"]
-    if c["key_lengths"] == "random":
+    if c["kv_cache"]:
+        # The lengths before a decoding step: room for its sk keys.
+        sk = c["kv_cache"] - sk
+    if c["key_lengths"] in ("random", None):
         lengths = rng.integers(0, sk + 1, size=b)
     else:
         lengths = [int(n) for n in str(c["key_lengths"]).split(",")]
@@ -357,12 +367,35 @@ def core_case(c, rng):
     else:
         arrays["k"] = (k, tensor_type(k.shape, t, dims("b", "", "sk")))
     arrays["v"] = (v, tensor_type(v.shape, t, dims("b", "", "sk")))
-    mask = draw_mask(c, rng, cast, arrays, dyn)
+    smax = c["kv_cache"]
+    if smax:
+        if c["key_transposed"] or smax < sk:
+            sys.exit("check_mha.py: kv_cache needs kv_cache >= sk and no "
+                     "key_transposed")
+        # What lies past the lengths is drawn too: the attention must not
+        # see it.
+        for name, d in (("k_cache", dk), ("v_cache", dv)):
+            cache = uniform(b, hkv, smax, d) * 4
+            arrays[name] = (cache, tensor_type(cache.shape, t,
+                                               dims("b", "", "smax")))
+    mask = draw_mask(dict(c, sk=smax) if smax else c, rng, cast, arrays, dyn)
     key_lengths = draw_key_lengths(c, rng, arrays, dyn)
     offset = c["causal_offset"]
-    expected = lambda: mha_reference.attention(
-        q, k, v, mask=mask, scale=c["scale"], causal=bool(c["causal"]),
-        causal_offset=offset, **feature_kwargs(c, key_lengths))
+    if smax:
+        caches = []
+        for name, new in (("k_cache", k), ("v_cache", v)):
+            cache = arrays[name][0].copy()
+            for i, n in enumerate(key_lengths):
+                cache[i, :, n:n + sk] = new[i]
+            caches.append(cache)
+        expected = lambda: [mha_reference.attention(
+            q, caches[0], caches[1], mask=mask, scale=c["scale"],
+            causal=bool(c["causal"]), causal_offset=offset,
+            **feature_kwargs(c, key_lengths + sk))] + caches
+    else:
+        expected = lambda: mha_reference.attention(
+            q, k, v, mask=mask, scale=c["scale"], causal=bool(c["causal"]),
+            causal_offset=offset, **feature_kwargs(c, key_lengths))
     out_type = tensor_type((b, h, sq, dv), t, dims("b", "", "sq"))
     body = []
     sizes = []
@@ -375,7 +408,33 @@ def core_case(c, rng):
     clauses = ""
     if mask is not None:
         clauses += f" mask(%mask : {arrays['mask'][1]})"
-    if key_lengths is not None:
+    keys, values = "%k", "%v"
+    types = ", ".join(arrays[n][1] for n in ["q", "k", "v"])
+    results = [out_type]
+    if smax:
+        lengths_type = arrays["key_lengths"][1]
+        for name in ("k_cache", "v_cache"):
+            new = name[0]
+            body.append(
+                f"  %{name}_1 = mha.cache_append ins(%{new} : "
+                f"{arrays[new][1]}) lengths(%key_lengths : {lengths_type}) "
+                f"outs(%{name} : {arrays[name][1]}) -> {arrays[name][1]}")
+            results.append(arrays[name][1])
+        keys, values = "%k_cache_1", "%v_cache_1"
+        types = ", ".join(arrays[n][1] for n in ["q", "k_cache", "v_cache"])
+        # The attention sees each batch's lengths after the step.
+        sizes = ""
+        if "b" in dyn:
+            body.append("  %c0_l = arith.constant 0 : index")
+            body.append(f"  %b_l = tensor.dim %key_lengths, %c0_l : "
+                        f"{lengths_type}")
+            sizes = "[%b_l]"
+        body.append(f"  %sn = arith.constant {sk} : i32")
+        body.append(f"  %step = tensor.splat %sn{sizes} : {lengths_type}")
+        body.append(f"  %lengths_1 = arith.addi %key_lengths, %step : "
+                    f"{lengths_type}")
+        clauses += f" key_lengths(%lengths_1 : {lengths_type})"
+    elif key_lengths is not None:
         clauses += (" key_lengths(%key_lengths : "
                     f"{arrays['key_lengths'][1]})")
     if offset is not None:
@@ -390,13 +449,14 @@ def core_case(c, rng):
     if c["key_transposed"]:
         attrs.append("key_transposed")
     signature = ", ".join(f"%{n}: {arrays[n][1]}" for n in arrays)
-    types = ", ".join(arrays[n][1] for n in ["q", "k", "v"])
-    ir = (f"func.func @main({signature}) -> {out_type} {{\n" +
+    returned = ["%y"] + (["%k_cache_1", "%v_cache_1"] if smax else [])
+    ir = (f"func.func @main({signature}) -> ({', '.join(results)}) {{\n" +
           "\n".join(body) + "\n"
-          f"  %y = mha.attention ins(%q, %k, %v : {types}){clauses}\n"
+          f"  %y = mha.attention ins(%q, {keys}, {values} : {types})"
+          f"{clauses}\n"
           f"         outs(%init : {out_type}) {{{', '.join(attrs)}}}"
           f" -> {out_type}\n"
-          f"  return %y : {out_type}\n}}\n")
+          f"  return {', '.join(returned)} : {', '.join(results)}\n}}\n")
     return arrays, ir, expected
 
 def main():
@@ -460,12 +520,19 @@ def main():
         command.append(f"--input=@{path}")
     expected_path = os.path.join(args.workdir, "expected.npy")
     expected = expected()
-    np.save(expected_path, expected.astype(np_type))
-    command.append(f"--expected-output=@{expected_path}")
+    # More than one result (the caches of kv_cache): expected.npy is the
+    # first, expected-<i>.npy the others.
+    expected = expected if isinstance(expected, list) else [expected]
+    expected_paths = [expected_path] + [
+        os.path.join(args.workdir, f"expected-{i}.npy")
+        for i in range(1, len(expected))]
+    for path, array in zip(expected_paths, expected):
+        np.save(path, array.astype(np_type))
+        command.append(f"--expected-output=@{path}")
     if args.benchmark:
         command.append(f"--benchmark={args.benchmark}")
     command += args.mha_run_arg
-    if not np.all(np.isfinite(expected)):
+    if not np.all(np.isfinite(expected[0])):
         print("check_mha.py: the reference output is not finite", file=sys.stderr)
         return 1
     if args.mha_aot:
@@ -483,17 +550,19 @@ def main():
                     (f"{pipeline} threads=1", ["--threads=1"])]
         outputs = []
         for label, extra in runs:
-            output = os.path.join(args.workdir, f"result-{len(outputs)}.npy")
-            outputs.append(output)
+            files = [os.path.join(args.workdir,
+                                  f"result-{len(outputs)}-{i}.npy")
+                     for i in range(len(expected))]
+            outputs.append(files)
             result = subprocess.run(
-                command + [f"--pipeline={pipeline}", f"--output=@{output}"] +
-                extra, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                text=True)
+                command + [f"--pipeline={pipeline}"] +
+                [f"--output=@{f}" for f in files] + extra,
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
             for line in result.stdout.splitlines():
                 print(f"[{label}] {line}")
             status = status or result.returncode
         if threaded and result.returncode == 0:
-            two, one = (open(o, "rb").read() for o in outputs)
+            two, one = ([open(f, "rb").read() for f in o] for o in outputs)
             if two != one:
                 print(f"[{pipeline}] results at 2 and 1 threads differ bitwise")
                 status = 1

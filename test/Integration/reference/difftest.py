@@ -12,7 +12,8 @@ B, Sq, Sk drawn as 1, around the tile sizes in use +-1, or long; E, H, Hkv
 (GQA/MQA), dk != dv, kdim/vdim, causal and causal_offset, key_transposed,
 masks of every rank, element type and broadcast, bias, static or dynamic
 dims, f32/f16/bf16, softcap, sliding windows (window_left/window_right,
-never window_right with causal), random per-batch key lengths) on one target
+never window_right with causal), random per-batch key lengths, a step on a
+static KV cache (core: mha.cache_append, kv_cache=Smax)) on one target
 drawn for it: `loops`, `cpu` with drawn options (query/key tile sizes,
 register tiles, chunk, panel reduction, openmp on/off, raise-attention),
 `vulkan` (static shapes; its tile sizes) or an `mha-aot` executable of
@@ -167,6 +168,19 @@ def draw_features(rng, c, core):
             c["causal_offset"] = rng.randint(-c["sq"], c["sk"])
     if rng.random() < 0.2:
         c["key_lengths"] = "random"
+    if core and not c.get("key_transposed") and rng.random() < 0.15:
+        # A step on a static KV cache of Smax >= Sk rows: the lengths before
+        # it are drawn (in [0, Smax - Sk]); a mask spans the whole cache.
+        smax = c["sk"] + rng.choice([0, 1, rng.randint(0, 2 * c["sk"] + 8)])
+        c["kv_cache"] = smax
+        if "mask_shape" in c:
+            shape = c["mask_shape"].split(",")
+            # A rank-4 mask's 1 broadcasts; the other ranks match exactly.
+            if len(shape) != 4 or shape[-1] != "1":
+                shape[-1] = str(smax)
+            c["mask_shape"] = ",".join(shape)
+        if "dynamic" in c and rng.random() < 0.5:
+            c["dynamic"] += ",smax"
 
 
 def draw_trial(rng, targets, long_ok, repeat, thread_counts):
@@ -240,10 +254,12 @@ def simpler(trial):
     if trial["threads"] > 2:
         out.append(dict(trial, threads=2))
     for key in ("mask", "dynamic", "scale", "key_transposed", "softcap",
-                "key_lengths", "window_left", "window_right"):
+                "key_lengths", "window_left", "window_right", "kv_cache"):
         if key in c:
             extra = {"mask_shape": None, "masked_row": None} \
                 if key == "mask" else {}
+            if key == "kv_cache":  # its mask spans the cache
+                extra = {"mask": None, "mask_shape": None, "masked_row": None}
             # causal_offset places the diagonal of causal and the windows:
             # it goes with the last of them.
             other = "window_right" if key == "window_left" else "window_left"

@@ -21,7 +21,8 @@ def MHADecomposeAggregatesPass : Pass<"mha-decompose-aggregates"> {
     reduction, `exp`, a sum reduction and a division. This pass applies that
     decomposition to every op under the anchor that implements the interface
     and is not an `mha` op (those have their own passes), and to
-    `mha.attention_weights` (whose decomposition is its only lowering). Only the tensor
+    `mha.attention_weights` and `mha.cache_append` (whose decompositions are
+    their only lowerings). Only the tensor
     form is decomposed (upstream's decompositions build tensor ops); an
     aggregate on buffers is an error. Every `mha-lower-to-*` pipeline runs it
     at its entry, after the raise, the TOSA lowering and the runtime
@@ -54,6 +55,55 @@ def MHACheckLoweredPass : Pass<"mha-check-lowered", "::mlir::ModuleOp"> {
     `unrealized_conversion_cast`s are reported only when nothing else is:
     they are the symptom, the op they wrap is the cause.
   }];
+}
+
+def MHAMarkReadOnlyArgumentsPass
+    : Pass<"mha-mark-read-only-arguments", "::mlir::ModuleOp"> {
+  let summary = "Keep bufferization from writing into the arguments a "
+                "function does not update";
+  let description = [{
+    One-shot bufferization takes a function's tensor arguments as writable
+    buffers unless told otherwise, and writes an op's result into an
+    argument's buffer whenever the argument is not read afterwards: an
+    elementwise `arith.addi %len, %one` (a linalg.generic whose destination
+    is `%len` once converted) overwrites the caller's lengths. The caller
+    of a compiled function (mha-run, the C entries mha-aot writes) hands it
+    arrays it keeps using.
+
+    This pass marks every tensor argument `bufferization.writable = false`
+    except those the function writes a result into by its own IR: the
+    destination a returned value's chain of destination-passing ops starts
+    from (a KV cache that `mha.cache_append` updates and the function
+    returns). An argument already carrying the attribute keeps it. Every
+    `mha-lower-to-*` pipeline runs it first.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
+}
+
+def MHAReturnArgumentsInPlacePass
+    : Pass<"mha-return-arguments-in-place", "::mlir::ModuleOp"> {
+  let summary = "Return an argument's buffer that a function updated in "
+                "place as that buffer, not a clone";
+  let description = [{
+    A function that updates one of its tensor arguments (a KV cache written
+    by `mha.cache_append`) and returns the result bufferizes, with
+    function-boundary bufferization, into a write into the argument's buffer
+    and a `return` of that buffer. The ownership-based deallocation pipeline
+    then returns a `bufferization.clone` of it (a function's results must be
+    owned by it): a copy of the whole cache on every decoding step. This
+    pass, run after the deallocation pipeline, returns the argument itself
+    where a returned value is a clone of an argument of the entry block used
+    only by the return.
+
+    Only in functions that nothing in the module calls: a caller in the
+    module would deallocate the result it believes it owns. The callers
+    outside (mha-run, the functions mha-aot writes, any C caller) receive a
+    result whose allocated pointer is one of their arguments' and must not
+    free it; mha-run and mha-aot compare the pointers. The CPU pipelines run
+    it; the GPU pipelines deallocate nothing and return arguments as they
+    are.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
 def MHAApproximateTanhPass : Pass<"mha-approximate-tanh"> {

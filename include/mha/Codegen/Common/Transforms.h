@@ -8,6 +8,8 @@
 #define MHA_CODEGEN_COMMON_TRANSFORMS_H
 
 #include "mlir/Support/LLVM.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinOps.h"
 
 namespace mlir {
 class Operation;
@@ -20,6 +22,22 @@ namespace mha {
 /// mha.attention_weights, by its decomposition. Fails, with an error at the op, where one cannot be
 /// decomposed.
 LogicalResult decomposeAggregateOps(RewriterBase &rewriter, Operation *root);
+
+/// The argument of `func` whose buffer its result `result` is written into:
+/// where the chain of destination-passing ops the returned value comes from
+/// starts at an argument of the entry block (a KV cache updated by
+/// mha.cache_append); -1 if it does not, or if `func` has several blocks.
+int64_t getUpdatedArgument(func::FuncOp func, unsigned result);
+
+/// Marks every tensor argument of the functions in `module` that no result
+/// is written into (getUpdatedArgument) `bufferization.writable = false`
+/// (see mha-mark-read-only-arguments).
+void markReadOnlyArguments(ModuleOp module);
+
+/// In each function of `module` that nothing in it calls, returns an
+/// argument of the entry block where a `bufferization.clone` of it (used
+/// only by the return) was returned (see mha-return-arguments-in-place).
+void returnArgumentsInPlace(ModuleOp module);
 
 /// Emits an error at every outermost op under `root` that the translation
 /// to LLVM IR cannot take (see mha-check-lowered) and fails if there was one.

@@ -481,3 +481,47 @@ AttentionWeightsOp::decomposeOperation(OpBuilder &b) {
       });
   return SmallVector<Value>{p};
 }
+
+//===----------------------------------------------------------------------===//
+// CacheAppendOp -> slices inserted per batch
+//===----------------------------------------------------------------------===//
+
+FailureOr<SmallVector<Value>> CacheAppendOp::decomposeOperation(OpBuilder &b) {
+  Location loc = getLoc();
+  Value update = getUpdate(), lengths = getLengths();
+  int64_t rank = cast<ShapedType>(update.getType()).getRank();
+  int64_t seqDim = getSeqDim();
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, update);
+  sizes[0] = b.getIndexAttr(1);
+  SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  Value batches = tensor::DimOp::create(b, loc, getCache(), 0);
+  // A loop on the host: each batch writes B·Sn·d elements, too few to
+  // share out, and a serial loop bufferizes in place on every target.
+  auto loop = scf::ForOp::create(
+      b, loc, zero, batches, one, ValueRange{getCache()},
+      [&](OpBuilder &nb, Location nloc, Value batch, ValueRange iterArgs) {
+        Value length = arith::IndexCastOp::create(
+            nb, nloc, nb.getIndexType(),
+            tensor::ExtractOp::create(nb, nloc, lengths, batch));
+        SmallVector<OpFoldResult> from(rank, nb.getIndexAttr(0));
+        from[0] = batch;
+        SmallVector<OpFoldResult> to = from;
+        to[seqDim] = length;
+        Value rows = tensor::ExtractSliceOp::create(nb, nloc, update, from,
+                                                    sizes, strides);
+        // An explicit copy into the cache's slice (rather than inserting
+        // `rows` itself): it bufferizes to a linalg.copy between subviews,
+        // which every pipeline lowers to loops.
+        Value slot = tensor::ExtractSliceOp::create(nb, nloc, iterArgs[0], to,
+                                                    sizes, strides);
+        Value copied =
+            linalg::CopyOp::create(nb, nloc, rows, slot).getResult(0);
+        Value written = tensor::InsertSliceOp::create(nb, nloc, copied,
+                                                      iterArgs[0], to, sizes,
+                                                      strides);
+        scf::YieldOp::create(nb, nloc, written);
+      });
+  return SmallVector<Value>{loop.getResult(0)};
+}

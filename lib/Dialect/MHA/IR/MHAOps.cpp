@@ -912,3 +912,71 @@ LogicalResult OnlineAttentionOp::reifyResultShapes(
         tensor::getMixedSizes(builder, getLoc(), init));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// CacheAppendOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CacheAppendOp::verify() {
+  auto update = cast<ShapedType>(getUpdate().getType());
+  auto cache = cast<ShapedType>(getCache().getType());
+  ShapeVerifier v(getOperation());
+  if (cache.getRank() < 3)
+    return emitOpError() << "'cache' must have rank 3 or more ([B, ..., "
+                            "Smax, d]), found rank "
+                         << cache.getRank();
+  if (failed(v.checkRank("update", update, cache.getRank(),
+                         "the rank of 'cache': [B, ..., Sn, d]")) ||
+      failed(v.checkElementType("update", update, cache.getElementType(),
+                                "'cache'")))
+    return failure();
+  int64_t seqDim = getSeqDim();
+  for (int64_t d = 0; d < cache.getRank(); ++d) {
+    if (d == seqDim)
+      continue;
+    StringRef symbol = d == 0 ? "B" : d == cache.getRank() - 1 ? "d" : "H";
+    if (failed(v.checkDim({"update", update, static_cast<unsigned>(d)}, symbol,
+                          cache.getDimSize(d),
+                          "'cache' dimension " + Twine(d))))
+      return failure();
+  }
+  int64_t sn = update.getDimSize(seqDim), smax = cache.getDimSize(seqDim);
+  if (!ShapedType::isDynamic(sn) && !ShapedType::isDynamic(smax) && sn > smax)
+    return emitOpError() << "'update' dimension " << seqDim
+                         << " (Sn) must not exceed 'cache' dimension "
+                         << seqDim << " (Smax): expected at most " << smax
+                         << ", found " << sn;
+  auto lengths = cast<ShapedType>(getLengths().getType());
+  if (failed(v.checkDim({"lengths", lengths, 0u}, "B", cache.getDimSize(0),
+                        "the batch size")))
+    return failure();
+  // Constant lengths are checked here (the run-time checks cover the
+  // others): each batch's update must fit in the cache.
+  DenseIntElementsAttr values;
+  if (matchPattern(getLengths(), m_Constant(&values))) {
+    bool bounded = !ShapedType::isDynamic(sn) && !ShapedType::isDynamic(smax);
+    for (auto [i, length] : llvm::enumerate(values.getValues<APInt>())) {
+      int64_t n = length.getSExtValue();
+      if (n < 0 || (bounded && n > smax - sn)) {
+        InFlightDiagnostic diag = emitOpError()
+                                  << "'lengths' element " << i
+                                  << " must be in [0, Smax - Sn";
+        if (bounded)
+          diag << " = " << smax - sn;
+        return diag << "], found " << n;
+      }
+    }
+  }
+  if (getResult().getType() != getCache().getType())
+    return emitOpError() << "result type must match 'cache' type: expected "
+                         << getCache().getType() << ", found "
+                         << getResult().getType();
+  return success();
+}
+
+LogicalResult CacheAppendOp::reifyResultShapes(
+    OpBuilder &builder, ReifiedRankedShapedTypeDims &reifiedReturnShapes) {
+  reifiedReturnShapes.push_back(
+      tensor::getMixedSizes(builder, getLoc(), getCache()));
+  return success();
+}

@@ -104,12 +104,22 @@ public:
   /// tile's lengths, which count keys before it, only non-negative).
   void keyLengths(Value lengths, const Size &batch, const Size *sk) {
     equal({lengths, "key_lengths", 0}, batch, "B");
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    Value count = tensor::DimOp::create(b, loc, lengths, 0);
     Value keys = sk ? tensor::DimOp::create(b, loc, sk->value, sk->dim)
                           .getResult()
                     : Value();
+    lengthsWithin(lengths, keys,
+                  keys ? "'key_lengths' elements must be in [0, Sk] at run "
+                         "time"
+                       : "'key_lengths' elements must be non-negative at "
+                         "run time");
+  }
+
+  /// Asserts, in a loop over `lengths`, that each is in [0, upper] (only
+  /// non-negative when `upper` is null).
+  void lengthsWithin(Value lengths, Value upper, StringRef text) {
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value count = tensor::DimOp::create(b, loc, lengths, 0);
     auto loop = scf::ForOp::create(b, loc, zero, count, one);
     OpBuilder::InsertionGuard guard(b);
     b.setInsertionPointToStart(loop.getBody());
@@ -118,17 +128,12 @@ public:
         tensor::ExtractOp::create(b, loc, lengths, loop.getInductionVar()));
     Value ok = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge, length,
                                      zero);
-    if (keys)
+    if (upper)
       ok = arith::AndIOp::create(
           b, loc, ok,
           arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sle, length,
-                                keys));
-    cf::AssertOp::create(
-        b, loc, ok,
-        message(op, keys ? "'key_lengths' elements must be in [0, Sk] at run "
-                           "time"
-                         : "'key_lengths' elements must be non-negative at "
-                           "run time"));
+                                upper));
+    cf::AssertOp::create(b, loc, ok, message(op, text));
   }
 
 private:
@@ -221,4 +226,25 @@ void OnlineAttentionOp::generateRuntimeVerification(
                          getValue(), getMask(), getKeyLengths(),
                          getKeyOffset() != nullptr,
                          {{"acc", getAcc()}, {"max", getMax()}, {"sum", getSum()}});
+}
+
+void CacheAppendOp::generateRuntimeVerification(
+    OpBuilder &b, Location loc,
+    function_ref<std::string(Operation *, StringRef)> generateErrorMessage) {
+  CheckBuilder check(b, getOperation(), loc, generateErrorMessage);
+  int64_t rank = cast<ShapedType>(getCache().getType()).getRank();
+  int64_t seqDim = getSeqDim();
+  Size batch{getCache(), "cache", 0};
+  for (int64_t d = 0; d < rank; ++d)
+    if (d != seqDim)
+      check.equal({getUpdate(), "update", d}, {getCache(), "cache", d},
+                  d == 0 ? "B" : d == rank - 1 ? "d" : "H");
+  check.equal({getLengths(), "lengths", 0}, batch, "B");
+  // Room for each batch's update: lengths[b] <= Smax - Sn.
+  Value room = arith::SubIOp::create(
+      b, loc, tensor::DimOp::create(b, loc, getCache(), seqDim),
+      tensor::DimOp::create(b, loc, getUpdate(), seqDim));
+  check.lengthsWithin(getLengths(), room,
+                      "'lengths' elements must be in [0, Smax - Sn] at run "
+                      "time (the update must fit in the cache)");
 }

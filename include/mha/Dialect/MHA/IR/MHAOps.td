@@ -495,4 +495,80 @@ def MHA_OnlineAttentionOp : MHA_Op<"online_attention", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// CacheAppendOp
+//===----------------------------------------------------------------------===//
+
+def MHA_CacheAppendOp : MHA_Op<"cache_append", [
+    Pure, DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
+                              ["reifyResultShapes"]>,
+    DeclareOpInterfaceMethods<RuntimeVerifiableOpInterface>,
+    DeclareOpInterfaceMethods<AggregatedOpInterface, ["decomposeOperation"]>]> {
+  let summary = "Writes a step's keys or values into a preallocated cache";
+  let description = [{
+    The update of a static KV cache during decoding: for every batch `b`,
+    the `update`'s `Sn` positions are written at `lengths[b]` along the
+    sequence dim (the second to last) of `cache`, and the result is `cache`
+    with them in place; the other elements are `cache`'s:
+
+    `result[b, ..., lengths[b] + i, :] = update[b, ..., i, :]` for `i < Sn`.
+
+    | operand | shape |
+    |---|---|
+    | update | `[B, ..., Sn, d]` (e.g. `[B, Hkv, Sn, d]`) |
+    | lengths | `[B]`, i32 or i64: each batch's valid cache length before the step |
+    | cache, result | `[B, ..., Smax, d]` |
+
+    Every `lengths[b]` must be in `[0, Smax - Sn]` (checked at compile time
+    when the lengths are constant, at run time otherwise); the other dims of
+    `update` and `cache` are equal. The attention of the step then reads the
+    result with `key_lengths = lengths + Sn`, whose default diagonal puts the
+    step's queries at the end of each batch's keys (docs/Semantics.md).
+    This is ONNX's `TensorScatter` (opset 24, linear mode) on the
+    sequence axis.
+
+    The op is in destination-passing style with `cache` as its destination,
+    and decomposes (`AggregatedOpInterface`, `mha-decompose-aggregates`)
+    into an `scf.for` over batches of `tensor.insert_slice` at a dynamic
+    offset. One-shot bufferization writes those slices into the cache's
+    buffer: when the cache is an argument of the entry function, the step
+    writes `B·Sn·d` elements per head and copies nothing cache-sized, and
+    the pipelines return the result as that argument's buffer
+    (`mha-return-arguments-in-place`).
+
+    ```mlir
+    %kc = mha.cache_append ins(%k_new : tensor<?x8x1x128xf32>)
+            lengths(%len : tensor<?xi32>)
+            outs(%k_cache : tensor<?x8x4096x128xf32>) -> tensor<?x8x4096x128xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    MHA_FloatTensor:$update,
+    MHA_LengthsTensor:$lengths,
+    MHA_FloatTensor:$cache
+  );
+  let results = (outs MHA_FloatTensor:$result);
+
+  let assemblyFormat = [{
+    `ins` `(` $update `:` type($update) `)`
+    `lengths` `(` $lengths `:` type($lengths) `)`
+    `outs` `(` $cache `:` type($cache) `)`
+    attr-dict `->` type($result)
+  }];
+
+  let extraClassDeclaration = [{
+    /// The sequence dim of `update` and `cache`: the second to last.
+    int64_t getSeqDim() {
+      return cast<ShapedType>(getCache().getType()).getRank() - 2;
+    }
+
+    // DestinationStyleOpInterface: `cache` is the only destination.
+    MutableOperandRange getDpsInitsMutable() { return getCacheMutable(); }
+  }];
+
+  let hasVerifier = 1;
+}
+
 #endif // MHA_DIALECT_MHA_IR_MHAOPS_TD
