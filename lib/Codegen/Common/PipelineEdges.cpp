@@ -39,11 +39,12 @@ using namespace mlir;
 LogicalResult mha::decomposeAggregateOps(RewriterBase &rewriter,
                                          Operation *root) {
   SmallVector<linalg::AggregatedOpInterface> aggregates;
-  // mha.attention_weights and mha.cache_append have no lowering but their
-  // decompositions either; the other mha ops have their own passes.
+  // mha.attention_weights, mha.cache_append and mha.rotary have no lowering
+  // but their decompositions either; the other mha ops have their own
+  // passes.
   root->walk([&](linalg::AggregatedOpInterface op) {
     if (!isa_and_present<MHADialect>(op->getDialect()) ||
-        isa<AttentionWeightsOp, CacheAppendOp>(op.getOperation()))
+        isa<AttentionWeightsOp, CacheAppendOp, RotaryOp>(op.getOperation()))
       aggregates.push_back(op);
   });
   for (linalg::AggregatedOpInterface op : aggregates) {

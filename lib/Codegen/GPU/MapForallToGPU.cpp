@@ -111,17 +111,25 @@ static bool isBeneficiaryToSink(Operation *op) {
   return (fromFunction || allocated) && isWrittenOnlyBefore(buffer, load);
 }
 
+/// Whether `op` is a view of a buffer (a subview, a cast, a reshape).
+static bool isView(Operation *op) {
+  return isa_and_present<memref::SubViewOp, memref::CastOp,
+                         memref::ExpandShapeOp, memref::CollapseShapeOp>(op);
+}
+
 /// Collects into `ops` (operands first) the host ops that compute `value`
-/// when all of them are worth sinking (isBeneficiaryToSink); the buffer a
-/// scalar read reads need not be: the kernel takes it as a buffer argument.
+/// when all of them are worth sinking: the integer computations and scalar
+/// reads isBeneficiaryToSink takes, and views of buffers. The buffers they
+/// start from are not: the kernel takes them whole as arguments.
 static bool collectSinkable(Value value, SetVector<Operation *> &ops) {
   Operation *op = value.getDefiningOp();
-  if (!op || !isBeneficiaryToSink(op))
+  if (!op || !(isView(op) || isBeneficiaryToSink(op)))
     return false;
   if (ops.contains(op))
     return true;
   for (Value operand : op->getOperands()) {
-    if (isa<MemRefType>(operand.getType()))
+    bool buffer = isa<MemRefType>(operand.getType());
+    if (buffer && !isView(operand.getDefiningOp()))
       continue;
     if (!collectSinkable(operand, ops))
       return false;
@@ -130,17 +138,20 @@ static bool collectSinkable(Value value, SetVector<Operation *> &ops) {
   return true;
 }
 
-/// Moves into `launch` (as clones) the host computations of the scalars it
-/// uses that isBeneficiaryToSink takes, reads of host buffers included:
-/// upstream's sinking keeps a read on the host unless the kernel already
-/// uses its buffer.
+/// Moves into `launch` (as clones) the host computations of the scalars and
+/// the views it uses that collectSinkable takes, reads of host buffers
+/// included: upstream's sinking keeps a read or a view on the host unless
+/// the kernel already uses its buffer. A kernel then takes whole buffers,
+/// never a view: Vulkan binds a kernel argument's buffer from its sizes,
+/// which a strided view's elements do not span (a view of every other
+/// channel of a host buffer read half of the wrong elements).
 static void sinkScalarComputations(gpu::LaunchOp launch) {
   SetVector<Value> used;
   getUsedValuesDefinedAbove(launch.getBody(), used);
   OpBuilder b = OpBuilder::atBlockBegin(&launch.getBody().front());
   IRMapping mapping;
   for (Value value : used) {
-    if (!value.getType().isIntOrIndex())
+    if (!value.getType().isIntOrIndex() && !isView(value.getDefiningOp()))
       continue;
     SetVector<Operation *> ops;
     if (!collectSinkable(value, ops))

@@ -85,3 +85,62 @@ func.func @cache_append_dynamic(%u: tensor<2x?x32xf16>, %len: tensor<2xi32>, %ca
          outs(%cache : tensor<2x50x32xf16>) -> tensor<2x50x32xf16>
   return %a : tensor<2x50x32xf16>
 }
+
+// -----
+
+// mha.rotary, interleaved, partial (R = 12 of d = 16), positions per token:
+// strided slices of the pairs (2i, 2i + 1) of the input and of init, one
+// generic per half reading each token's row of the tables (computed in
+// f32), the channels past R copied, both halves inserted back.
+
+// CHECK-LABEL: func.func @rotary_interleaved
+// CHECK-SAME: (%[[X:[^:]+]]: tensor<2x4x?x16xbf16>, %[[COS:[^:]+]]: tensor<64x6xbf16>, %[[SIN:[^:]+]]: tensor<64x6xbf16>, %[[POS:[^:]+]]: tensor<2x?xi64>, %[[INIT:[^:]+]]: tensor<2x4x?x16xbf16>)
+// CHECK-NOT: mha.rotary
+// CHECK-DAG: %[[X1:.+]] = tensor.extract_slice %[[X]][0, 0, 0, 0] [2, 4, %[[S:.+]], 6] [1, 1, 1, 2]
+// CHECK-DAG: %[[X2:.+]] = tensor.extract_slice %[[X]][0, 0, 0, 1] [2, 4, %[[S]], 6] [1, 1, 1, 2]
+// CHECK: %[[FIRST:.+]] = linalg.generic {{.*}} ins(%[[X1]], %[[X2]] : {{.*}})
+// CHECK:   %[[B:.+]] = linalg.index 0
+// CHECK:   %[[T:.+]] = linalg.index 2
+// CHECK:   %[[I:.+]] = linalg.index 3
+// CHECK:   %[[P:.+]] = tensor.extract %[[POS]][%[[B]], %[[T]]]
+// CHECK:   %[[PI:.+]] = arith.index_cast %[[P]] : i64 to index
+// CHECK:   tensor.extract %[[COS]][%[[PI]], %[[I]]]
+// CHECK:   tensor.extract %[[SIN]][%[[PI]], %[[I]]]
+// CHECK:   arith.subf
+// CHECK:   arith.truncf {{.*}} : f32 to bf16
+// CHECK: %[[SECOND:.+]] = linalg.generic {{.*}} ins(%[[X1]], %[[X2]] : {{.*}})
+// CHECK:   arith.addf
+// CHECK: %[[REST:.+]] = tensor.extract_slice %[[X]][0, 0, 0, 12] [2, 4, %{{.*}}, 4] [1, 1, 1, 1]
+// CHECK: %[[KEPT:.+]] = linalg.copy ins(%[[REST]] : {{.*}})
+// CHECK: %[[R0:.+]] = tensor.insert_slice %[[KEPT]] into %[[INIT]][0, 0, 0, 12]
+// CHECK: %[[R1:.+]] = tensor.insert_slice %[[FIRST]] into %[[R0]][0, 0, 0, 0] [2, 4, %[[S]], 6] [1, 1, 1, 2]
+// CHECK: %[[R2:.+]] = tensor.insert_slice %[[SECOND]] into %[[R1]][0, 0, 0, 1] [2, 4, %[[S]], 6] [1, 1, 1, 2]
+// CHECK: return %[[R2]]
+func.func @rotary_interleaved(%x: tensor<2x4x?x16xbf16>, %cos: tensor<64x6xbf16>, %sin: tensor<64x6xbf16>,
+                              %pos: tensor<2x?xi64>, %init: tensor<2x4x?x16xbf16>) -> tensor<2x4x?x16xbf16> {
+  %r = mha.rotary ins(%x : tensor<2x4x?x16xbf16>) cos_sin(%cos, %sin : tensor<64x6xbf16>, tensor<64x6xbf16>)
+         positions(%pos : tensor<2x?xi64>) outs(%init : tensor<2x4x?x16xbf16>) {interleaved} -> tensor<2x4x?x16xbf16>
+  return %r : tensor<2x4x?x16xbf16>
+}
+
+// -----
+
+// The half-rotated form, every channel rotated, offsets [B]: pairs
+// (i, i + R/2), each token at its batch's offset + its index.
+
+// CHECK-LABEL: func.func @rotary_half
+// CHECK-DAG: tensor.extract_slice %[[X:.+]][0, 0, 0, 0] [1, 2, 3, 4] [1, 1, 1, 1]
+// CHECK-DAG: tensor.extract_slice %[[X]][0, 0, 0, 4] [1, 2, 3, 4] [1, 1, 1, 1]
+// CHECK: linalg.generic
+// CHECK:   %[[B:.+]] = linalg.index 0
+// CHECK:   %[[T:.+]] = linalg.index 2
+// CHECK:   %[[O:.+]] = tensor.extract %{{.*}}[%[[B]]] : tensor<1xi32>
+// CHECK:   %[[OI:.+]] = arith.index_cast %[[O]] : i32 to index
+// CHECK:   arith.addi %[[OI]], %[[T]]
+// CHECK-NOT: linalg.copy
+func.func @rotary_half(%x: tensor<1x2x3x8xf32>, %cos: tensor<9x4xf32>, %sin: tensor<9x4xf32>,
+                       %off: tensor<1xi32>, %init: tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32> {
+  %r = mha.rotary ins(%x : tensor<1x2x3x8xf32>) cos_sin(%cos, %sin : tensor<9x4xf32>, tensor<9x4xf32>)
+         positions(%off : tensor<1xi32>) outs(%init : tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32>
+  return %r : tensor<1x2x3x8xf32>
+}

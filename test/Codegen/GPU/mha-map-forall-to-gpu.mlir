@@ -245,3 +245,28 @@ func.func @sink_host_lengths(%len: memref<1xi32>, %out: memref<64xf32>) {
   memref.store %one, %late[%c0] : memref<1xi32>
   return
 }
+
+// -----
+
+// A view of a host buffer that a kernel uses (every other channel, as
+// rotary embeddings slice them) is taken in the kernel: kernels take whole
+// buffers (Vulkan binds an argument's buffer from its sizes, which a strided
+// view's elements do not span).
+
+// CHECK-LABEL: func.func @sink_views
+// CHECK-SAME: (%[[IN:.+]]: memref<4x16xf32>, %[[OUT:.+]]: memref<4x8xf32>)
+// CHECK-NOT: memref.subview
+// CHECK: gpu.launch
+// CHECK:   %[[V:.+]] = memref.subview %[[IN]][0, 1] [4, 8] [1, 2]
+// CHECK:   memref.load %[[V]]
+// CHECK: gpu.terminator
+func.func @sink_views(%in: memref<4x16xf32>, %out: memref<4x8xf32>) {
+  %odd = memref.subview %in[0, 1] [4, 8] [1, 2] : memref<4x16xf32> to memref<4x8xf32, strided<[16, 2], offset: 1>>
+  scf.forall (%i) in (4) {
+    scf.forall (%t) in (8) {
+      %x = memref.load %odd[%i, %t] : memref<4x8xf32, strided<[16, 2], offset: 1>>
+      memref.store %x, %out[%i, %t] : memref<4x8xf32>
+    } {mapping = [#gpu.thread<linear_dim_0>]}
+  }
+  return
+}

@@ -1016,3 +1016,118 @@ func.func @cache_append_lengths_type(%u: tensor<2x2x1x8xf32>, %len: tensor<2xind
   %r = mha.cache_append ins(%u : tensor<2x2x1x8xf32>) lengths(%len : tensor<2xindex>) outs(%c : tensor<2x2x16x8xf32>) -> tensor<2x2x16x8xf32>
   return %r : tensor<2x2x16x8xf32>
 }
+
+// -----
+
+func.func @rotary_rank(%x: tensor<2x3x16xf32>, %c: tensor<10x8xf32>, %s: tensor<10x8xf32>, %init: tensor<2x3x16xf32>, %p: tensor<2xi32>) -> tensor<2x3x16xf32> {
+  // expected-error @+1 {{'input' must have rank 4 ([B, H, S, d]), found rank 3}}
+  %r = mha.rotary ins(%x : tensor<2x3x16xf32>) cos_sin(%c, %s : tensor<10x8xf32>, tensor<10x8xf32>) positions(%p : tensor<2xi32>) outs(%init : tensor<2x3x16xf32>) -> tensor<2x3x16xf32>
+  return %r : tensor<2x3x16xf32>
+}
+
+// -----
+
+func.func @rotary_dynamic_d(%x: tensor<2x2x3x?xf32>, %c: tensor<10x8xf32>, %s: tensor<10x8xf32>, %init: tensor<2x2x3x?xf32>, %p: tensor<2xi32>) -> tensor<2x2x3x?xf32> {
+  // expected-error @+1 {{'input' dimension 3 (d) must be static, found '?'}}
+  %r = mha.rotary ins(%x : tensor<2x2x3x?xf32>) cos_sin(%c, %s : tensor<10x8xf32>, tensor<10x8xf32>) positions(%p : tensor<2xi32>) outs(%init : tensor<2x2x3x?xf32>) -> tensor<2x2x3x?xf32>
+  return %r : tensor<2x2x3x?xf32>
+}
+
+// -----
+
+func.func @rotary_cos_rank(%x: tensor<2x2x3x16xf32>, %c: tensor<80xf32>, %s: tensor<80xf32>, %init: tensor<2x2x3x16xf32>, %p: tensor<2xi32>) -> tensor<2x2x3x16xf32> {
+  // expected-error @+1 {{'cos' must have rank 2 ([P, R/2]), found rank 1}}
+  %r = mha.rotary ins(%x : tensor<2x2x3x16xf32>) cos_sin(%c, %s : tensor<80xf32>, tensor<80xf32>) positions(%p : tensor<2xi32>) outs(%init : tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32>
+  return %r : tensor<2x2x3x16xf32>
+}
+
+// -----
+
+func.func @rotary_cos_type(%x: tensor<2x2x3x16xf32>, %c: tensor<10x8xf16>, %s: tensor<10x8xf16>, %init: tensor<2x2x3x16xf32>, %p: tensor<2xi32>) -> tensor<2x2x3x16xf32> {
+  // expected-error @+1 {{'cos' element type must match 'input' element type: expected 'f32', found 'f16'}}
+  %r = mha.rotary ins(%x : tensor<2x2x3x16xf32>) cos_sin(%c, %s : tensor<10x8xf16>, tensor<10x8xf16>) positions(%p : tensor<2xi32>) outs(%init : tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32>
+  return %r : tensor<2x2x3x16xf32>
+}
+
+// -----
+
+func.func @rotary_sin_type(%x: tensor<2x2x3x16xf32>, %c: tensor<10x8xf32>, %s: tensor<12x8xf32>, %init: tensor<2x2x3x16xf32>, %p: tensor<2xi32>) -> tensor<2x2x3x16xf32> {
+  // expected-error @+1 {{'sin' type must match 'cos' type: expected 'tensor<10x8xf32>', found 'tensor<12x8xf32>'}}
+  %r = mha.rotary ins(%x : tensor<2x2x3x16xf32>) cos_sin(%c, %s : tensor<10x8xf32>, tensor<12x8xf32>) positions(%p : tensor<2xi32>) outs(%init : tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32>
+  return %r : tensor<2x2x3x16xf32>
+}
+
+// -----
+
+func.func @rotary_half_dynamic(%x: tensor<2x2x3x16xf32>, %c: tensor<10x?xf32>, %s: tensor<10x?xf32>, %init: tensor<2x2x3x16xf32>, %p: tensor<2xi32>) -> tensor<2x2x3x16xf32> {
+  // expected-error @+1 {{'cos' dimension 1 (R/2) must be static, found '?'}}
+  %r = mha.rotary ins(%x : tensor<2x2x3x16xf32>) cos_sin(%c, %s : tensor<10x?xf32>, tensor<10x?xf32>) positions(%p : tensor<2xi32>) outs(%init : tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32>
+  return %r : tensor<2x2x3x16xf32>
+}
+
+// -----
+
+func.func @rotary_half_wide(%x: tensor<2x2x3x16xf32>, %c: tensor<10x9xf32>, %s: tensor<10x9xf32>, %init: tensor<2x2x3x16xf32>, %p: tensor<2xi32>) -> tensor<2x2x3x16xf32> {
+  // expected-error @+1 {{'cos' dimension 1 (R/2) must be in [1, d/2 = 8], found 9}}
+  %r = mha.rotary ins(%x : tensor<2x2x3x16xf32>) cos_sin(%c, %s : tensor<10x9xf32>, tensor<10x9xf32>) positions(%p : tensor<2xi32>) outs(%init : tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32>
+  return %r : tensor<2x2x3x16xf32>
+}
+
+// -----
+
+func.func @rotary_positions_rank(%x: tensor<2x2x3x16xf32>, %c: tensor<10x8xf32>, %s: tensor<10x8xf32>, %init: tensor<2x2x3x16xf32>, %p: tensor<2x3x1xi32>) -> tensor<2x2x3x16xf32> {
+  // expected-error @+1 {{'positions' must have rank 1 ([B]: offsets) or 2 ([B, S]), found rank 3}}
+  %r = mha.rotary ins(%x : tensor<2x2x3x16xf32>) cos_sin(%c, %s : tensor<10x8xf32>, tensor<10x8xf32>) positions(%p : tensor<2x3x1xi32>) outs(%init : tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32>
+  return %r : tensor<2x2x3x16xf32>
+}
+
+// -----
+
+func.func @rotary_positions_batch(%x: tensor<2x2x3x16xf32>, %c: tensor<10x8xf32>, %s: tensor<10x8xf32>, %init: tensor<2x2x3x16xf32>, %p: tensor<3xi32>) -> tensor<2x2x3x16xf32> {
+  // expected-error @+1 {{'positions' dimension 0 (B) must match the batch size: expected 2, found 3}}
+  %r = mha.rotary ins(%x : tensor<2x2x3x16xf32>) cos_sin(%c, %s : tensor<10x8xf32>, tensor<10x8xf32>) positions(%p : tensor<3xi32>) outs(%init : tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32>
+  return %r : tensor<2x2x3x16xf32>
+}
+
+// -----
+
+func.func @rotary_positions_tokens(%x: tensor<2x2x3x16xf32>, %c: tensor<10x8xf32>, %s: tensor<10x8xf32>, %init: tensor<2x2x3x16xf32>, %p: tensor<2x4xi32>) -> tensor<2x2x3x16xf32> {
+  // expected-error @+1 {{'positions' dimension 1 (S) must match the sequence length: expected 3, found 4}}
+  %r = mha.rotary ins(%x : tensor<2x2x3x16xf32>) cos_sin(%c, %s : tensor<10x8xf32>, tensor<10x8xf32>) positions(%p : tensor<2x4xi32>) outs(%init : tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32>
+  return %r : tensor<2x2x3x16xf32>
+}
+
+// -----
+
+func.func @rotary_init_type(%x: tensor<2x2x3x16xf32>, %c: tensor<10x8xf32>, %s: tensor<10x8xf32>, %init: tensor<2x2x?x16xf32>, %p: tensor<2xi32>) -> tensor<2x2x?x16xf32> {
+  // expected-error @+1 {{'init' type must match 'input' type: expected 'tensor<2x2x3x16xf32>', found 'tensor<2x2x?x16xf32>'}}
+  %r = mha.rotary ins(%x : tensor<2x2x3x16xf32>) cos_sin(%c, %s : tensor<10x8xf32>, tensor<10x8xf32>) positions(%p : tensor<2xi32>) outs(%init : tensor<2x2x?x16xf32>) -> tensor<2x2x?x16xf32>
+  return %r : tensor<2x2x?x16xf32>
+}
+
+// -----
+
+func.func @rotary_offsets_past(%x: tensor<2x2x3x16xf32>, %c: tensor<10x8xf32>, %s: tensor<10x8xf32>, %init: tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32> {
+  %p = arith.constant dense<[7, 8]> : tensor<2xi32>
+  // expected-error @+1 {{'positions' element 1 must be in [0, P - S = 7], found 8}}
+  %r = mha.rotary ins(%x : tensor<2x2x3x16xf32>) cos_sin(%c, %s : tensor<10x8xf32>, tensor<10x8xf32>) positions(%p : tensor<2xi32>) outs(%init : tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32>
+  return %r : tensor<2x2x3x16xf32>
+}
+
+// -----
+
+func.func @rotary_tokens_past(%x: tensor<2x2x3x16xf32>, %c: tensor<10x8xf32>, %s: tensor<10x8xf32>, %init: tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32> {
+  %p = arith.constant dense<[[0, 1, 2], [3, 10, 5]]> : tensor<2x3xi64>
+  // expected-error @+1 {{'positions' element 4 must be in [0, P = 10), found 10}}
+  %r = mha.rotary ins(%x : tensor<2x2x3x16xf32>) cos_sin(%c, %s : tensor<10x8xf32>, tensor<10x8xf32>) positions(%p : tensor<2x3xi64>) outs(%init : tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32>
+  return %r : tensor<2x2x3x16xf32>
+}
+
+// -----
+
+func.func @rotary_negative(%x: tensor<2x2x3x16xf32>, %c: tensor<?x8xf32>, %s: tensor<?x8xf32>, %init: tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32> {
+  %p = arith.constant dense<[-1, 0]> : tensor<2xi32>
+  // expected-error @+1 {{'positions' element 0 must be in [0, P - S], found -1}}
+  %r = mha.rotary ins(%x : tensor<2x2x3x16xf32>) cos_sin(%c, %s : tensor<?x8xf32>, tensor<?x8xf32>) positions(%p : tensor<2xi32>) outs(%init : tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32>
+  return %r : tensor<2x2x3x16xf32>
+}

@@ -226,3 +226,18 @@ func.func @cache_append(%k: tensor<?x2x1x64xf32>, %len: tensor<?xi32>, %cache: t
          outs(%cache3 : tensor<2x100x32xbf16>) -> tensor<2x100x32xbf16>
   return %a, %b : tensor<?x2x?x64xf32>, tensor<2x100x32xbf16>
 }
+
+// Rotary embeddings: positions as offsets [B] or per token [B, S], the
+// half-rotated and interleaved forms, partial rotary (R < d).
+// CHECK-LABEL: func.func @rotary
+// CHECK: mha.rotary ins(%{{.*}} : tensor<?x8x?x64xf32>) cos_sin(%{{.*}}, %{{.*}} : tensor<?x32xf32>, tensor<?x32xf32>) positions(%{{.*}} : tensor<?xi32>) outs(%{{.*}} : tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
+// CHECK: mha.rotary ins(%{{.*}} : tensor<2x4x3x16xf16>) cos_sin(%{{.*}}, %{{.*}} : tensor<10x4xf16>, tensor<10x4xf16>) positions(%{{.*}} : tensor<2x3xi64>) outs(%{{.*}} : tensor<2x4x3x16xf16>) {interleaved} -> tensor<2x4x3x16xf16>
+func.func @rotary(%x: tensor<?x8x?x64xf32>, %cos: tensor<?x32xf32>, %sin: tensor<?x32xf32>, %off: tensor<?xi32>,
+                  %init: tensor<?x8x?x64xf32>, %y: tensor<2x4x3x16xf16>, %c: tensor<10x4xf16>, %s: tensor<10x4xf16>,
+                  %pos: tensor<2x3xi64>, %yinit: tensor<2x4x3x16xf16>) -> (tensor<?x8x?x64xf32>, tensor<2x4x3x16xf16>) {
+  %a = mha.rotary ins(%x : tensor<?x8x?x64xf32>) cos_sin(%cos, %sin : tensor<?x32xf32>, tensor<?x32xf32>)
+         positions(%off : tensor<?xi32>) outs(%init : tensor<?x8x?x64xf32>) -> tensor<?x8x?x64xf32>
+  %b = mha.rotary ins(%y : tensor<2x4x3x16xf16>) cos_sin(%c, %s : tensor<10x4xf16>, tensor<10x4xf16>)
+         positions(%pos : tensor<2x3xi64>) outs(%yinit : tensor<2x4x3x16xf16>) {interleaved} -> tensor<2x4x3x16xf16>
+  return %a, %b : tensor<?x8x?x64xf32>, tensor<2x4x3x16xf16>
+}

@@ -39,12 +39,17 @@ new keys Sn, appended with mha.cache_append to caches k_cache, v_cache
 them in [0, Smax - Sn]), and the attention reads the caches with key lengths
 key_lengths + Sn; the mask, if any, is [Sq, Smax]; the results are the
 output and both updated caches, each compared; dynamic=smax declares the
-caches' Smax as ?).
+caches' Smax as ?),
+rotary=half|interleaved (core=1: mha.rotary on q and k before the
+attention, or before the cache append, with tables cos, sin [P, R/2] of
+R = rotary_dim (default dk, or dk - 1 when odd) channels; positions are offsets [B]: the
+key_lengths with kv_cache, else an input rotary_positions drawn in
+[0, P - max(Sq, Sk)]).
 
 Writes DIR/case.mlir (or uses --mlir FILE, whose @main must take the
 arguments in the order generated here: query, [key, value,] w_q, w_k, w_v,
 w_o, [b_q, b_k, b_v, b_o,] [mask,] [key_lengths]; the core: q, k, v,
-[k_cache, v_cache,] [mask,] [key_lengths]), the inputs and the expected output, runs
+[k_cache, v_cache,] [mask,] [key_lengths,] [cos, sin, [rotary_positions]]), the inputs and the expected output, runs
 mha-run with --expected-output (and --benchmark) once per --pipeline
 (default: loops and cpu), prints each report prefixed with [pipeline], and
 exits non-zero if any run failed. A cpu pipeline runs at --threads=2 and
@@ -70,7 +75,8 @@ CONFIG_DEFAULTS = dict(b=2, sq=5, sk=None, eq=16, ek=None, ev=None, h=2,
                        dtype="f32", mask_dynamic=0, mask_dynamic_dims=None,
                        zero_wq=0, core=0, causal_offset=None, key_transposed=0,
                        softcap=None, window_left=None, window_right=None,
-                       key_lengths=None, kv_cache=None)
+                       key_lengths=None, kv_cache=None, rotary=None,
+                       rotary_dim=None)
 
 
 def round_to_bf16(a):
@@ -96,7 +102,7 @@ def parse_config(pairs):
     ints = ["b", "sq", "sk", "eq", "ek", "ev", "h", "hkv", "dk", "dv", "eo",
             "bias", "causal", "seed", "cross", "mask_dynamic", "zero_wq",
             "core", "causal_offset", "key_transposed", "window_left",
-            "window_right", "kv_cache"]
+            "window_right", "kv_cache", "rotary_dim"]
     for key in ints:
         if config[key] is not None:
             config[key] = int(config[key])
@@ -133,19 +139,23 @@ def tensor_type(shape, element, dynamic_dims=()):
     return "tensor<" + "x".join(dims + [element]) + ">"
 
 
-def check_aot(args, case, inputs, expected_path):
-    """mha-aot for each pipeline, then its executable on the inputs; the
-    result is compared with the expected output like mha-run does."""
-    expected = np.load(expected_path) if args.aot_repeat else None
+def check_aot(args, case, inputs, expected_paths):
+    """mha-aot for each pipeline, then its executable on the inputs; each
+    result is compared with its expected output like mha-run does."""
+    expected = ([np.load(p) for p in expected_paths] if args.aot_repeat
+                else [])
     status = 0
     for pipeline in args.pipeline or ["cpu"]:
         label = f"aot {pipeline}"
         prefix = os.path.join(args.workdir, "aot-" + pipeline.split("{")[0],
                               "layer")
-        output = prefix + "-result.npy"
+        outputs = [prefix + "-result.npy"] + [
+            f"{prefix}-result-{j}.npy" for j in range(1, len(expected))]
         compile_ = [args.mha_aot, case, f"--pipeline={pipeline}", "-o",
                     prefix] + args.mha_run_arg
-        execute = [prefix] + args.aot_run_arg + inputs + ["-o", output]
+        execute = [prefix] + args.aot_run_arg + inputs
+        for output in outputs:
+            execute += ["-o", output]
         first = None
         for i, command in enumerate([compile_] + [execute] * args.aot_repeat):
             result = subprocess.run(command, stdout=subprocess.PIPE,
@@ -157,20 +167,26 @@ def check_aot(args, case, inputs, expected_path):
                 break
             if i == 0:
                 continue
-            got = np.load(output)
-            if got.dtype == np.uint16:  # bf16 bits (NumPy has no bfloat16)
-                got = (got.astype(np.uint32) << 16).view(np.float32)
+            got = []
+            for output in outputs:
+                array = np.load(output)
+                if array.dtype == np.uint16:  # bf16 bits (no NumPy bfloat16)
+                    array = (array.astype(np.uint32) << 16).view(np.float32)
+                got.append(array)
             if first is None:
                 first = got
-                error = np.abs(got.astype(np.float64) -
-                               expected.astype(np.float64))
-                ok = got.shape == expected.shape and np.allclose(
-                    got, expected, atol=float(args.atol), rtol=float(args.rtol))
-                print(f"[{label}] result 0 vs expected.npy: max abs error "
-                      f"{error.max() if error.size else 0:e}: "
-                      f"{'OK' if ok else 'MISMATCH'}")
-                status = status or (0 if ok else 1)
-            elif got.tobytes() != first.tobytes():
+                for j, (g, e, path) in enumerate(zip(got, expected,
+                                                     expected_paths)):
+                    error = np.abs(g.astype(np.float64) -
+                                   e.astype(np.float64))
+                    ok = g.shape == e.shape and np.allclose(
+                        g, e, atol=float(args.atol), rtol=float(args.rtol))
+                    print(f"[{label}] result {j} vs "
+                          f"{os.path.basename(path)}: max abs error "
+                          f"{error.max() if error.size else 0:e}: "
+                          f"{'OK' if ok else 'MISMATCH'}")
+                    status = status or (0 if ok else 1)
+            elif any(g.tobytes() != f.tobytes() for g, f in zip(got, first)):
                 print(f"[{label}] run {i} differs bitwise from run 1: "
                       "NONDETERMINISTIC")
                 status = 1
@@ -348,6 +364,40 @@ def layer_case(c, rng):
     return arrays, ir, expected
 
 
+def draw_rotary(c, rng, cast, arrays, key_lengths):
+    """The rotary tables (and positions) of the config, None without them:
+    cos, sin [P, R/2] of the usual angles p / 10000^(2i/R) in the data's
+    type, and the positions' offsets [B] (the key lengths with kv_cache, else
+    an int32 input rotary_positions), added to `arrays`."""
+    if not c["rotary"]:
+        return None
+    if c["rotary"] not in ("half", "interleaved") or c["key_transposed"]:
+        sys.exit("check_mha.py: rotary is half or interleaved, without "
+                 "key_transposed")
+    dim = c["rotary_dim"] or c["dk"] - c["dk"] % 2
+    if dim % 2 or not 2 <= dim <= c["dk"]:
+        sys.exit(f"check_mha.py: rotary_dim {dim} must be even, in [2, dk]")
+    span = max(c["sq"], c["sk"])
+    rows = (c["kv_cache"] or span) + 3
+    angles = np.arange(rows)[:, None] * 10000.0 ** (
+        -np.arange(dim // 2) / (dim // 2))[None, :]
+    tables = {}
+    for name, fn in (("cos", np.cos), ("sin", np.sin)):
+        tables[name] = cast(fn(angles))
+        arrays[name] = (tables[name], tensor_type(tables[name].shape,
+                                                  c["dtype"]))
+    if c["kv_cache"]:
+        tables["positions"] = key_lengths
+    else:
+        dyn = set(c["dynamic"].split(",")) - {""}
+        offsets = rng.integers(0, rows - span + 1, size=c["b"]).astype(
+            np.int32)
+        arrays["rotary_positions"] = (offsets, tensor_type(
+            offsets.shape, "i32", {0} if "b" in dyn else set()))
+        tables["positions"] = offsets
+    return tables
+
+
 def core_case(c, rng):
     """core=1: one mha.attention on head-split inputs q [B, H, Sq, dk],
     k [B, Hkv, Sk, dk] (or kᵀ [B, Hkv, dk, Sk] with key_transposed=1) and
@@ -381,6 +431,15 @@ def core_case(c, rng):
     mask = draw_mask(dict(c, sk=smax) if smax else c, rng, cast, arrays, dyn)
     key_lengths = draw_key_lengths(c, rng, arrays, dyn)
     offset = c["causal_offset"]
+    rotary = draw_rotary(c, rng, cast, arrays, key_lengths)
+    if rotary:
+        positions = rotary["positions"]
+        q, k = (mha_reference.rotary(x, rotary["cos"], rotary["sin"],
+                                     positions,
+                                     interleaved=c["rotary"] == "interleaved")
+                for x in (q, k))
+        if smax:  # the cache holds the rotated keys, in the data's type
+            k = cast(k)
     if smax:
         caches = []
         for name, new in (("k_cache", k), ("v_cache", v)):
@@ -405,18 +464,39 @@ def core_case(c, rng):
             body.append(f"  %{name} = tensor.dim %q, %c{d} : {arrays['q'][1]}")
             sizes.append(f"%{name}")
     body.append(f"  %init = tensor.empty({', '.join(sizes)}) : {out_type}")
+    if rotary:
+        table = arrays["cos"][1]
+        where = "key_lengths" if smax else "rotary_positions"
+        interleaved = " {interleaved}" if c["rotary"] == "interleaved" else ""
+        for name, seq in (("q", "sq"), ("k", "sk")):
+            x_type = arrays[name][1]
+            dyn_sizes = []
+            for d, dim in [(0, "b"), (2, seq)]:
+                if dim in dyn:
+                    body.append(f"  %{name}_c{d} = arith.constant {d} : index")
+                    body.append(f"  %{name}_d{d} = tensor.dim %{name}, "
+                                f"%{name}_c{d} : {x_type}")
+                    dyn_sizes.append(f"%{name}_d{d}")
+            body.append(f"  %{name}_rinit = tensor.empty("
+                        f"{', '.join(dyn_sizes)}) : {x_type}")
+            body.append(
+                f"  %{name}_r = mha.rotary ins(%{name} : {x_type}) "
+                f"cos_sin(%cos, %sin : {table}, {table}) "
+                f"positions(%{where} : {arrays[where][1]}) "
+                f"outs(%{name}_rinit : {x_type}){interleaved} -> {x_type}")
     clauses = ""
     if mask is not None:
         clauses += f" mask(%mask : {arrays['mask'][1]})"
-    keys, values = "%k", "%v"
+    keys, values = ("%k_r" if rotary else "%k"), "%v"
     types = ", ".join(arrays[n][1] for n in ["q", "k", "v"])
     results = [out_type]
     if smax:
         lengths_type = arrays["key_lengths"][1]
         for name in ("k_cache", "v_cache"):
             new = name[0]
+            ssa = new + "_r" if rotary and new == "k" else new
             body.append(
-                f"  %{name}_1 = mha.cache_append ins(%{new} : "
+                f"  %{name}_1 = mha.cache_append ins(%{ssa} : "
                 f"{arrays[new][1]}) lengths(%key_lengths : {lengths_type}) "
                 f"outs(%{name} : {arrays[name][1]}) -> {arrays[name][1]}")
             results.append(arrays[name][1])
@@ -452,7 +532,8 @@ def core_case(c, rng):
     returned = ["%y"] + (["%k_cache_1", "%v_cache_1"] if smax else [])
     ir = (f"func.func @main({signature}) -> ({', '.join(results)}) {{\n" +
           "\n".join(body) + "\n"
-          f"  %y = mha.attention ins(%q, {keys}, {values} : {types})"
+          f"  %y = mha.attention ins({'%q_r' if rotary else '%q'}, "
+          f"{keys}, {values} : {types})"
           f"{clauses}\n"
           f"         outs(%init : {out_type}) {{{', '.join(attrs)}}}"
           f" -> {out_type}\n"
@@ -510,7 +591,7 @@ def main():
                         "dtype": input_dtype(c, arrays[n][0])}
                        for n in names], f)
         args.aot_repeat = 0
-        return check_aot(args, case, [], None) if args.mha_aot else 0
+        return check_aot(args, case, [], []) if args.mha_aot else 0
     command = [args.mha_run, case, f"--atol={args.atol}", f"--rtol={args.rtol}"]
     for n in names:
         path = os.path.join(args.workdir, n + ".npy")
@@ -537,7 +618,7 @@ def main():
         return 1
     if args.mha_aot:
         return check_aot(args, case, [os.path.join(args.workdir, n + ".npy")
-                                      for n in names], expected_path)
+                                      for n in names], expected_paths)
     status = 0
     for pipeline in args.pipeline or ["loops", "cpu"]:
         # The CPU pipeline also runs on 1 thread (unless the test sets the

@@ -13,7 +13,8 @@ B, Sq, Sk drawn as 1, around the tile sizes in use +-1, or long; E, H, Hkv
 masks of every rank, element type and broadcast, bias, static or dynamic
 dims, f32/f16/bf16, softcap, sliding windows (window_left/window_right,
 never window_right with causal), random per-batch key lengths, a step on a
-static KV cache (core: mha.cache_append, kv_cache=Smax)) on one target
+static KV cache (core: mha.cache_append, kv_cache=Smax), rotary embeddings
+of q and k (core: mha.rotary)) on one target
 drawn for it: `loops`, `cpu` with drawn options (query/key tile sizes,
 register tiles, chunk, panel reduction, openmp on/off, raise-attention),
 `vulkan` (static shapes; its tile sizes) or an `mha-aot` executable of
@@ -181,6 +182,12 @@ def draw_features(rng, c, core):
             c["mask_shape"] = ",".join(shape)
         if "dynamic" in c and rng.random() < 0.5:
             c["dynamic"] += ",smax"
+    if core and not c.get("key_transposed") and c["dk"] >= 2 and \
+            rng.random() < 0.15:
+        # Rotary embeddings of q and k (at the cache lengths with a cache).
+        c["rotary"] = rng.choice(["half", "interleaved"])
+        if rng.random() < 0.3:
+            c["rotary_dim"] = 2 * rng.randint(1, c["dk"] // 2)
 
 
 def draw_trial(rng, targets, long_ok, repeat, thread_counts):
@@ -254,12 +261,15 @@ def simpler(trial):
     if trial["threads"] > 2:
         out.append(dict(trial, threads=2))
     for key in ("mask", "dynamic", "scale", "key_transposed", "softcap",
-                "key_lengths", "window_left", "window_right", "kv_cache"):
+                "key_lengths", "window_left", "window_right", "kv_cache",
+                "rotary"):
         if key in c:
             extra = {"mask_shape": None, "masked_row": None} \
                 if key == "mask" else {}
             if key == "kv_cache":  # its mask spans the cache
                 extra = {"mask": None, "mask_shape": None, "masked_row": None}
+            if key == "rotary":
+                extra = {"rotary_dim": None}
             # causal_offset places the diagonal of causal and the windows:
             # it goes with the last of them.
             other = "window_right" if key == "window_left" else "window_left"
@@ -296,7 +306,8 @@ def simpler(trial):
     for key in ("dk", "dv", "eq", "ek", "ev", "eo"):
         if key in c and c[key] > 4 and not (key == "eq" and "dk" in c and
                                              c["dk"] * c["h"] > c[key] // 2):
-            with_config(**{key: c[key] // 2})
+            with_config(**{key: c[key] // 2},
+                        **({"rotary_dim": None} if key == "dk" else {}))
     if trial["threads"] == 2:
         out.append(dict(trial, threads=1, repeat=1))
     return out

@@ -11,6 +11,7 @@ lowering code: the integration tests hold every lowering to these numbers.
     attention(q, k, v, mask=None, scale=None, causal=False,
               causal_offset=None, softcap=None, window_left=None,
               window_right=None, key_lengths=None)
+    rotary(x, cos, sin, positions, interleaved=False)
 """
 
 import numpy as np
@@ -138,4 +139,29 @@ def multi_head_attention(query, key, value, w_q, w_k, w_v, w_o, biases=None,
     out = merged @ w_o
     if biases is not None:
         out = out + b_o
+    return out
+
+
+def rotary(x, cos, sin, positions, interleaved=False):
+    """Rotary position embeddings of x [B, H, S, d] (mha.rotary).
+
+    cos, sin [P, R/2]; positions [B] (token s of batch b at positions[b] + s)
+    or [B, S]. Pair i of channels, (i, i + R/2) or with interleaved
+    (2i, 2i + 1), is rotated by the angle of row p of the tables:
+    (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin); channels R.. are kept.
+    """
+    x = np.asarray(x, np.float64)
+    b, _, s, _ = x.shape
+    half = cos.shape[1]
+    positions = np.asarray(positions, np.int64)
+    if positions.ndim == 1:
+        positions = positions[:, None] + np.arange(s)[None, :]
+    c = np.asarray(cos, np.float64)[positions][:, None]  # [B, 1, S, R/2]
+    n = np.asarray(sin, np.float64)[positions][:, None]
+    first = np.arange(half) * 2 if interleaved else np.arange(half)
+    second = first + 1 if interleaved else first + half
+    out = x.copy()
+    x1, x2 = x[..., first], x[..., second]
+    out[..., first] = x1 * c - x2 * n
+    out[..., second] = x2 * c + x1 * n
     return out

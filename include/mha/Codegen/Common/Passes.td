@@ -21,8 +21,8 @@ def MHADecomposeAggregatesPass : Pass<"mha-decompose-aggregates"> {
     reduction, `exp`, a sum reduction and a division. This pass applies that
     decomposition to every op under the anchor that implements the interface
     and is not an `mha` op (those have their own passes), and to
-    `mha.attention_weights` and `mha.cache_append` (whose decompositions are
-    their only lowerings). Only the tensor
+    `mha.attention_weights`, `mha.cache_append` and `mha.rotary` (whose
+    decompositions are their only lowerings). Only the tensor
     form is decomposed (upstream's decompositions build tensor ops); an
     aggregate on buffers is an error. Every `mha-lower-to-*` pipeline runs it
     at its entry, after the raise, the TOSA lowering and the runtime

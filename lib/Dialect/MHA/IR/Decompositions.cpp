@@ -525,3 +525,112 @@ FailureOr<SmallVector<Value>> CacheAppendOp::decomposeOperation(OpBuilder &b) {
       });
   return SmallVector<Value>{loop.getResult(0)};
 }
+
+//===----------------------------------------------------------------------===//
+// RotaryOp -> linalg
+//===----------------------------------------------------------------------===//
+
+// The rotated pairs as two slices of the channels, (i, i + R/2) or, with
+// `interleaved`, (2i, 2i + 1): strided slices of the input and of `init`,
+// a linalg.generic over [B, H, S, R/2] per half, and the channels past R
+// copied.
+FailureOr<SmallVector<Value>> RotaryOp::decomposeOperation(OpBuilder &b) {
+  Location loc = getLoc();
+  Value input = getInput(), init = getInit();
+  Value positions = getPositions(), cos = getCos(), sin = getSin();
+  auto inputType = cast<RankedTensorType>(input.getType());
+  Type element = inputType.getElementType();
+  int64_t half = getRotaryDim() / 2, d = inputType.getDimSize(3);
+  bool offsets = cast<ShapedType>(positions.getType()).getRank() == 1;
+
+  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, input);
+  sizes[3] = b.getIndexAttr(half);
+  int64_t stride = getInterleaved() ? 2 : 1;
+  auto slice = [&](Value from, int64_t first) {
+    SmallVector<OpFoldResult> at(4, b.getIndexAttr(0)), steps(4,
+                                                              b.getIndexAttr(1));
+    at[3] = b.getIndexAttr(first);
+    steps[3] = b.getIndexAttr(stride);
+    return std::make_tuple(
+        Value(tensor::ExtractSliceOp::create(b, loc, from, at, sizes, steps)),
+        at, steps);
+  };
+  int64_t second = getInterleaved() ? 1 : half;
+  auto [x1, at1, steps] = slice(input, 0);
+  auto [x2, at2, steps2] = slice(input, second);
+  Value out1 = std::get<0>(slice(init, 0));
+  Value out2 = std::get<0>(slice(init, second));
+
+  // One generic per half (single-result ops, which every tiling takes),
+  // both reading the pair.
+  AffineMap id = b.getMultiDimIdentityMap(4);
+  auto rotate = [&](Value out, bool isFirst) {
+    return linalg::GenericOp::create(
+        b, loc, TypeRange{out.getType()}, ValueRange{x1, x2}, ValueRange{out},
+        SmallVector<AffineMap>(3, id),
+        SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+        [&](OpBuilder &gb, Location gloc, ValueRange args) {
+          Value batch = linalg::IndexOp::create(gb, gloc, 0);
+          Value token = linalg::IndexOp::create(gb, gloc, 2);
+          Value pair = linalg::IndexOp::create(gb, gloc, 3);
+          Value position;
+          if (offsets) {
+            Value offset =
+                tensor::ExtractOp::create(gb, gloc, positions, batch);
+            position = arith::AddIOp::create(
+                gb, gloc,
+                arith::IndexCastOp::create(gb, gloc, gb.getIndexType(),
+                                           offset),
+                token);
+          } else {
+            position = arith::IndexCastOp::create(
+                gb, gloc, gb.getIndexType(),
+                tensor::ExtractOp::create(gb, gloc, positions,
+                                          ValueRange{batch, token}));
+          }
+          auto f32 = [&](Value v) {
+            return convertScalarToDtype(gb, gloc, v, gb.getF32Type(),
+                                        /*isUnsignedCast=*/false);
+          };
+          Value c = f32(tensor::ExtractOp::create(gb, gloc, cos,
+                                                  ValueRange{position, pair}));
+          Value s = f32(tensor::ExtractOp::create(gb, gloc, sin,
+                                                  ValueRange{position, pair}));
+          Value a = f32(args[0]), bb = f32(args[1]);
+          auto mul = [&](Value l, Value r) {
+            return arith::MulFOp::create(gb, gloc, l, r);
+          };
+          // (x1, x2) -> (x1 cos - x2 sin, x2 cos + x1 sin).
+          Value rotated =
+              isFirst ? arith::SubFOp::create(gb, gloc, mul(a, c), mul(bb, s))
+                            .getResult()
+                      : arith::AddFOp::create(gb, gloc, mul(bb, c), mul(a, s))
+                            .getResult();
+          linalg::YieldOp::create(
+              gb, gloc,
+              convertScalarToDtype(gb, gloc, rotated, element,
+                                   /*isUnsignedCast=*/false));
+        })
+        .getResult(0);
+  };
+  Value rotated1 = rotate(out1, true), rotated2 = rotate(out2, false);
+
+  // The channels past R as they are, then both halves in place.
+  Value result = init;
+  if (2 * half < d) {
+    SmallVector<OpFoldResult> at(4, b.getIndexAttr(0)),
+        rest = tensor::getMixedSizes(b, loc, input), ones(4, b.getIndexAttr(1));
+    at[3] = b.getIndexAttr(2 * half);
+    rest[3] = b.getIndexAttr(d - 2 * half);
+    Value from = tensor::ExtractSliceOp::create(b, loc, input, at, rest, ones);
+    Value into = tensor::ExtractSliceOp::create(b, loc, init, at, rest, ones);
+    Value copied = linalg::CopyOp::create(b, loc, from, into).getResult(0);
+    result = tensor::InsertSliceOp::create(b, loc, copied, result, at, rest,
+                                           ones);
+  }
+  result = tensor::InsertSliceOp::create(b, loc, rotated1, result, at1, sizes,
+                                         steps);
+  result = tensor::InsertSliceOp::create(b, loc, rotated2, result, at2, sizes,
+                                         steps2);
+  return SmallVector<Value>{result};
+}

@@ -980,3 +980,75 @@ LogicalResult CacheAppendOp::reifyResultShapes(
       tensor::getMixedSizes(builder, getLoc(), getCache()));
   return success();
 }
+
+//===----------------------------------------------------------------------===//
+// RotaryOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult RotaryOp::verify() {
+  auto input = cast<ShapedType>(getInput().getType());
+  auto cos = cast<ShapedType>(getCos().getType());
+  auto sin = cast<ShapedType>(getSin().getType());
+  auto positions = cast<ShapedType>(getPositions().getType());
+  ShapeVerifier v(getOperation());
+  if (failed(v.checkRank("input", input, 4, "[B, H, S, d]")) ||
+      failed(v.checkStatic({"input", input, 3}, "d")) ||
+      failed(v.checkRank("cos", cos, 2, "[P, R/2]")) ||
+      failed(v.checkElementType("cos", cos, input.getElementType(),
+                                "'input'")))
+    return failure();
+  if (sin != cos)
+    return emitOpError() << "'sin' type must match 'cos' type: expected "
+                         << cos << ", found " << sin;
+  int64_t half = cos.getDimSize(1), d = input.getDimSize(3);
+  if (failed(v.checkStatic({"cos", cos, 1}, "R/2")))
+    return failure();
+  if (half < 1 || 2 * half > d)
+    return emitOpError() << "'cos' dimension 1 (R/2) must be in [1, d/2 = "
+                         << d / 2 << "], found " << half;
+  if (positions.getRank() != 1 && positions.getRank() != 2)
+    return emitOpError() << "'positions' must have rank 1 ([B]: offsets) "
+                            "or 2 ([B, S]), found rank "
+                         << positions.getRank();
+  if (failed(v.checkDim({"positions", positions, 0u}, "B", input.getDimSize(0),
+                        "the batch size")) ||
+      (positions.getRank() == 2 &&
+       failed(v.checkDim({"positions", positions, 1u}, "S",
+                         input.getDimSize(2), "the sequence length"))))
+    return failure();
+  // Constant positions are checked here (the run-time checks cover the
+  // others): every token's row of the tables exists.
+  DenseIntElementsAttr values;
+  int64_t tableRows = cos.getDimSize(0), tokens = input.getDimSize(2);
+  if (matchPattern(getPositions(), m_Constant(&values))) {
+    // With offsets [B], token s of a batch is at offset + s.
+    int64_t span = positions.getRank() == 1 ? tokens : 1;
+    for (auto [i, position] : llvm::enumerate(values.getValues<APInt>())) {
+      int64_t p = position.getSExtValue();
+      bool fits = ShapedType::isDynamic(tableRows) ||
+                  ShapedType::isDynamic(span) || p + span <= tableRows;
+      if (p < 0 || !fits) {
+        bool offsets = positions.getRank() == 1;
+        InFlightDiagnostic diag = emitOpError()
+                                  << "'positions' element " << i
+                                  << " must be in [0, "
+                                  << (offsets ? "P - S" : "P");
+        if (!ShapedType::isDynamic(tableRows) &&
+            !ShapedType::isDynamic(span))
+          diag << " = " << (offsets ? tableRows - span : tableRows);
+        return diag << (offsets ? "]" : ")") << ", found " << p;
+      }
+    }
+  }
+  if (getInit().getType() != input)
+    return emitOpError() << "'init' type must match 'input' type: expected "
+                         << input << ", found " << getInit().getType();
+  return verifyResultIsInit(getOperation(), getResult(), getInit());
+}
+
+LogicalResult RotaryOp::reifyResultShapes(
+    OpBuilder &builder, ReifiedRankedShapedTypeDims &reifiedReturnShapes) {
+  reifiedReturnShapes.push_back(
+      tensor::getMixedSizes(builder, getLoc(), getInit()));
+  return success();
+}

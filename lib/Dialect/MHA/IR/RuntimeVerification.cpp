@@ -248,3 +248,33 @@ void CacheAppendOp::generateRuntimeVerification(
                       "'lengths' elements must be in [0, Smax - Sn] at run "
                       "time (the update must fit in the cache)");
 }
+
+void RotaryOp::generateRuntimeVerification(
+    OpBuilder &b, Location loc,
+    function_ref<std::string(Operation *, StringRef)> generateErrorMessage) {
+  CheckBuilder check(b, getOperation(), loc, generateErrorMessage);
+  Value input = getInput(), positions = getPositions();
+  StringRef symbols[] = {"B", "H", "S", "d"};
+  for (int64_t d = 0; d < 4; ++d)
+    check.equal({getInit(), "init", d}, {input, "input", d}, symbols[d]);
+  check.equal({getSin(), "sin", 0}, {getCos(), "cos", 0}, "P");
+  check.equal({positions, "positions", 0}, {input, "input", 0}, "B");
+  int64_t rank = cast<ShapedType>(positions.getType()).getRank();
+  Value rows = tensor::DimOp::create(b, loc, getCos(), 0);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  if (rank == 1) {
+    // Token s of batch b is at positions[b] + s: positions[b] <= P - S.
+    Value last = arith::SubIOp::create(
+        b, loc, rows, tensor::DimOp::create(b, loc, input, 2));
+    check.lengthsWithin(positions, last,
+                        "'positions' elements must be in [0, P - S] at run "
+                        "time (each token's row of 'cos' and 'sin')");
+    return;
+  }
+  check.equal({positions, "positions", 1}, {input, "input", 2}, "S");
+  Value flat = tensor::CollapseShapeOp::create(
+      b, loc, positions, SmallVector<ReassociationIndices>{{0, 1}});
+  check.lengthsWithin(flat, arith::SubIOp::create(b, loc, rows, one),
+                      "'positions' elements must be in [0, P) at run time "
+                      "(each token's row of 'cos' and 'sin')");
+}

@@ -571,4 +571,81 @@ def MHA_CacheAppendOp : MHA_Op<"cache_append", [
   let hasVerifier = 1;
 }
 
+//===----------------------------------------------------------------------===//
+// RotaryOp
+//===----------------------------------------------------------------------===//
+
+def MHA_RotaryOp : MHA_Op<"rotary", [
+    Pure, DestinationStyleOpInterface,
+    DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
+                              ["reifyResultShapes"]>,
+    DeclareOpInterfaceMethods<RuntimeVerifiableOpInterface>,
+    DeclareOpInterfaceMethods<AggregatedOpInterface, ["decomposeOperation"]>]> {
+  let summary = "Rotary position embeddings of head-split queries or keys";
+  let description = [{
+    Rotates pairs of channels of every token by angles that depend on its
+    position (RoPE), as Llama, GPT-NeoX and GPT-J do to queries and keys
+    before attention. With `cos`, `sin` of shape `[P, R/2]` (the tables of
+    `cos(p·θ_i)` and `sin(p·θ_i)` for positions `p < P`), token `s` of batch
+    `b` at position `p`, and channel pairs `(x1, x2)`:
+
+    `out1 = x1·cos[p, i] - x2·sin[p, i]`, `out2 = x2·cos[p, i] + x1·sin[p, i]`
+
+    where pair `i < R/2` is channels `(i, i + R/2)` (the half-rotated form of
+    Llama and GPT-NeoX, the default) or `(2i, 2i + 1)` with `interleaved`
+    (GPT-J). Channels `R` to `d - 1` are copied (partial rotary, `R < d`).
+
+    | operand | shape |
+    |---|---|
+    | input, init, result | `[B, H, S, d]` |
+    | cos, sin | `[P, R/2]`, `R <= d`, `R` even |
+    | positions | `[B]` (token `s` is at `positions[b] + s`: the cache length when decoding) or `[B, S]` (each token's position), i32 or i64 |
+
+    Every position must be in `[0, P)` (checked at compile time when the
+    positions are constant, at run time otherwise). Computed in f32 for f16
+    and bf16 data; the tables have the data's element type. The op
+    decomposes (`AggregatedOpInterface`, `mha-decompose-aggregates`) into a
+    `linalg.generic` over `[B, H, S, 2, R/2]` (interleaved: `[B, H, S,
+    R/2, 2]`) views of the rotated channels. This is ONNX Runtime's
+    `RotaryEmbedding` on head-split inputs.
+
+    ```mlir
+    %qr = mha.rotary ins(%q : tensor<?x32x1x128xf32>)
+            cos_sin(%cos, %sin : tensor<4096x64xf32>, tensor<4096x64xf32>)
+            positions(%len : tensor<?xi32>)
+            outs(%init : tensor<?x32x1x128xf32>) -> tensor<?x32x1x128xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    MHA_FloatTensor:$input,
+    MHA_FloatTensor:$cos,
+    MHA_FloatTensor:$sin,
+    TensorOf<[I32, I64]>:$positions,
+    MHA_FloatTensor:$init,
+    UnitAttr:$interleaved
+  );
+  let results = (outs MHA_FloatTensor:$result);
+
+  let assemblyFormat = [{
+    `ins` `(` $input `:` type($input) `)`
+    `cos_sin` `(` $cos `,` $sin `:` type($cos) `,` type($sin) `)`
+    `positions` `(` $positions `:` type($positions) `)`
+    `outs` `(` $init `:` type($init) `)`
+    attr-dict `->` type($result)
+  }];
+
+  let extraClassDeclaration = [{
+    /// The rotated channels R: twice the tables' width.
+    int64_t getRotaryDim() {
+      return 2 * cast<ShapedType>(getCos().getType()).getDimSize(1);
+    }
+
+    // DestinationStyleOpInterface: `init` is the only destination.
+    MutableOperandRange getDpsInitsMutable() { return getInitMutable(); }
+  }];
+
+  let hasVerifier = 1;
+}
+
 #endif // MHA_DIALECT_MHA_IR_MHAOPS_TD
