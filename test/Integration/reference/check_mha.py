@@ -36,7 +36,8 @@ dynamic with b, after the mask),
 kv_cache=<Smax> (core=1: a decoding step on a static cache; sk is the step's
 new keys Sn, appended with mha.cache_append to caches k_cache, v_cache
 [B, Hkv, Smax, d] at key_lengths (the lengths before the step: random draws
-them in [0, Smax - Sn]), and the attention reads the caches with key lengths
+them in [0, Smax - Sn]; the caches hold NaN past them), and the attention
+reads the caches with key lengths
 key_lengths + Sn; the mask, if any, is [Sq, Smax]; the results are the
 output and both updated caches, each compared; dynamic=smax declares the
 caches' Smax as ?),
@@ -177,10 +178,14 @@ def check_aot(args, case, inputs, expected_paths):
                 first = got
                 for j, (g, e, path) in enumerate(zip(got, expected,
                                                      expected_paths)):
+                    same = g.shape == e.shape
                     error = np.abs(g.astype(np.float64) -
-                                   e.astype(np.float64))
-                    ok = g.shape == e.shape and np.allclose(
-                        g, e, atol=float(args.atol), rtol=float(args.rtol))
+                                   e.astype(np.float64)) if same else \
+                        np.zeros(0)
+                    error[np.isnan(g) & np.isnan(e)] = 0  # NaN equals NaN
+                    ok = same and np.allclose(
+                        g, e, atol=float(args.atol), rtol=float(args.rtol),
+                        equal_nan=True)
                     print(f"[{label}] result {j} vs "
                           f"{os.path.basename(path)}: max abs error "
                           f"{error.max() if error.size else 0:e}: "
@@ -422,14 +427,19 @@ def core_case(c, rng):
         if c["key_transposed"] or smax < sk:
             sys.exit("check_mha.py: kv_cache needs kv_cache >= sk and no "
                      "key_transposed")
-        # What lies past the lengths is drawn too: the attention must not
-        # see it.
         for name, d in (("k_cache", dk), ("v_cache", dv)):
             cache = uniform(b, hkv, smax, d) * 4
             arrays[name] = (cache, tensor_type(cache.shape, t,
                                                dims("b", "", "smax")))
     mask = draw_mask(dict(c, sk=smax) if smax else c, rng, cast, arrays, dyn)
     key_lengths = draw_key_lengths(c, rng, arrays, dyn)
+    if smax:
+        # Past each batch's length the caches hold NaN (as uninitialized
+        # memory may): the attention must neither see those keys nor
+        # multiply their values by a zero probability.
+        for name in ("k_cache", "v_cache"):
+            for i, n in enumerate(key_lengths):
+                arrays[name][0][i, :, n:] = np.nan
     offset = c["causal_offset"]
     rotary = draw_rotary(c, rng, cast, arrays, key_lengths)
     if rotary:

@@ -45,7 +45,8 @@ def attention(q, k, v, mask=None, scale=None, causal=False,
     diagonal D_b = causal_offset (+ key_lengths[b] when key lengths are
     given) or, without causal_offset, key_lengths[b] - Sq (key lengths
     given) or Sk - Sq (bottom-right aligned):
-      key_lengths [B] (ints): j < key_lengths[b];
+      key_lengths [B] (ints): j < key_lengths[b] (the rows of k and v past
+        a length take no part, even when they hold NaN);
       causal: j <= i + D_b;
       window_left WL >= 0: j >= i + D_b - WL;
       window_right WR >= 0: j <= i + D_b + WR.
@@ -83,6 +84,9 @@ def attention(q, k, v, mask=None, scale=None, causal=False,
         assert lengths.shape == (b,), "key_lengths must have shape [B]"
         lengths = lengths[:, None, None]  # [B, 1, 1]
         visible &= (j < lengths)[:, None]
+        # Keys past a length are not part of the attention, whatever their
+        # rows hold (a static cache past its length: NaN included).
+        vh = np.where((j < lengths)[..., None], vh, 0.0)  # [B, 1, Sk, 1]
         diagonal = (lengths + causal_offset if causal_offset is not None
                     else lengths - sq)
     else:

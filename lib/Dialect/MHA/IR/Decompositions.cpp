@@ -243,6 +243,75 @@ Value buildLogits(OpBuilder &b, Location loc, Value scores, Value mask,
 
 } // namespace
 
+/// `acc + p · v` over loops (b, h, i, j, c) with `maps` (p, v, acc). In a
+/// block that reaches past a batch's length, the values of the keys past
+/// it count as 0 (a select in the contraction's body): those keys get
+/// probability 0, but 0 · NaN is NaN, and the rows of a static KV cache past
+/// its length may be uninitialized memory, which the key block straddling
+/// the length reads. Both forms accumulate into `acc`, so the branch of
+/// the `scf.if` between them keeps one buffer.
+static Value buildProbsTimesValues(OpBuilder &b, Location loc,
+                                   const KeyVisibility &visibility,
+                                   Value probs, Value values, Value acc,
+                                   ArrayRef<AffineMap> maps,
+                                   OpFoldResult sk) {
+  Value mayPass = buildMayPassLength(b, loc, visibility, sk);
+  if (!mayPass)
+    return buildContraction(b, loc, probs, values, acc, maps);
+  auto withinLengths = [&](OpBuilder &cb, Location cloc) -> Value {
+    SmallVector<IteratorType> iterators = {
+        IteratorType::parallel, IteratorType::parallel,
+        IteratorType::parallel, IteratorType::reduction,
+        IteratorType::parallel};
+    return buildGeneric(
+        cb, cloc, ValueRange{probs, values}, acc, maps, iterators,
+        [&](OpBuilder &gb, Location gloc, ValueRange args) {
+          Type accType = args[2].getType();
+          Value batch = linalg::IndexOp::create(gb, gloc, 0);
+          Value key = linalg::IndexOp::create(gb, gloc, 3);
+          if (visibility.keyOffset)
+            key = arith::AddIOp::create(gb, gloc, key, visibility.keyOffset);
+          Value length = arith::IndexCastOp::create(
+              gb, gloc, gb.getIndexType(),
+              tensor::ExtractOp::create(gb, gloc, visibility.keyLengths,
+                                        batch));
+          Value within = arith::CmpIOp::create(
+              gb, gloc, arith::CmpIPredicate::slt, key, length);
+          auto f = [&](Value v) {
+            return convertScalarToDtype(gb, gloc, v, accType,
+                                        /*isUnsignedCast=*/false);
+          };
+          Value zero = arith::ConstantOp::create(gb, gloc,
+                                                 gb.getZeroAttr(accType));
+          Value v = arith::SelectOp::create(gb, gloc, within, f(args[1]),
+                                            zero);
+          Value mul = arith::MulFOp::create(gb, gloc, f(args[0]), v);
+          linalg::YieldOp::create(
+              gb, gloc,
+              Value(arith::AddFOp::create(gb, gloc, args[2], mul)));
+        });
+  };
+  if (std::optional<int64_t> known = getConstantIntValue(mayPass))
+    return *known ? withinLengths(b, loc)
+                  : buildContraction(b, loc, probs, values, acc, maps);
+  // A GPU thread per row gains nothing from the plain form (no register
+  // tiles), and the workgroup buffers of the two branches would differ.
+  if (TargetAttr target = getTarget(b.getInsertionBlock()->getParentOp());
+      target && target.isGPU())
+    return withinLengths(b, loc);
+  return scf::IfOp::create(
+             b, loc, mayPass,
+             [&](OpBuilder &tb, Location tloc) {
+               scf::YieldOp::create(tb, tloc, withinLengths(tb, tloc));
+             },
+             [&](OpBuilder &eb, Location eloc) {
+               scf::YieldOp::create(
+                   eb, eloc,
+                   buildContraction(eb, eloc, probs, values, acc, maps));
+             })
+      .getResult(0);
+}
+
 //===----------------------------------------------------------------------===//
 // AttentionOp -> online form
 //===----------------------------------------------------------------------===//
@@ -382,9 +451,10 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
   Value accScaled =
       buildCombine(b, loc, rescale, acc, {rowsOfScores, scoresMap},
                    parallel4, Combine::Mul);
-  Value newAcc = buildContraction(
-      b, loc, probs, getValue(), accScaled,
-      {map5({bb, h, i, j}), map5({bb, kvHead, j, c}), map5({bb, h, i, c})});
+  Value newAcc = buildProbsTimesValues(
+      b, loc, visibility, probs, getValue(), accScaled,
+      {map5({bb, h, i, j}), map5({bb, kvHead, j, c}), map5({bb, h, i, c})},
+      scoreShape[3]);
   return SmallVector<Value>{newAcc, newMax, newSum};
 }
 

@@ -611,14 +611,7 @@ Value mha::buildMayHideKeys(OpBuilder &b, Location loc,
   Value length;
   if (visibility.keyLengths) {
     length = extractFirstLength(b, loc, visibility.keyLengths);
-    // Some key at or beyond the length: keyOffset + sk > length.
-    Value end = visibility.keyOffset
-                    ? arith::AddIOp::create(b, loc, skValue,
-                                            visibility.keyOffset)
-                          .getResult()
-                    : skValue;
-    disjoin(arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, end,
-                                  length));
+    disjoin(buildMayPassLength(b, loc, visibility, sk));
   }
   if (!visibility.hasDiagonal())
     return any;
@@ -649,6 +642,22 @@ Value mha::buildMayHideKeys(OpBuilder &b, Location loc,
                                   constant(0)));
   }
   return any;
+}
+
+Value mha::buildMayPassLength(OpBuilder &b, Location loc,
+                              const KeyVisibility &visibility,
+                              OpFoldResult sk) {
+  if (!visibility.keyLengths)
+    return Value();
+  if (!hasOneBatch(visibility))
+    return arith::ConstantIntOp::create(b, loc, 1, 1);
+  // Some key at or beyond the length: keyOffset + sk > length.
+  Value length = extractFirstLength(b, loc, visibility.keyLengths);
+  Value end = getValueOrCreateConstantIndexOp(b, loc, sk);
+  if (visibility.keyOffset)
+    end = arith::AddIOp::create(b, loc, end, visibility.keyOffset);
+  return arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sgt, end,
+                               length);
 }
 
 Value mha::sliceMaskForTile(OpBuilder &b, Location loc, Value mask,

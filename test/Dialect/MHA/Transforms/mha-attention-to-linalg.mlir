@@ -204,3 +204,39 @@ func.func @key_features(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x6x8xf32>, %len: 
          {softcap = 30.0 : f32, window_left = 1 : i64, window_right = 2 : i64} -> tensor<2x2x4x8xf32>
   return %o : tensor<2x2x4x8xf32>
 }
+
+// -----
+
+// A key block of a one-batch tile with key lengths: where it reaches past
+// the length (key_offset + Sk > len), the P·V contraction takes the values
+// of the keys past it as 0 (a select in its body: their probability is 0,
+// but a static cache's rows past its length may hold NaN); elsewhere the
+// plain contraction. Both accumulate into the same tensor.
+
+// CHECK-LABEL: func.func @online_lengths
+// CHECK-SAME: %[[V:[^:]+]]: tensor<1x1x16x8xf32>, %[[LEN:[^:]+]]: tensor<1xi32>, %[[OFF:[^:]+]]: index
+// CHECK: %[[END:.+]] = arith.addi %[[OFF]], %c16{{.*}} : index
+// CHECK: %[[PAST:.+]] = arith.cmpi sgt, %[[END]], %{{.*}} : index
+// CHECK: %[[ACC:.+]] = scf.if %{{.*}} -> (tensor<1x2x4x8xf32>) {
+// CHECK:   %[[W:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]{{.*}} ins(%{{.*}}, %[[V]] : {{.*}}) outs(%[[INIT:[^ ]+]] : tensor<1x2x4x8xf32>)
+// CHECK:     %[[J:.+]] = linalg.index 3 : index
+// CHECK:     %[[JO:.+]] = arith.addi %[[J]], %[[OFF]] : index
+// CHECK:     %[[WITHIN:.+]] = arith.cmpi slt, %[[JO]], %{{.*}} : index
+// CHECK:     %[[VAL:.+]] = arith.select %[[WITHIN]], %{{.*}}, %{{.*}} : f32
+// CHECK:     arith.mulf %{{.*}}, %[[VAL]] : f32
+// CHECK:   scf.yield %[[W]]
+// CHECK: } else {
+// CHECK:   %[[P:.+]] = linalg.generic {{.*}} outs(%[[INIT]] : tensor<1x2x4x8xf32>)
+// CHECK-NOT: arith.select
+// CHECK:   scf.yield %[[P]]
+// CHECK: return %[[ACC]]
+func.func @online_lengths(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x16x8xf32>, %v: tensor<1x1x16x8xf32>,
+                          %len: tensor<1xi32>, %off: index, %acc: tensor<1x2x4x8xf32>,
+                          %max: tensor<1x2x4xf32>, %sum: tensor<1x2x4xf32>)
+    -> (tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>) {
+  %r:3 = mha.online_attention ins(%q, %k, %v : tensor<1x2x4x8xf32>, tensor<1x1x16x8xf32>, tensor<1x1x16x8xf32>)
+           key_lengths(%len : tensor<1xi32>) key_offset(%off)
+           outs(%acc, %max, %sum : tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>)
+           -> tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>
+  return %r#0, %r#1, %r#2 : tensor<1x2x4x8xf32>, tensor<1x2x4xf32>, tensor<1x2x4xf32>
+}

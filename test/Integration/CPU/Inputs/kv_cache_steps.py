@@ -15,7 +15,8 @@ its argument and its result (the header says they are updated in place),
 the lengths growing by Sn per call from different starting lengths per
 batch. Each step's output is compared with the reference attention over a
 cache this script keeps itself (every key written so far, the rest of the
-caches random: a key past a length must not be seen); the other arguments
+caches NaN: a key past a length must not be seen, nor its value multiplied
+by a zero probability); the other arguments
 must be left as they were (the lengths' `+ Sn` is not written into them);
 at the end, the caller's cache arrays must hold every step's keys and
 values bitwise.
@@ -93,12 +94,16 @@ func.func @step(%q: {q_t}, %k: {kv_t}, %v: {kv_t}, %kc: {cache_t},
 
     rng = np.random.default_rng(c["seed"])
     uniform = lambda *shape: rng.uniform(-1, 1, shape).astype(np.float32)
-    # Random everywhere: what lies past a batch's length is not to be seen.
-    k_cache, v_cache = uniform(b, hkv, smax, d), uniform(b, hkv, smax, d)
-    k_ref, v_ref = k_cache.copy(), v_cache.copy()
     room = smax - sn * c["steps"]
     lengths = np.array([0, room] + list(rng.integers(0, room + 1, b - 2)),
                        np.int32)[:b]
+    # Random keys and values before each batch's length, NaN past it (as
+    # uninitialized memory may hold): neither is to be seen past a length.
+    k_cache, v_cache = uniform(b, hkv, smax, d), uniform(b, hkv, smax, d)
+    for i, n in enumerate(lengths):
+        k_cache[i, :, n:] = np.nan
+        v_cache[i, :, n:] = np.nan
+    k_ref, v_ref = k_cache.copy(), v_cache.copy()
     pointer = lambda a: a.ctypes.data_as(ctypes.c_void_p)
     status = 0
     for t in range(c["steps"]):

@@ -134,6 +134,12 @@ Value buildMayHideKeys(OpBuilder &b, Location loc,
                        const KeyVisibility &visibility, OpFoldResult sq,
                        OpFoldResult sk);
 
+/// An i1 that is false only when all `sk` keys of a block are before every
+/// batch's length (true when the lengths have several batches); null
+/// without key lengths.
+Value buildMayPassLength(OpBuilder &b, Location loc,
+                         const KeyVisibility &visibility, OpFoldResult sk);
+
 } // namespace mlir::mha
 
 #endif // MHA_DIALECT_MHA_IR_MHAOPS_H
