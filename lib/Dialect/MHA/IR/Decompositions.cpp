@@ -615,21 +615,21 @@ FailureOr<SmallVector<Value>> RotaryOp::decomposeOperation(OpBuilder &b) {
 
   SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, input);
   sizes[3] = b.getIndexAttr(half);
-  int64_t stride = getInterleaved() ? 2 : 1;
-  auto slice = [&](Value from, int64_t first) {
-    SmallVector<OpFoldResult> at(4, b.getIndexAttr(0)), steps(4,
-                                                              b.getIndexAttr(1));
+  SmallVector<OpFoldResult> steps(4, b.getIndexAttr(1));
+  steps[3] = b.getIndexAttr(getInterleaved() ? 2 : 1);
+  // Where each half's channels start: (0, R/2), or (0, 1) interleaved.
+  auto startAt = [&](int64_t first) {
+    SmallVector<OpFoldResult> at(4, b.getIndexAttr(0));
     at[3] = b.getIndexAttr(first);
-    steps[3] = b.getIndexAttr(stride);
-    return std::make_tuple(
-        Value(tensor::ExtractSliceOp::create(b, loc, from, at, sizes, steps)),
-        at, steps);
+    return at;
   };
-  int64_t second = getInterleaved() ? 1 : half;
-  auto [x1, at1, steps] = slice(input, 0);
-  auto [x2, at2, steps2] = slice(input, second);
-  Value out1 = std::get<0>(slice(init, 0));
-  Value out2 = std::get<0>(slice(init, second));
+  SmallVector<OpFoldResult> at1 = startAt(0),
+                            at2 = startAt(getInterleaved() ? 1 : half);
+  auto slice = [&](Value from, ArrayRef<OpFoldResult> at) -> Value {
+    return tensor::ExtractSliceOp::create(b, loc, from, at, sizes, steps);
+  };
+  Value x1 = slice(input, at1), x2 = slice(input, at2);
+  Value out1 = slice(init, at1), out2 = slice(init, at2);
 
   // One generic per half (single-result ops, which every tiling takes),
   // both reading the pair.
@@ -701,6 +701,6 @@ FailureOr<SmallVector<Value>> RotaryOp::decomposeOperation(OpBuilder &b) {
   result = tensor::InsertSliceOp::create(b, loc, rotated1, result, at1, sizes,
                                          steps);
   result = tensor::InsertSliceOp::create(b, loc, rotated2, result, at2, sizes,
-                                         steps2);
+                                         steps);
   return SmallVector<Value>{result};
 }
