@@ -119,9 +119,11 @@ static bool isView(Operation *op) {
 
 /// Collects into `ops` (operands first) the host ops that compute `value`
 /// when all of them are worth sinking: the integer computations and scalar
-/// reads isBeneficiaryToSink takes, and views of buffers. The buffers they
-/// start from are not: the kernel takes them whole as arguments.
-static bool collectSinkable(Value value, SetVector<Operation *> &ops) {
+/// reads isBeneficiaryToSink takes, and views of buffers. Their operands are
+/// sunk too, or are values the kernel takes anyway (`used`), or buffers,
+/// which the kernel takes whole as arguments.
+static bool collectSinkable(Value value, const SetVector<Value> &used,
+                            SetVector<Operation *> &ops) {
   Operation *op = value.getDefiningOp();
   if (!op || !(isView(op) || isBeneficiaryToSink(op)))
     return false;
@@ -129,23 +131,24 @@ static bool collectSinkable(Value value, SetVector<Operation *> &ops) {
     return true;
   for (Value operand : op->getOperands()) {
     bool buffer = isa<MemRefType>(operand.getType());
-    if (buffer && !isView(operand.getDefiningOp()))
+    if ((buffer && !isView(operand.getDefiningOp())) ||
+        collectSinkable(operand, used, ops) || used.contains(operand))
       continue;
-    if (!collectSinkable(operand, ops))
-      return false;
+    return false;
   }
   ops.insert(op);
   return true;
 }
 
 /// Moves into `launch` (as clones) the host computations of the scalars and
-/// the views it uses that collectSinkable takes, reads of host buffers
-/// included: upstream's sinking keeps a read or a view on the host unless
-/// the kernel already uses its buffer. A kernel then takes whole buffers,
-/// never a view: Vulkan binds a kernel argument's buffer from its sizes,
-/// which a strided view's elements do not span (a view of every other
-/// channel of a host buffer read half of the wrong elements).
-static void sinkScalarComputations(gpu::LaunchOp launch) {
+/// the views it uses that collectSinkable takes. Upstream's
+/// sinkOperationsIntoLaunchOp does this for ops whose operands the kernel
+/// already uses; here a read or a view is also sunk when the kernel does
+/// not use its buffer yet (it then takes the buffer). A kernel so takes
+/// whole buffers, never a view: Vulkan binds a kernel argument's buffer
+/// from its sizes, which a strided view's elements do not span (a view of
+/// every other channel of a host buffer read half of the wrong elements).
+static void sinkHostComputations(gpu::LaunchOp launch) {
   SetVector<Value> used;
   getUsedValuesDefinedAbove(launch.getBody(), used);
   OpBuilder b = OpBuilder::atBlockBegin(&launch.getBody().front());
@@ -154,7 +157,7 @@ static void sinkScalarComputations(gpu::LaunchOp launch) {
     if (!value.getType().isIntOrIndex() && !isView(value.getDefiningOp()))
       continue;
     SetVector<Operation *> ops;
-    if (!collectSinkable(value, ops))
+    if (!collectSinkable(value, used, ops))
       continue;
     for (Operation *op : ops)
       if (!mapping.contains(op->getResult(0)))
@@ -351,9 +354,7 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
 
     if (failed(allocsToWorkgroupAttributions(rewriter, launch)))
       return failure();
-    sinkScalarComputations(launch);
-    if (failed(sinkOperationsIntoLaunchOp(launch, isBeneficiaryToSink)))
-      return failure();
+    sinkHostComputations(launch);
 
     rewriter.setInsertionPointToStart(&body);
     DiagnosedSilenceableFailure mapped =

@@ -153,7 +153,12 @@ def MHAMapForallToGPUPass : Pass<"mha-map-forall-to-gpu"> {
     threads per workgroup; the `#gpu.thread` loops inside are mapped by
     upstream's `mapNestedForallToThreadsImpl`, each followed by a barrier.
     Workgroup-memory allocations in the body (static sizes) become the
-    launch's workgroup attributions.
+    launch's workgroup attributions. The host computations a kernel uses
+    move into it: integer arithmetic, scalar reads of buffers that nothing
+    writes after them (a batch's key length) and views of buffers, so that a
+    kernel takes whole buffers only (Vulkan kernels take no scalars, and
+    bind a buffer argument from its sizes, which a strided view does not
+    span).
   }];
   let options = [MHA_ThreadsOption];
   let dependentDialects = [

@@ -243,12 +243,12 @@ Value buildLogits(OpBuilder &b, Location loc, Value scores, Value mask,
 
 } // namespace
 
-/// `acc + p · v` over loops (b, h, i, j, c) with `maps` (p, v, acc). In a
-/// block that reaches past a batch's length, the values of the keys past
-/// it count as 0 (a select in the contraction's body): those keys get
-/// probability 0, but 0 · NaN is NaN, and the rows of a static KV cache past
-/// its length may be uninitialized memory, which the key block straddling
-/// the length reads. Both forms accumulate into `acc`, so the branch of
+/// `acc + p · v` over loops (b, h, i, j, c) with `maps` (p, v, acc): the
+/// contraction (buildContraction), except that in a block that reaches past
+/// a batch's length the values of the keys past it count as 0 (a select in
+/// the contraction's body): those keys get probability 0, but 0 · NaN is
+/// NaN, and the rows of a static KV cache past its length may be
+/// uninitialized memory, which the key block straddling the length reads. Both forms accumulate into `acc`, so the branch of
 /// the `scf.if` between them keeps one buffer.
 static Value buildProbsTimesValues(OpBuilder &b, Location loc,
                                    const KeyVisibility &visibility,
@@ -258,25 +258,28 @@ static Value buildProbsTimesValues(OpBuilder &b, Location loc,
   Value mayPass = buildMayPassLength(b, loc, visibility, sk);
   if (!mayPass)
     return buildContraction(b, loc, probs, values, acc, maps);
+  // The lengths as an input indexed by the batch loop, as the logits read
+  // them.
+  SmallVector<AffineMap> withLengths = {maps[0], maps[1]};
+  withLengths.push_back(AffineMap::get(5, 0, getAffineDimExpr(0, b.getContext()),
+                                       b.getContext()));
+  withLengths.push_back(maps[2]);
   auto withinLengths = [&](OpBuilder &cb, Location cloc) -> Value {
-    SmallVector<IteratorType> iterators = {
-        IteratorType::parallel, IteratorType::parallel,
-        IteratorType::parallel, IteratorType::reduction,
-        IteratorType::parallel};
     return buildGeneric(
-        cb, cloc, ValueRange{probs, values}, acc, maps, iterators,
+        cb, cloc, ValueRange{probs, values, visibility.keyLengths}, acc,
+        withLengths,
+        {IteratorType::parallel, IteratorType::parallel,
+         IteratorType::parallel, IteratorType::reduction,
+         IteratorType::parallel},
         [&](OpBuilder &gb, Location gloc, ValueRange args) {
-          Type accType = args[2].getType();
-          Value batch = linalg::IndexOp::create(gb, gloc, 0);
+          Type accType = args[3].getType();
           Value key = linalg::IndexOp::create(gb, gloc, 3);
           if (visibility.keyOffset)
             key = arith::AddIOp::create(gb, gloc, key, visibility.keyOffset);
-          Value length = arith::IndexCastOp::create(
-              gb, gloc, gb.getIndexType(),
-              tensor::ExtractOp::create(gb, gloc, visibility.keyLengths,
-                                        batch));
           Value within = arith::CmpIOp::create(
-              gb, gloc, arith::CmpIPredicate::slt, key, length);
+              gb, gloc, arith::CmpIPredicate::slt, key,
+              arith::IndexCastOp::create(gb, gloc, gb.getIndexType(),
+                                         args[2]));
           auto f = [&](Value v) {
             return convertScalarToDtype(gb, gloc, v, accType,
                                         /*isUnsignedCast=*/false);
@@ -288,7 +291,7 @@ static Value buildProbsTimesValues(OpBuilder &b, Location loc,
           Value mul = arith::MulFOp::create(gb, gloc, f(args[0]), v);
           linalg::YieldOp::create(
               gb, gloc,
-              Value(arith::AddFOp::create(gb, gloc, args[2], mul)));
+              Value(arith::AddFOp::create(gb, gloc, args[3], mul)));
         });
   };
   if (std::optional<int64_t> known = getConstantIntValue(mayPass))

@@ -218,7 +218,7 @@ func.func @key_features(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x6x8xf32>, %len: 
 // CHECK: %[[END:.+]] = arith.addi %[[OFF]], %c16{{.*}} : index
 // CHECK: %[[PAST:.+]] = arith.cmpi sgt, %[[END]], %{{.*}} : index
 // CHECK: %[[ACC:.+]] = scf.if %{{.*}} -> (tensor<1x2x4x8xf32>) {
-// CHECK:   %[[W:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]{{.*}} ins(%{{.*}}, %[[V]] : {{.*}}) outs(%[[INIT:[^ ]+]] : tensor<1x2x4x8xf32>)
+// CHECK:   %[[W:.+]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]{{.*}} ins(%{{.*}}, %[[V]], %[[LEN]] : {{.*}}) outs(%[[INIT:[^ ]+]] : tensor<1x2x4x8xf32>)
 // CHECK:     %[[J:.+]] = linalg.index 3 : index
 // CHECK:     %[[JO:.+]] = arith.addi %[[J]], %[[OFF]] : index
 // CHECK:     %[[WITHIN:.+]] = arith.cmpi slt, %[[JO]], %{{.*}} : index
