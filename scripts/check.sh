@@ -10,8 +10,25 @@ set -euo pipefail
 # the importer tests build PyTorch modules and ONNX models (test/Importers);
 # LLVM's ThreadSanitizer runtime runs the threaded code under TSan
 # (test/Integration/CPU/tsan.test, test/Tools/mha-aot/sanitize-thread.test).
-EXTRA_PACKAGES="python3-torch python3-onnx libclang-rt-22-dev ${EXTRA_PACKAGES:-}"
+# python3-venv makes the pinned PyPI environment of the ONNX node tests
+# (python/requirements-onnx.txt) in $BUILD_DIR/onnx-venv.
+EXTRA_PACKAGES="python3-torch python3-onnx python3-venv libclang-rt-22-dev ${EXTRA_PACKAGES:-}"
 source "$(dirname "${BASH_SOURCE[0]}")/setup.sh"
+
+# Rebuilt when the requirements change (a copy of them marks it complete).
+onnx_venv() {
+  local venv=$BUILD_DIR/onnx-venv req=$MHA_ROOT/python/requirements-onnx.txt
+  if cmp -s "$req" "$venv/requirements-onnx.txt"; then
+    step "ONNX test environment: present"
+    return
+  fi
+  step "Making the ONNX test environment ($venv, from PyPI)"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install -q --disable-pip-version-check --no-input -r "$req"
+  cp "$req" "$venv/requirements-onnx.txt"
+}
+onnx_venv
 
 step "Running the test suite"
 log=$BUILD_DIR/check-mha.log

@@ -58,8 +58,20 @@ if python_has("numpy"):
     config.available_features.add("numpy")
 if python_has("torch"):
     config.available_features.add("torch")
-if python_has("onnx"):
+# The ONNX tests run under the pinned environment scripts/check.sh makes
+# (python/requirements-onnx.txt: onnx 1.23, with ONNX's Attention node test
+# cases and onnx.reference) where it is, else under the python above.
+onnx_python = os.path.join(config.mha_obj_root, "onnx-venv", "bin", "python")
+if not os.path.exists(onnx_python):
+    onnx_python = python
+if subprocess.call([onnx_python, "-c", "import onnx"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
     config.available_features.add("onnx")
+if subprocess.call([onnx_python, "-c",
+                    "from onnx.backend.test.case.node import attention"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
+    config.available_features.add("onnx-node-tests")
+config.substitutions.append(("%onnx_python", onnx_python))
 # The importers (python/mha_importers) from the source tree.
 config.environment["PYTHONPATH"] = os.path.join(config.mha_src_root, "python")
 config.substitutions.append(("%python", python))

@@ -128,6 +128,14 @@ static LogicalResult prepareKernels(gpu::GPUModuleOp module) {
                                 "only";
         return WalkResult::interrupt();
       }
+      // Without SPV_KHR_bfloat16 (lavapipe has none) the SPIR-V conversion
+      // takes bf16 for a 16-bit float of another format: wrong numbers.
+      if (memref.getElementType().isBF16()) {
+        kernel.emitOpError() << "argument " << i << " is " << type
+                             << ": the Vulkan target has no bf16 (compute "
+                                "in f16 or f32)";
+        return WalkResult::interrupt();
+      }
       if (!memref.hasStaticShape()) {
         kernel.emitOpError() << "argument " << i << " is " << type
                              << ": the Vulkan calling convention passes "

@@ -51,7 +51,8 @@ using namespace mlir::mha;
 // frontends emit around attention in forms the later stages lower:
 // aggregates (linalg.softmax) decomposed into linalg ops, elementwise
 // arith/math ops on tensors as linalg.generic.
-void mha::buildEntryStage(OpPassManager &pm, bool raiseAttention) {
+void mha::buildEntryStage(OpPassManager &pm, bool raiseAttention,
+                          bool forGPU) {
   // The caller's arrays are not the compiled code's scratch space: only the
   // arguments a result is written into (KV caches) stay writable.
   pm.addPass(createMHAMarkReadOnlyArgumentsPass());
@@ -61,6 +62,12 @@ void mha::buildEntryStage(OpPassManager &pm, bool raiseAttention) {
   pm.addNestedPass<func::FuncOp>(createTosaToTensorPass());
   pm.addNestedPass<func::FuncOp>(createTosaToArithPass());
   pm.addPass(createMHAInsertRuntimeChecksPass());
+  if (forGPU) {
+    // The layers decomposed, and i1 masks made additive before the
+    // attention weights become linalg, which would read i1 in a kernel.
+    pm.addPass(createMHADecomposePass());
+    pm.addPass(createMHAAdditiveMaskPass());
+  }
   pm.addPass(createMHADecomposeAggregatesPass());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
 }
@@ -279,8 +286,10 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
   // f16 kernels compute in f16 and read f16 buffers (without Float16 and
   // 16-bit storage the SPIR-V conversion would emulate f16 as f32, reading
   // the host's f16 buffers as garbage); spirv-update-vce keeps only what a
-  // module uses, so f32 kernels do not require them of the device.
-  for (StringRef capability : {"Shader", "Float16", "StorageBuffer16BitAccess"})
+  // module uses, so f32 kernels do not require them of the device. Int64:
+  // the i64 key lengths (ONNX's nonpad_kv_seqlen) kernels read.
+  for (StringRef capability :
+       {"Shader", "Float16", "StorageBuffer16BitAccess", "Int64"})
     target.spirvCapabilities.push_back(capability.str());
   for (StringRef extension :
        {"SPV_KHR_storage_buffer_storage_class", "SPV_KHR_16bit_storage"})
@@ -318,11 +327,7 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
 void mha::buildGPUMappingStage(OpPassManager &pm, StringRef target,
                                StringRef overrides, bool raiseAttention,
                                int64_t maxKernelLoopIterations) {
-  buildEntryStage(pm, raiseAttention);
-  pm.addPass(createMHADecomposePass());
-  // The attention weights layers return, as linalg: kernels like the rest.
-  pm.addPass(createMHADecomposeAggregatesPass());
-  pm.addPass(createMHAAdditiveMaskPass());
+  buildEntryStage(pm, raiseAttention, /*forGPU=*/true);
   // Query tiles, workgroup tiles, threads and the tensor-core kernels from
   // one configuration, which keeps them consistent.
   buildStrategyStage(pm, target, overrides);

@@ -410,30 +410,48 @@ def write(layer: Layer, out_dir: str, name: str = "main",
         [f"%{n}: {tensor_type(s, e)}" for n, s, e, _ in constants] + \
         [f"%{n}: {tensor_type(list(w.shape), elt)}" for n, w in weights]
     returned.insert(0, (y, result_type))
+    # The runtime arguments come first: in the response file when given,
+    # else the caller passes them before it.
+    arrays = [(n, inputs[n]) for n, _, _ in runtime
+              if inputs is not None and n in inputs]
+    arrays += [(n, c) for n, _, _, c in constants] + weights
+    return write_function(out_dir, name, f"weights in {name}.weights/, "
+                          f"arguments in order in {name}.rsp", params,
+                          em.lines, returned, arrays)
+
+
+def write_function(out_dir, name, comment, params, lines, returned, arrays):
+    """Writes NAME.mlir, one func.func @NAME (`params`: "%x: type" texts;
+    `lines`: its body; `returned`: (value, type) pairs), and NAME.rsp, an
+    mha-run response file naming the entry and the .npy files of `arrays`
+    ((file name, array) pairs, saved in NAME.weights/) in order. Returns the
+    path of NAME.mlir."""
+    os.makedirs(out_dir, exist_ok=True)
     values = ", ".join(v for v, _ in returned)
     types_ = ", ".join(t for _, t in returned)
-    mlir = (f"// Imported by mha_importers; weights in {name}.weights/, "
-            f"arguments in order in {name}.rsp.\n"
+    mlir = (f"// Imported by mha_importers; {comment}.\n"
             f"func.func @{name}({', '.join(params)}) -> "
             f"{types_ if len(returned) == 1 else f'({types_})'} {{\n" +
-            "\n".join(em.lines) + f"\n    return {values} : {types_}\n}}\n")
+            "\n".join(lines) + f"\n    return {values} : {types_}\n}}\n")
     path = os.path.join(out_dir, f"{name}.mlir")
     with open(path, "w") as f:
         f.write(mlir)
     wdir = os.path.join(out_dir, f"{name}.weights")
     os.makedirs(wdir, exist_ok=True)
-    # The runtime arguments come first: in the response file when given,
-    # else the caller passes them before it.
     rsp = [f"--entry={name}"]
-    for n, _, _ in runtime:
-        if inputs is not None and n in inputs:
-            p = os.path.join(wdir, f"{n}.npy")
-            np.save(p, inputs[n])
-            rsp.append(f"--input=@{os.path.abspath(p)}")
-    for n, w in [(n, c) for n, _, _, c in constants] + weights:
+    for n, arr in arrays:
         p = os.path.join(wdir, f"{n}.npy")
-        np.save(p, np.ascontiguousarray(w))
+        np.save(p, to_npy(arr))
         rsp.append(f"--input=@{os.path.abspath(p)}")
     with open(os.path.join(out_dir, f"{name}.rsp"), "w") as f:
         f.write("\n".join(rsp) + "\n")
     return path
+
+
+def to_npy(arr):
+    """`arr` as mha-run reads it: contiguous, bfloat16 (ml_dtypes) as its
+    uint16 bits, which NumPy's .npy has no type for."""
+    arr = np.ascontiguousarray(arr)
+    if arr.dtype.name == "bfloat16":
+        return arr.view(np.uint16)
+    return arr

@@ -21,6 +21,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
+from . import attention_node
 from .layer import KeyLengths, Layer, MaskInput, write
 
 _FLOAT = {onnx.TensorProto.FLOAT: np.float32,
@@ -53,6 +54,8 @@ _REFUSED = {"Attention": ("past_key", "past_value", "present_key",
                                    "cache_indirection", "present_key",
                                    "present_value", "qk")}
 
+_SOFTMAX_PRECISIONS = (onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
+                       onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE)
 
 
 def _np_dtype(elem_type):
@@ -89,10 +92,12 @@ def _dim_text(d):
     return "?" if d is None else f"'{d}'" if isinstance(d, str) else str(d)
 
 
-def _check_node(att, a, opset):
+def _check_node(att, a, opset, bare=False):
     """Refuses what `att` has beyond what the importer implements, by the
     operator's own names; returns its inputs and outputs by those names
-    ('' where absent). `opset`: the model's ai.onnx opset."""
+    ('' where absent). `opset`: the model's ai.onnx opset; `bare`: a bare
+    Attention node (attention_node.py), which takes past/present and every
+    qk_matmul_output_mode."""
     ms = att.op_type == "MultiHeadAttention"
     op = "com.microsoft.MultiHeadAttention" if ms else "Attention"
     in_names = _MS_INPUTS if ms else _ATTENTION_INPUTS
@@ -111,7 +116,7 @@ def _check_node(att, a, opset):
         _fail("Attention input nonpad_kv_seqlen together with past_key and "
               "past_value is not supported (ONNX does not allow it: "
               "nonpad_kv_seqlen describes a cache kept outside the operator)")
-    for n in _REFUSED[att.op_type]:
+    for n in () if bare else _REFUSED[att.op_type]:
         if ins.get(n) or outs.get(n):
             kind = "input" if n in in_names else "output"
             _fail(f"{op} {kind} {n} is not supported")
@@ -125,6 +130,13 @@ def _check_node(att, a, opset):
             if present and opset is not None and opset < since:
                 _fail(f"Attention {kind} {k} is not in opset {opset} (it "
                       f"came in opset {since})")
+        # mha computes the softmax in f32 whatever the inputs' type: at
+        # least the precision a float type asks for (DOUBLE: f32 rounding).
+        precision = a.get("softmax_precision")
+        if precision is not None and precision not in _SOFTMAX_PRECISIONS:
+            _fail(f"Attention attribute softmax_precision = "
+                  f"{onnx.TensorProto.DataType.Name(precision)} is not "
+                  f"supported (a float type: mha's softmax is f32)")
         softcap = a.get("softcap", 0.0)
         if softcap != 0.0 and not (np.isfinite(softcap) and softcap > 0):
             _fail(f"Attention attribute softcap = {softcap} is not supported "
@@ -133,7 +145,8 @@ def _check_node(att, a, opset):
             if a.get(k, -1) < -1:
                 _fail(f"Attention attribute {k} = {a[k]} is not supported "
                       f"(-1: unbounded, or a size >= 0)")
-        if outs["qk_matmul_output"] and a.get("qk_matmul_output_mode", 0) != 3:
+        if outs["qk_matmul_output"] and a.get("qk_matmul_output_mode",
+                                              0) != 3 and not bare:
             _fail("Attention output qk_matmul_output is supported after the "
                   "softmax only (qk_matmul_output_mode = 3)")
     scale = a.get("scale")
@@ -215,8 +228,20 @@ def import_model(model, out_dir, name="main", inputs=None):
         _fail(f"Attention in domain '{att.domain}' is not ONNX's")
     opset = next((o.version for o in model.opset_import
                   if o.domain in ("", "ai.onnx")), None)
+    q_in, k_in, v_in = (list(att.input) + ["", "", ""])[:3]
+    if not ms and all(x and x not in g.producer for x in (q_in, k_in, v_in)):
+        # Q, K and V are graph inputs: the bare operator.
+        ins, outs = _check_node(att, a, opset, bare=True)
+        if len(g.nodes) != 1:
+            _fail(f"a graph with Attention on its inputs has other nodes "
+                  f"({', '.join(sorted({n.op_type for n in g.nodes} - {'Attention'}))}); "
+                  f"the importer takes the node alone or a whole layer")
+        try:
+            return attention_node.import_node(model, att, a, ins, outs,
+                                              g.inits, out_dir, name, inputs)
+        except attention_node.Refused as e:
+            _fail(str(e))
     ins, outs = _check_node(att, a, opset)
-    q_in, k_in, v_in = list(att.input)[:3]
     xq, wq, bq = g.projection(q_in, "query")
     xk, wk, bk = g.projection(k_in, "key")
     xv, wv, bv = g.projection(v_in, "value")
@@ -263,12 +288,6 @@ def import_model(model, out_dir, name="main", inputs=None):
         h, hkv = a.get("q_num_heads"), a.get("kv_num_heads")
         if h is None or hkv is None:
             _fail("Attention on 3-d inputs needs q_num_heads and kv_num_heads")
-        precision = a.get("softmax_precision")
-        if precision is not None and precision != q_elem:
-            name_of = onnx.TensorProto.DataType.Name
-            _fail(f"Attention attribute softmax_precision = "
-                  f"{name_of(precision)} is not supported (only the inputs' "
-                  f"type, {name_of(q_elem)})")
         causal = bool(a.get("is_causal", 0))
         if a.get("softcap", 0.0) > 0:
             softcap = float(a["softcap"])

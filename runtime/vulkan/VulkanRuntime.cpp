@@ -77,7 +77,7 @@ struct Device {
   VkPhysicalDeviceMemoryProperties memory{};
   std::string name;
   /// What f16 kernels need (SPIR-V Float16, StorageBuffer16BitAccess).
-  bool float16 = false, storage16 = false;
+  bool float16 = false, storage16 = false, int64 = false;
 
   Device() {
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
@@ -152,6 +152,8 @@ struct Device {
     vkGetPhysicalDeviceFeatures2(physical, &features);
     float16 = storageFeatures.pNext && float16Features.shaderFloat16;
     storage16 = storageFeatures.storageBuffer16BitAccess;
+    // i64 in kernels (ONNX's int64 key lengths): a core feature.
+    int64 = features.features.shaderInt64;
 
     VkDeviceCreateInfo deviceInfo{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     deviceInfo.pNext = &features;
@@ -313,11 +315,12 @@ struct Buffer {
 };
 
 /// Stops with a message when the module declares a capability the device
-/// lacks (f16 kernels on a device without f16 arithmetic or 16-bit storage)
+/// lacks (f16 kernels on a device without f16 arithmetic or 16-bit storage,
+/// i64 ones without 64-bit integers)
 /// rather than leaving it to the driver. Capabilities are the module's first
 /// instructions (OpCapability, opcode 17), after the 5-word header.
 void requireCapabilities(const std::vector<uint32_t> &words) {
-  constexpr uint32_t opCapability = 17, float16Cap = 9,
+  constexpr uint32_t opCapability = 17, float16Cap = 9, int64Cap = 11,
                      storageBuffer16BitAccess = 4433;
   const Device &d = device();
   for (size_t at = 5; at < words.size();) {
@@ -325,6 +328,10 @@ void requireCapabilities(const std::vector<uint32_t> &words) {
     if (opcode != opCapability || count < 2 || at + 1 >= words.size())
       break;
     uint32_t capability = words[at + 1];
+    if (capability == int64Cap && !d.int64)
+      fail("the kernels need 64-bit integers (Int64: i64 key lengths), "
+           "which the Vulkan device '" +
+           d.name + "' does not offer; give i32 lengths instead");
     if ((capability == float16Cap && !d.float16) ||
         (capability == storageBuffer16BitAccess && !d.storage16))
       fail("the kernels need f16 " +

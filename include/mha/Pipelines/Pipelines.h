@@ -151,9 +151,12 @@ void buildLowerToCPUPipeline(OpPassManager &pm,
 /// What every pipeline starts with: with `raiseAttention`,
 /// mha-raise-attention (attention in linalg or TOSA ops raised to mha ops);
 /// the TOSA left lowered to linalg, tensor and arith;
-/// mha-insert-runtime-checks; mha-decompose-aggregates (linalg.softmax and
-/// the like); elementwise arith/math on tensors as linalg.generic.
-void buildEntryStage(OpPassManager &pm, bool raiseAttention);
+/// mha-insert-runtime-checks; with `forGPU`, the layers decomposed
+/// (mha-decompose) and i1 masks made additive (mha-additive-mask);
+/// mha-decompose-aggregates (linalg.softmax, mha.attention_weights and the
+/// like); elementwise arith/math on tensors as linalg.generic.
+void buildEntryStage(OpPassManager &pm, bool raiseAttention,
+                     bool forGPU = false);
 
 /// Tensor-level tiling and fusion: the entry stage, the strategy for
 /// `target` (buildStrategyStage; the tile sizes given, non-zero, override
@@ -227,8 +230,8 @@ void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
                              int64_t maxKernelLoopIterations);
 
 /// The GPU mapping, target-neutral, from `mha` ops on tensors to
-/// `gpu.launch` on buffers: run-time checks, the layer decomposed, an i1
-/// mask made additive (mha-additive-mask), the strategy chosen for `target`
+/// `gpu.launch` on buffers: the entry stage for GPUs (run-time checks, the
+/// layer decomposed, i1 masks made additive), the strategy chosen for `target`
 /// with `overrides` (buildStrategyStage), the projections tiled into
 /// workgroup tiles (mha-tile-for-workgroups), the attention tiled
 /// FlashAttention-style (mha-tile-attention), each tile's linalg ops

@@ -144,3 +144,41 @@ func.func @rotary_half(%x: tensor<1x2x3x8xf32>, %cos: tensor<9x4xf32>, %sin: ten
          positions(%off : tensor<1xi32>) outs(%init : tensor<1x2x3x8xf32>) -> tensor<1x2x3x8xf32>
   return %r : tensor<1x2x3x8xf32>
 }
+
+// -----
+
+// The stages of mha.attention_weights: the scores (capped, no mask) and the
+// logits (capped, masked) converted into `init`; no softmax.
+
+// CHECK-LABEL: func.func @weights_scores
+// CHECK: math.tanh
+// CHECK-NOT: math.exp
+// CHECK-NOT: arith.select
+// CHECK: %[[F16:.+]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x4x8xf16>)
+// CHECK:   arith.truncf %{{.*}} : f32 to f16
+// CHECK-NOT: math.exp
+// CHECK: return %[[F16]]
+func.func @weights_scores(%q: tensor<1x2x4x8xf16>, %k: tensor<1x1x8x8xf16>, %m: tensor<4x8xi1>,
+                          %init: tensor<1x2x4x8xf16>) -> tensor<1x2x4x8xf16> {
+  %s = mha.attention_weights ins(%q, %k : tensor<1x2x4x8xf16>, tensor<1x1x8x8xf16>) mask(%m : tensor<4x8xi1>)
+         outs(%init : tensor<1x2x4x8xf16>) {causal, softcap = 2.0 : f32, stage = #mha.weights_stage<scores>}
+         -> tensor<1x2x4x8xf16>
+  return %s : tensor<1x2x4x8xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @weights_logits
+// CHECK: math.tanh
+// CHECK: arith.select
+// CHECK-NOT: math.exp
+// CHECK: %[[OUT:.+]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x4x8xf32>)
+// CHECK-NOT: math.exp
+// CHECK: return %[[OUT]]
+func.func @weights_logits(%q: tensor<1x2x4x8xf32>, %k: tensor<1x1x8x8xf32>, %m: tensor<4x8xi1>,
+                          %init: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %s = mha.attention_weights ins(%q, %k : tensor<1x2x4x8xf32>, tensor<1x1x8x8xf32>) mask(%m : tensor<4x8xi1>)
+         outs(%init : tensor<1x2x4x8xf32>) {causal, softcap = 2.0 : f32, stage = #mha.weights_stage<logits>}
+         -> tensor<1x2x4x8xf32>
+  return %s : tensor<1x2x4x8xf32>
+}

@@ -81,6 +81,40 @@ func.func @wide_and_bool(%m: tensor<8x8xi1>, %x: tensor<96x768xf32>) -> (tensor<
 
 // -----
 
+// Nor is an op on i1 fused into a consumer's workgroup tiles (the additive
+// form of a boolean mask the attention weights read): it stays on the host,
+// and the kernel reads its f32 result.
+
+// CHECK-LABEL: func.func @bool_producer
+// CHECK: %[[ADD:.+]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<8x64xi1>) outs(%{{.*}} : tensor<8x64xf32>)
+// CHECK: scf.forall
+// CHECK-NOT: xi1>
+// CHECK:   linalg.generic {{.*}} ins(%{{.*}}, %[[ADD]] : tensor<8x64xf32>, tensor<8x64xf32>)
+// CHECK: } {mapping
+func.func @bool_producer(%m: tensor<8x64xi1>, %x: tensor<8x64xf32>) -> tensor<8x64xf32> {
+  %e = tensor.empty() : tensor<8x64xf32>
+  %zero = arith.constant 0.0 : f32
+  %ninf = arith.constant 0xFF800000 : f32
+  %add = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                         iterator_types = ["parallel", "parallel"]}
+           ins(%m : tensor<8x64xi1>) outs(%e : tensor<8x64xf32>) {
+  ^bb0(%in: i1, %out: f32):
+    %v = arith.select %in, %zero, %ninf : f32
+    linalg.yield %v : f32
+  } -> tensor<8x64xf32>
+  %e2 = tensor.empty() : tensor<8x64xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                       iterator_types = ["parallel", "parallel"]}
+         ins(%x, %add : tensor<8x64xf32>, tensor<8x64xf32>) outs(%e2 : tensor<8x64xf32>) {
+  ^bb0(%in: f32, %b: f32, %out: f32):
+    %v = arith.addf %in, %b : f32
+    linalg.yield %v : f32
+  } -> tensor<8x64xf32>
+  return %y : tensor<8x64xf32>
+}
+
+// -----
+
 func.func @reduction_only(%x: tensor<8xf32>, %z: tensor<f32>) -> tensor<f32> {
   // expected-error @below {{'linalg.generic' op has no parallel loop to spread over workgroups}}
   %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>], iterator_types = ["reduction"]}

@@ -778,6 +778,23 @@ func.func @attention_weights_average_rank(%q: tensor<1x4x8x16xf32>, %k: tensor<1
 
 // -----
 
+func.func @attention_weights_stage_average(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x6x16xf32>, %init: tensor<1x8x6xf32>) -> tensor<1x8x6xf32> {
+  // expected-error @+1 {{averages the probabilities only: 'average_heads' with stage 'logits'}}
+  %p = mha.attention_weights ins(%q, %k : tensor<1x4x8x16xf32>, tensor<1x2x6x16xf32>) outs(%init : tensor<1x8x6xf32>) {average_heads, stage = #mha.weights_stage<logits>} -> tensor<1x8x6xf32>
+  return %p : tensor<1x8x6xf32>
+}
+
+// -----
+
+func.func @attention_weights_stage_unknown(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x6x16xf32>, %init: tensor<1x4x8x6xf32>) -> tensor<1x4x8x6xf32> {
+  // expected-error @+2 {{expected ::mlir::mha::WeightsStage to be one of: scores, logits, probabilities}}
+  // expected-error @+1 {{failed to parse MHA_WeightsStageAttr parameter 'value'}}
+  %p = mha.attention_weights ins(%q, %k : tensor<1x4x8x16xf32>, tensor<1x2x6x16xf32>) outs(%init : tensor<1x4x8x6xf32>) {stage = #mha.weights_stage<softmax>} -> tensor<1x4x8x6xf32>
+  return %p : tensor<1x4x8x6xf32>
+}
+
+// -----
+
 func.func @attention_weights_result(%q: tensor<1x4x8x16xf32>, %k: tensor<1x2x6x16xf32>, %init: tensor<1x8x6xf32>) -> tensor<1x8x?xf32> {
   // expected-error @+1 {{result type must match 'init' type: expected 'tensor<1x8x6xf32>', found 'tensor<1x8x?xf32>'}}
   %p = mha.attention_weights ins(%q, %k : tensor<1x4x8x16xf32>, tensor<1x2x6x16xf32>) outs(%init : tensor<1x8x6xf32>) {average_heads} -> tensor<1x8x?xf32>

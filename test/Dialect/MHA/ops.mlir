@@ -147,6 +147,7 @@ func.func @attention_causal_offset(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x16x8x
 // CHECK: mha.attention ins(%{{.*}}, %{{.*}}, %{{.*}} : {{.*}}) key_lengths(%[[LEN:.+]] : tensor<2xi32>) causal_offset(%{{.*}}) outs(%{{.*}} : tensor<2x2x4x8xf32>) {softcap = 3.000000e+01 : f32, window_left = 4 : i64, window_right = 1 : i64} -> tensor<2x2x4x8xf32>
 // CHECK: mha.online_attention ins(%{{.*}}, %{{.*}}, %{{.*}} : {{.*}}) key_lengths(%[[LEN]] : tensor<2xi32>) key_offset(%{{.*}}) causal_offset(%{{.*}}) outs({{.*}}) {causal, window_left = 2 : i64}
 // CHECK: mha.attention_weights ins(%{{.*}}, %{{.*}} : {{.*}}) key_lengths(%[[LEN]] : tensor<2xi32>) outs(%{{.*}} : tensor<2x2x4x16xf32>) {softcap = 5.000000e+00 : f32} -> tensor<2x2x4x16xf32>
+// CHECK: mha.attention_weights {{.*}} {softcap = 5.000000e+00 : f32, stage = #mha.weights_stage<scores>} -> tensor<2x2x4x16xf32>
 // CHECK: mha.multi_head_attention {{.*}} key_lengths(%{{.*}}) {causal, num_heads = 2 : i64, softcap = 5.000000e+01 : f32, window_left = 8 : i64} : ({{.*}}, tensor<2xi64>) -> tensor<2x4x16xf32>
 // GENERIC-LABEL: sym_name = "attention_key_features"
 // GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 1, 1>, softcap = 3.000000e+01 : f32, window_left = 4 : i64, window_right = 1 : i64}>
@@ -167,6 +168,9 @@ func.func @attention_key_features(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x16x8xf
          {causal, window_left = 2 : i64} -> tensor<2x2x4x8xf32>, tensor<2x2x4xf32>, tensor<2x2x4xf32>
   %w8 = mha.attention_weights ins(%q, %k : tensor<2x2x4x8xf32>, tensor<2x2x16x8xf32>)
          key_lengths(%len : tensor<2xi32>) outs(%p : tensor<2x2x4x16xf32>) {softcap = 5.0 : f32}
+         -> tensor<2x2x4x16xf32>
+  %s8 = mha.attention_weights ins(%q, %k : tensor<2x2x4x8xf32>, tensor<2x2x16x8xf32>)
+         outs(%p : tensor<2x2x4x16xf32>) {softcap = 5.0 : f32, stage = #mha.weights_stage<scores>}
          -> tensor<2x2x4x16xf32>
   %y = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w key_lengths(%len64)
          {num_heads = 2 : i64, causal, softcap = 50.0 : f32, window_left = 8 : i64}

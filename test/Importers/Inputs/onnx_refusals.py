@@ -101,7 +101,7 @@ cases = {
     "left_window_size": layer(dict(left_window_size=-2), opset=25),
     "right_window_size_opset_24": layer(dict(right_window_size=1),
                                         opset=24),
-    "softmax_precision": layer(dict(softmax_precision=TensorProto.FLOAT16)),
+    "softmax_precision": layer(dict(softmax_precision=TensorProto.INT32)),
     "unknown_attribute": layer(dict(sliding=1)),
     "scale": layer(dict(scale=-1.0)),
     "kv_num_heads": layer(dict(q_num_heads=2, kv_num_heads=3)),

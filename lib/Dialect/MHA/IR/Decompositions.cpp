@@ -241,6 +241,23 @@ Value buildLogits(OpBuilder &b, Location loc, Value scores, Value mask,
       });
 }
 
+/// `x` converted to the element type of `init`, written into it (same
+/// shape, elementwise).
+Value buildConversion(OpBuilder &b, Location loc, Value x, Value init) {
+  int64_t rank = cast<ShapedType>(init.getType()).getRank();
+  Type elementType = getElementTypeOrSelf(init.getType());
+  SmallVector<AffineMap> identity(2, b.getMultiDimIdentityMap(rank));
+  return buildGeneric(
+      b, loc, x, init, identity,
+      SmallVector<IteratorType>(rank, IteratorType::parallel),
+      [&](OpBuilder &gb, Location gloc, ValueRange args) {
+        linalg::YieldOp::create(
+            gb, gloc,
+            convertScalarToDtype(gb, gloc, args[0], elementType,
+                                 /*isUnsignedCast=*/false));
+      });
+}
+
 } // namespace
 
 /// `acc + p · v` over loops (b, h, i, j, c) with `maps` (p, v, acc): the
@@ -467,7 +484,8 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
 
 // p = exp(s - rowmax(s)) / rowsum(...) over the whole score matrix (0 on rows
 // that see no key), written into `init`; averaged over the heads in f32
-// first with `average_heads`.
+// first with `average_heads`. An earlier `stage`: the (capped) scores, or
+// the logits, converted into `init`.
 FailureOr<SmallVector<Value>>
 AttentionWeightsOp::decomposeOperation(OpBuilder &b) {
   Location loc = getLoc();
@@ -487,11 +505,20 @@ AttentionWeightsOp::decomposeOperation(OpBuilder &b) {
   Value scores =
       buildScaledScores(b, loc, getQuery(), getKey(), getKeyTransposed(),
                         getScaleOrDefault(), scoreShape);
+  Value init = getInit();
+  Type elementType = getElementTypeOrSelf(init.getType());
+  if (getStage() == WeightsStage::Scores) {
+    Value capped = buildLogits(b, loc, scores, Value(), nullptr,
+                               getSoftcapValue());
+    return SmallVector<Value>{buildConversion(b, loc, capped, init)};
+  }
   KeyVisibility visibility = getKeyVisibility(b);
   Value logits =
       buildLogits(b, loc, scores, getMask(),
                   visibility.restricts() ? &visibility : nullptr,
                   getSoftcapValue());
+  if (getStage() == WeightsStage::Logits)
+    return SmallVector<Value>{buildConversion(b, loc, logits, init)};
   Value rowMax = buildRowReduction(
       b, loc, logits, buildIdentityFill(b, loc, rowShape, Combine::Max),
       Combine::Max);
@@ -511,8 +538,6 @@ AttentionWeightsOp::decomposeOperation(OpBuilder &b) {
       return arith::SelectOp::create(gb, gloc, none, zero, p).getResult();
     };
   };
-  Value init = getInit();
-  Type elementType = getElementTypeOrSelf(init.getType());
   if (!getAverageHeads()) {
     Value p = buildGeneric(
         b, loc, ValueRange{exps, rowSum}, init,
@@ -542,17 +567,7 @@ AttentionWeightsOp::decomposeOperation(OpBuilder &b) {
         Value sum = arith::AddFOp::create(gb, gloc, args[2], v);
         linalg::YieldOp::create(gb, gloc, sum);
       });
-  SmallVector<AffineMap> identity(2, b.getMultiDimIdentityMap(3));
-  Value p = buildGeneric(
-      b, loc, mean, init, identity,
-      SmallVector<IteratorType>(3, IteratorType::parallel),
-      [&](OpBuilder &gb, Location gloc, ValueRange args) {
-        linalg::YieldOp::create(
-            gb, gloc,
-            convertScalarToDtype(gb, gloc, args[0], elementType,
-                                 /*isUnsignedCast=*/false));
-      });
-  return SmallVector<Value>{p};
+  return SmallVector<Value>{buildConversion(b, loc, mean, init)};
 }
 
 //===----------------------------------------------------------------------===//

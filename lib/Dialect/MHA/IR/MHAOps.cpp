@@ -863,6 +863,10 @@ LogicalResult AttentionWeightsOp::verify() {
           getMask(), getScale(), getKeyFeatures(*this), {}, {},
           /*outsHaveQueryType=*/true)))
     return failure();
+  if (getAverageHeads() && getStage() != WeightsStage::Probabilities)
+    return emitOpError("averages the probabilities only: 'average_heads' "
+                       "with stage '")
+           << stringifyWeightsStage(getStage()) << "'";
   auto query = cast<ShapedType>(getQuery().getType());
   auto key = cast<ShapedType>(getKey().getType());
   if (failed(verifyWeightsType(getOperation(), "init",

@@ -1,6 +1,7 @@
 //===- AdditiveMask.cpp - boolean attention masks as additive masks -------===//
 //
-// A boolean mask of mha.attention as the equivalent additive float mask
+// A boolean mask of mha.attention or mha.attention_weights as the
+// equivalent additive float mask
 // (host code), for targets whose kernels cannot load i1 (SPIR-V storage
 // buffers) (mha-additive-mask).
 //
@@ -23,13 +24,25 @@ namespace mlir::mha {
 using namespace mlir;
 
 LogicalResult mha::boolMaskToAdditive(RewriterBase &rewriter,
-                                      mha::AttentionOp op) {
-  Value mask = op.getMask();
-  auto maskType = mask ? cast<RankedTensorType>(mask.getType()) : nullptr;
-  if (!maskType || !maskType.getElementType().isInteger(1))
+                                      Operation *op) {
+  OpOperand *maskOperand = nullptr;
+  Value query;
+  if (auto attention = dyn_cast<mha::AttentionOp>(op)) {
+    maskOperand = attention.getMask() ? &attention.getMaskMutable()[0]
+                                      : nullptr;
+    query = attention.getQuery();
+  } else if (auto weights = dyn_cast<mha::AttentionWeightsOp>(op)) {
+    maskOperand = weights.getMask() ? &weights.getMaskMutable()[0] : nullptr;
+    query = weights.getQuery();
+  }
+  if (!maskOperand)
     return failure();
-  Type element = cast<ShapedType>(op.getQuery().getType()).getElementType();
-  Location loc = op.getLoc();
+  Value mask = maskOperand->get();
+  auto maskType = cast<RankedTensorType>(mask.getType());
+  if (!maskType.getElementType().isInteger(1))
+    return failure();
+  Type element = cast<ShapedType>(query.getType()).getElementType();
+  Location loc = op->getLoc();
   rewriter.setInsertionPoint(op);
   Value empty = tensor::EmptyOp::create(
       rewriter, loc, tensor::getMixedSizes(rewriter, loc, mask), element);
@@ -47,8 +60,8 @@ LogicalResult mha::boolMaskToAdditive(RewriterBase &rewriter,
             b, l, arith::SelectOp::create(b, l, args[0], zero, minusInf)
                       .getResult());
       });
-  rewriter.modifyOpInPlace(
-      op, [&] { op.getMaskMutable().assign(additive.getResult(0)); });
+  rewriter.modifyOpInPlace(op,
+                           [&] { maskOperand->set(additive.getResult(0)); });
   return success();
 }
 
@@ -58,8 +71,10 @@ struct MHAAdditiveMaskPass final
     : mha::impl::MHAAdditiveMaskPassBase<MHAAdditiveMaskPass> {
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
-    getOperation()->walk(
-        [&](mha::AttentionOp op) { (void)mha::boolMaskToAdditive(rewriter, op); });
+    getOperation()->walk([&](Operation *op) {
+      if (isa<mha::AttentionOp, mha::AttentionWeightsOp>(op))
+        (void)mha::boolMaskToAdditive(rewriter, op);
+    });
   }
 };
 

@@ -283,7 +283,9 @@ mha::decomposeMultiHeadAttention(RewriterBase &rewriter,
             op.getCausalAttr(),
             *mode == "average" ? rewriter.getUnitAttr() : UnitAttr(),
             /*key_transposed=*/UnitAttr(), op.getSoftcapAttr(),
-            op.getWindowLeftAttr(), op.getWindowRightAttr())
+            op.getWindowLeftAttr(), op.getWindowRightAttr(),
+            WeightsStageAttr::get(rewriter.getContext(),
+                                  WeightsStage::Probabilities))
             .getResult();
     if (weights.getType() != op.getWeights().getType())
       weights = tensor::CastOp::create(rewriter, loc,

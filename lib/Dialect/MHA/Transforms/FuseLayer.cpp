@@ -122,7 +122,12 @@ FailureOr<Operation *> mha::tileAndFuseIntoForall(RewriterBase &rewriter,
       rewriter, root, tileSizes, scf::SCFTilingOptions::LoopType::ForallOp,
       /*fuseDestinations=*/true, [](Operation *producer) {
         auto linalgOp = dyn_cast<linalg::LinalgOp>(producer);
-        return linalgOp && linalgOp.hasPureTensorSemantics();
+        // A producer reading i1 (a boolean mask made additive) stays on the
+        // host: GPU kernels cannot load i1 from SPIR-V storage buffers.
+        return linalgOp && linalgOp.hasPureTensorSemantics() &&
+               llvm::none_of(linalgOp.getDpsInputs(), [](Value input) {
+                 return getElementTypeOrSelf(input.getType()).isInteger(1);
+               });
       });
   if (failed(result) || result->loops.empty())
     return failure();

@@ -32,3 +32,19 @@ func.func @float_mask(%q: tensor<1x2x4x4xf32>, %k: tensor<1x2x8x4xf32>, %v: tens
          mask(%m : tensor<4x8xf32>) outs(%init : tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
   return %o : tensor<1x2x4x4xf32>
 }
+
+// -----
+
+// The weights' i1 mask too (its decomposition would read i1 in a kernel).
+
+// CHECK-LABEL: func.func @weights_bool_mask
+// CHECK: %[[ADD:.+]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<4x8xi1>) outs(%{{.*}} : tensor<4x8xf32>)
+// CHECK:   arith.select
+// CHECK: mha.attention_weights {{.*}} mask(%[[ADD]] : tensor<4x8xf32>) {{.*}}stage = #mha.weights_stage<logits>
+func.func @weights_bool_mask(%q: tensor<1x2x4x4xf32>, %k: tensor<1x2x8x4xf32>, %m: tensor<4x8xi1>,
+                             %init: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
+  %w = mha.attention_weights ins(%q, %k : tensor<1x2x4x4xf32>, tensor<1x2x8x4xf32>)
+         mask(%m : tensor<4x8xi1>) outs(%init : tensor<1x2x4x8xf32>) {stage = #mha.weights_stage<logits>}
+         -> tensor<1x2x4x8xf32>
+  return %w : tensor<1x2x4x8xf32>
+}

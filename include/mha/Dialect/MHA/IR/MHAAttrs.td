@@ -39,6 +39,22 @@ def MHA_TargetKind : I32EnumAttr<"TargetKind", "what code is generated for", [
   let genSpecializedAttr = 0;
 }
 
+def MHA_WeightsStage : I32EnumAttr<"WeightsStage",
+    "what `mha.attention_weights` returns", [
+    I32EnumAttrCase<"Scores", 0, "scores">,
+    I32EnumAttrCase<"Logits", 1, "logits">,
+    I32EnumAttrCase<"Probabilities", 2, "probabilities">]> {
+  let cppNamespace = "::mlir::mha";
+  let genSpecializedAttr = 0;
+}
+
+def MHA_WeightsStageAttr : EnumAttr<MHA_Dialect, MHA_WeightsStage,
+                                    "weights_stage"> {
+  let summary = "The stage of the attention computation "
+                "`mha.attention_weights` returns";
+  let assemblyFormat = "`<` $value `>`";
+}
+
 def MHA_TargetAttr : AttrDef<MHA_Dialect, "Target"> {
   let mnemonic = "target";
   let summary = "The machine code is generated for";

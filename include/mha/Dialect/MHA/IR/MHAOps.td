@@ -315,23 +315,36 @@ def MHA_AttentionWeightsOp : MHA_Op<"attention_weights", [
     DeclareOpInterfaceMethods<ReifyRankedShapedTypeOpInterface,
                               ["reifyResultShapes"]>,
     DeclareOpInterfaceMethods<AggregatedOpInterface, ["decomposeOperation"]>]> {
-  let summary = "The attention probabilities of head-split queries and keys";
+  let summary = "The attention probabilities (or scores, or logits) of "
+                "head-split queries and keys";
   let description = [{
     `p[b, h, i, j] = softmax_j(mask(q[b, h, i, :] · k[b, g, j, :] · scale))`,
     the probabilities `mha.attention` weights the values with (same
-    operands, mask, `scale`, `causal`, `causal_offset` and `key_transposed`
-    rules; `g = h / (H
-    / Hkv)`); a query that sees no key has zero probabilities. `init` is
-    `[B, H, Sq, Sk]`, or `[B, Sq, Sk]` with `average_heads` (the mean over
-    the heads, as PyTorch's `average_attn_weights`). The result is O(Sq·Sk)
-    memory: it exists for the callers that need the probabilities
-    (`need_weights`, ONNX's `qk_matmul_output`, visualization), next to the
-    fused attention. It decomposes (`AggregatedOpInterface`,
-    `mha-attention-to-linalg`) into linalg ops that materialize the scores.
+    operands, mask, `scale`, `causal`, `causal_offset`, `softcap`, windows,
+    `key_lengths` and `key_transposed` rules; `g = h / (H / Hkv)`); a query
+    that sees no key has zero probabilities. `init` is `[B, H, Sq, Sk]`, or
+    `[B, Sq, Sk]` with `average_heads` (the mean over the heads, as
+    PyTorch's `average_attn_weights`). The result is O(Sq·Sk) memory: it
+    exists for the callers that need the probabilities (`need_weights`,
+    ONNX's `qk_matmul_output`, visualization), next to the fused attention.
+    It decomposes (`AggregatedOpInterface`, `mha-attention-to-linalg`) into
+    linalg ops that materialize the scores.
+
+    `stage` returns an earlier step of the same computation (ONNX's
+    `qk_matmul_output_mode`), per head (not with `average_heads`):
+
+    | stage | `[b, h, i, j]` |
+    |---|---|
+    | `scores` | `s = q · k · scale`, capped to `softcap · tanh(s / softcap)` with `softcap` |
+    | `logits` | the scores plus the mask (a float mask added; -inf where an i1 mask is false or the key is hidden by `causal`, a window or `key_lengths`) |
+    | `probabilities` (default) | the softmax of the logits over `j` |
 
     ```mlir
     %p = mha.attention_weights ins(%q, %k : tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>)
            outs(%init : tensor<2x?x?xf32>) {average_heads, causal} -> tensor<2x?x?xf32>
+    %l = mha.attention_weights ins(%q, %k : tensor<2x8x?x64xf32>, tensor<2x2x?x64xf32>)
+           outs(%init2 : tensor<2x8x?x?xf32>) {causal, stage = #mha.weights_stage<logits>}
+           -> tensor<2x8x?x?xf32>
     ```
   }];
 
@@ -349,7 +362,9 @@ def MHA_AttentionWeightsOp : MHA_Op<"attention_weights", [
     UnitAttr:$key_transposed,
     OptionalAttr<F32Attr>:$softcap,
     OptionalAttr<I64Attr>:$window_left,
-    OptionalAttr<I64Attr>:$window_right
+    OptionalAttr<I64Attr>:$window_right,
+    DefaultValuedAttr<MHA_WeightsStageAttr,
+                      "::mlir::mha::WeightsStage::Probabilities">:$stage
   );
   let results = (outs MHA_FloatTensor:$result);
 

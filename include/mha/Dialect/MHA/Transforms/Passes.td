@@ -198,9 +198,11 @@ def MHAInsertRuntimeChecksPass : Pass<"mha-insert-runtime-checks"> {
 }
 
 def MHAAdditiveMaskPass : Pass<"mha-additive-mask"> {
-  let summary = "Rewrite i1 masks of mha.attention as additive float masks";
+  let summary = "Rewrite i1 masks of mha.attention and mha.attention_weights "
+                "as additive float masks";
   let description = [{
-    Every `mha.attention` with an `i1` mask gets instead a mask of the data's
+    Every `mha.attention` and `mha.attention_weights` with an `i1` mask gets
+    instead a mask of the data's
     element type, 0 where the boolean is true and -inf where it is false,
     computed by a `linalg.generic` before it (the two are the same
     attention: a row that sees no key is zero either way). The GPU pipelines

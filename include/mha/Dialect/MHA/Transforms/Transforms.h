@@ -96,17 +96,19 @@ FailureOr<SmallVector<Value>> decomposeOnlineAttention(RewriterBase &rewriter,
 
 /// Tiles `root` (a TilingInterface op on tensors) by `tileSizes` (0: not
 /// tiled) into an scf.forall with upstream tile-and-fuse, fusing the linalg
-/// ops that produce its operands, destinations included. Returns the loop.
+/// ops that produce its operands, destinations included, except those that
+/// read i1 (GPU kernels cannot load it). Returns the loop.
 FailureOr<Operation *> tileAndFuseIntoForall(RewriterBase &rewriter,
                                              Operation *root,
                                              ArrayRef<int64_t> tileSizes);
 
-/// The i1 mask of `op` replaced by the equivalent additive mask of the data's
-/// element type (0 where true, -inf where false), computed by a
-/// linalg.generic before `op`: for GPU kernels, which cannot load i1 from
-/// SPIR-V storage buffers. Fully masked rows stay zero (docs/Semantics.md).
-/// Fails (nothing changed) when `op` has no i1 mask.
-LogicalResult boolMaskToAdditive(RewriterBase &rewriter, AttentionOp op);
+/// The i1 mask of `op` (an mha.attention or mha.attention_weights) replaced
+/// by the equivalent additive mask of the data's element type (0 where true,
+/// -inf where false), computed by a linalg.generic before `op`: for GPU
+/// kernels, which cannot load i1 from SPIR-V storage buffers. Fully masked
+/// rows stay zero (docs/Semantics.md). Fails (nothing changed) when `op` has
+/// no i1 mask.
+LogicalResult boolMaskToAdditive(RewriterBase &rewriter, Operation *op);
 
 /// Checks that the tile sizes are positive; the error names `op`.
 LogicalResult checkTileOptions(Operation *op, const TileOptions &options);
