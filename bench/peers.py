@@ -24,7 +24,10 @@ Peers, each at every thread count:
 
 Ceilings: the measured f32 FMA peak per thread count (fma_peak.c), which
 every GFLOP/s figure is also given as a percentage of, and the best sgemm
-PyTorch reaches on the layer's projection shape [B*S, E] x [E, E].
+PyTorch reaches on the layer's projection shape [B*S, E] x [E, E]. Decode
+rows (one query per head against a long K/V, bound by reading it) are given
+as GB/s of K/V read per call too, and as a percentage of the measured read
+bandwidth at that thread count (bw_probe.c).
 
 Interleaving. Machine speed drifts (turbo, other load, thermal), so peers
 are never timed one after the other in long blocks: for each configuration
@@ -86,6 +89,7 @@ class Config:
     causal: bool = False
     cross: bool = False
     core: bool = False   # mha.attention alone on [B, H, S, d]: ours only
+    decode: bool = False  # bound by reading K/V: GB/s against bw_probe.c
 
     def shape(self):
         s = f"Sq={self.sq} Sk={self.sk}" if self.sk != self.sq else f"S={self.sq}"
@@ -111,6 +115,10 @@ class Config:
             return self.sq * self.sk
         off = self.sk - self.sq
         return sum(max(0, min(self.sk, i + off + 1)) for i in range(self.sq))
+
+    def kv_bytes(self):
+        """Bytes of keys and values (f32) one call reads."""
+        return 2 * self.b * self.hkv * self.sk * self.d * 4
 
     def flops(self):
         attention = 2 * self.b * self.h * self.pairs() * (2 * self.d)
@@ -143,6 +151,12 @@ CONFIGS = [
            1, 1024, 1024, 0, 12, 12, 64, bias=False, causal=True, core=True),
     Config("core-s2048", "core attention alone (mha.attention), causal",
            1, 2048, 2048, 0, 12, 12, 64, bias=False, causal=True, core=True),
+] + [
+    Config(f"decode-b{b}-{sk // 1024}k",
+           "decoding (mha.attention, one query per head, grouped-query)",
+           b, 1, sk, 0, 32, 8, 128, bias=False, causal=True, core=True,
+           decode=True)
+    for b, sk in ((1, 4096), (1, 32768), (8, 4096), (8, 32768))
 ]
 
 
@@ -382,6 +396,24 @@ def host_cpu_flags():
     return set()
 
 
+def bw_probe(args, threads):
+    """Best of a few runs of bw_probe.c (1 GiB read by `threads` threads),
+    GB/s; built here when missing or older than its source."""
+    binary = os.path.join(args.workdir, "bw_probe")
+    source = os.path.join(BENCH, "bw_probe.c")
+    if (not os.path.exists(binary)
+            or os.path.getmtime(binary) < os.path.getmtime(source)):
+        subprocess.run([args.cc, "-O2", "-pthread", "-o", binary, source],
+                       check=True)
+    best = 0.0
+    for _ in range(args.peak_repeats):
+        out = subprocess.run([binary, str(threads), "1024", "5"], check=True,
+                             stdout=subprocess.PIPE, text=True).stdout
+        best = max(best, float(re.search(r"([\d.]+) GB/s", out)[1]))
+        time.sleep(args.gap)
+    return best
+
+
 def fma_peak(args, threads):
     """Best of a few runs of fma_peak.c, GFLOP/s; built here when missing or
     older than its source. Its kernel is chosen at run time (zmm with
@@ -519,7 +551,7 @@ def bench_one(args, cfg, threads):
                   if ours and ours.compile_ms else None)
     return {"config": cfg, "threads": threads, "results": results,
             "errors": errors, "info": info, "sgemm": sgemm,
-            "peak": None, "compile_ms": compile_ms}
+            "peak": None, "bandwidth": None, "compile_ms": compile_ms}
 
 
 def best_per_peer(run):
@@ -541,6 +573,20 @@ PEER_ORDER = ["ours", "torch", "torch-tuned", "ort"]
 
 def gflops(cfg, ms):
     return cfg.flops() / (ms * 1e-3) / 1e9
+
+
+def kv_read(run):
+    """For a decode row: its K/V GB/s (ours) and % of the measured read
+    bandwidth, as a sentence; else None."""
+    cfg, ours = run["config"], best_per_peer(run).get("ours")
+    if not cfg.decode or not ours:
+        return None
+    gbs = cfg.kv_bytes() / (ours.median * 1e-3) / 1e9
+    bw = run["bandwidth"]
+    pct = f" = {100 * gbs / bw:.0f}% of the read bandwidth ({bw:.1f} GB/s, " \
+          f"bw_probe.c)" if bw else ""
+    return (f"K/V {cfg.kv_bytes() / 1e6:.0f} MB per call, ours "
+            f"{gbs:.1f} GB/s{pct}")
 
 
 def detail_rows(run, verbose):
@@ -600,6 +646,8 @@ def print_text(runs, header, verbose):
             extras.append(f"best sgemm [{s['shape'][0]}x{s['shape'][2]}]x"
                           f"[{s['shape'][2]}x{s['shape'][1]}]: {s['gflops']:.1f} GFLOP/s "
                           f"({s['how']})")
+        if kv_read(run):
+            extras.append(kv_read(run))
         if run["compile_ms"] is not None:
             extras.append(f"ours compile {run['compile_ms']:.0f} ms (not timed)")
         if extras:
@@ -665,6 +713,11 @@ def write_markdown(path, runs, header, args):
     for cfg in dict.fromkeys(run["config"] for run in runs):
         out.append(f"- `{cfg.name}`: {cfg.title}; {cfg.shape()}; "
                    f"{cfg.flops() / 1e9:.3f} GFLOP per call")
+    decode = [(run["config"].name, run["threads"], kv_read(run))
+              for run in runs if kv_read(run)]
+    if decode:
+        out += ["", "Decoding, K/V read per call:", ""]
+        out += [f"- `{n}`, T={t}: {text}" for n, t, text in decode]
     sg = [(run["config"].name, run["threads"], run["sgemm"]) for run in runs
           if run["sgemm"]]
     if sg:
@@ -783,10 +836,20 @@ def main():
         log("FMA peak again ...")
         peaks = {t: max(g, fma_peak(args, t)) for t, g in peaks.items()}
         log("  " + ", ".join(f"T={t}: {g:.1f} GFLOP/s" for t, g in peaks.items()))
+    bandwidth = {}
+    if any(cfg.decode for cfg in configs):
+        log("read bandwidth ...")
+        bandwidth = {t: bw_probe(args, t) for t in threads}
+        log("  " + ", ".join(f"T={t}: {g:.1f} GB/s"
+                             for t, g in bandwidth.items()))
     for run in runs:
         run["peak"] = peaks[run["threads"]]
+        run["bandwidth"] = bandwidth.get(run["threads"])
 
     header = machine_header(args, peaks, runs)
+    if bandwidth:
+        header.append("read bandwidth (bw_probe.c, 1 GiB): " + ", ".join(
+            f"T={t} {g:.1f} GB/s" for t, g in bandwidth.items()))
     print_text(runs, header, args.verbose)
     if args.markdown:
         write_markdown(args.markdown, runs, header, args)
@@ -794,6 +857,7 @@ def main():
     if args.json:
         raw = [{"config": dataclasses.asdict(r["config"]), "threads": r["threads"],
                 "flops": r["config"].flops(), "peak_gflops": r["peak"],
+                "bandwidth_gbs": r["bandwidth"],
                 "sgemm": r["sgemm"], "compile_ms": r["compile_ms"],
                 "errors": r["errors"], "info": r["info"],
                 "results": [{"peer": x.peer, "form": x.form, "error": x.error,

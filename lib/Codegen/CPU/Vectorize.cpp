@@ -131,6 +131,19 @@ static RegisterTiling chooseRegisterTiling(linalg::LinalgOp op,
       tiling.interchange.push_back(i);
 
   std::optional<unsigned> col = outputLoop(op, 0), row = outputLoop(op, 1);
+  // Rows of one (a single query: decoding): the tile's rows come from the
+  // next outer dim of the output that has more (the heads of a group), so
+  // that a contraction is still an outer product per reduction step.
+  for (unsigned fromEnd = 2; row && !isa<linalg::TransposeOp>(op) &&
+                             ranges[*row] == 1;
+       ++fromEnd) {
+    std::optional<unsigned> outer = outputLoop(op, fromEnd);
+    if (!outer)
+      break;
+    if (ranges[*outer] != 1 &&
+        iterators[*outer] == utils::IteratorType::parallel)
+      row = outer;
+  }
   if (isa<linalg::TransposeOp>(op) && col && row) {
     // Blocks in the order of the input's dims: its rows are read one after
     // another (its output is the copy, written in blocks either way).

@@ -523,3 +523,28 @@ func.func @shared_rescale(%p: tensor<16x64xf32>, %v: tensor<64x64xf32>, %a: tens
   %r = linalg.matmul ins(%p, %v : tensor<16x64xf32>, tensor<64x64xf32>) outs(%s : tensor<16x64xf32>) -> tensor<16x64xf32>
   return %r, %s : tensor<16x64xf32>, tensor<16x64xf32>
 }
+
+// -----
+
+// One query per head (decoding) with the heads of a group as the tile: the
+// rows of the register tiles are the heads (4), not the query dim (1), and
+// the keys are read without a head dim (the decomposition of a tile whose
+// heads share one key/value head), so the contraction is an outer product
+// per reduction step, 4 rows x 32 keys, its accumulator in registers.
+
+// CHECK-LABEL: func.func @one_query_rows
+// CHECK: scf.for {{.*}} step %c32
+// CHECK:   scf.for {{.*}} -> (vector<4x32xf32>)
+// CHECK:     vector.contract {{.*}} : vector<4x1xf32>, vector<1x32xf32> into vector<4x32xf32>
+// CHECK-NOT: linalg.generic
+func.func @one_query_rows(%q: tensor<1x4x1x64xf32>, %kt: tensor<1x64x64xf32>, %s: tensor<1x4x1x64xf32>) -> tensor<1x4x1x64xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(b, h, i, c, j) -> (b, h, i, c)>, affine_map<(b, h, i, c, j) -> (b, c, j)>, affine_map<(b, h, i, c, j) -> (b, h, i, j)>],
+                       iterator_types = ["parallel", "parallel", "parallel", "reduction", "parallel"]}
+         ins(%q, %kt : tensor<1x4x1x64xf32>, tensor<1x64x64xf32>) outs(%s : tensor<1x4x1x64xf32>) {
+  ^bb0(%a: f32, %b: f32, %o: f32):
+    %m = arith.mulf %a, %b : f32
+    %t = arith.addf %o, %m : f32
+    linalg.yield %t : f32
+  } -> tensor<1x4x1x64xf32>
+  return %r : tensor<1x4x1x64xf32>
+}

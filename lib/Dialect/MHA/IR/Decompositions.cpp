@@ -142,6 +142,35 @@ static SmallVector<OpFoldResult> buildScoreShape(OpBuilder &b, Location loc,
           tensor::getMixedSize(b, loc, key, keySeqDim)};
 }
 
+/// How a contraction over loops (b, h, ...) reads the keys or values `kv`
+/// ([B, Hkv, ...]) of query head h: head h floordiv `group`, as the value
+/// and the leading results (b, h floordiv group) of its map. Where every
+/// query head of the op reads one key/value head (Hkv = 1 with H > 1: a
+/// tile of one group's heads, as decoding tiles grouped-query attention),
+/// `kv` without that head dim instead and (b): a map with floordiv is no
+/// projected permutation, and linalg then neither takes the op for a
+/// contraction nor vectorizes it.
+static std::pair<Value, SmallVector<AffineExpr>>
+readKeyValueHead(OpBuilder &b, Location loc, Value kv, AffineExpr bb,
+                 AffineExpr h, int64_t group) {
+  auto type = cast<RankedTensorType>(kv.getType());
+  if (type.getDimSize(1) != 1 || group == 1)
+    return {kv, {bb, h.floorDiv(group)}};
+  SmallVector<ReassociationIndices> groups = {{0, 1}};
+  for (int64_t d = 2; d < type.getRank(); ++d)
+    groups.push_back({d});
+  Value collapsed = tensor::CollapseShapeOp::create(b, loc, kv, groups);
+  return {collapsed, {bb}};
+}
+
+/// `prefix` followed by `rest`.
+static SmallVector<AffineExpr> concat(ArrayRef<AffineExpr> prefix,
+                                      ArrayRef<AffineExpr> rest) {
+  SmallVector<AffineExpr> all(prefix);
+  llvm::append_range(all, rest);
+  return all;
+}
+
 /// The scores of the scaled queries against the keys, in f32:
 /// `s[b, h, i, j] = (q[b, h, i, :] · scale) · k[b, h / group, j, :]` over
 /// `scoreShape` [B, H, Sq, Sk], computed over loops (b, h, i, c, j) with kᵀ
@@ -190,11 +219,12 @@ Value buildScaledScores(OpBuilder &b, Location loc, Value query, Value keys,
             arith::MulFOp::create(gb, gloc, x, f32Constant(gb, gloc, scale));
         linalg::YieldOp::create(gb, gloc, scaled);
       });
+  auto [keyOperand, keyHead] = readKeyValueHead(b, loc, keyT, bb, h, group);
   return buildContraction(
-      b, loc, scaledQuery, keyT,
+      b, loc, scaledQuery, keyOperand,
       buildIdentityFill(b, loc, scoreShape, Combine::Add),
       // Loop 3 is the channel, loop 4 the key here.
-      {map5({bb, h, i, j}), map5({bb, h.floorDiv(group), j, c}),
+      {map5({bb, h, i, j}), map5(concat(keyHead, {j, c})),
        map5({bb, h, i, c})});
 }
 
@@ -392,10 +422,10 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
   ArrayRef<OpFoldResult> rowShape = ArrayRef(scoreShape).take_front(3);
 
   // Loops (b, h, i, j, c): batch, query head, query, key, head channel.
-  // Query head h reads key/value head h floordiv group, without copies.
+  // Query head h reads key/value head h floordiv group, without copies
+  // (readKeyValueHead).
   AffineExpr bb, h, i, j, c;
   bindDims(ctx, bb, h, i, j, c);
-  AffineExpr kvHead = h.floorDiv(group);
   auto map5 = [&](ArrayRef<AffineExpr> e) {
     return AffineMap::get(5, 0, e, ctx);
   };
@@ -471,9 +501,12 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
   Value accScaled =
       buildCombine(b, loc, rescale, acc, {rowsOfScores, scoresMap},
                    parallel4, Combine::Mul);
+  auto [values, valueHead] =
+      readKeyValueHead(b, loc, getValue(), bb, h, group);
   Value newAcc = buildProbsTimesValues(
-      b, loc, visibility, probs, getValue(), accScaled,
-      {map5({bb, h, i, j}), map5({bb, kvHead, j, c}), map5({bb, h, i, c})},
+      b, loc, visibility, probs, values, accScaled,
+      {map5({bb, h, i, j}), map5(concat(valueHead, {j, c})),
+       map5({bb, h, i, c})},
       scoreShape[3]);
   return SmallVector<Value>{newAcc, newMax, newSum};
 }

@@ -213,8 +213,13 @@ func.func @key_features(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x6x8xf32>, %len: 
 // but a static cache's rows past its length may hold NaN); elsewhere the
 // plain contraction. Both accumulate into the same tensor.
 
+// The two query heads share the one key/value head: the keys and values
+// are read without that dim (maps (b, j, c), not (b, h floordiv 2, j, c),
+// which would be no projected permutation).
 // CHECK-LABEL: func.func @online_lengths
-// CHECK-SAME: %[[V:[^:]+]]: tensor<1x1x16x8xf32>, %[[LEN:[^:]+]]: tensor<1xi32>, %[[OFF:[^:]+]]: index
+// CHECK-SAME: %[[VIN:[^:]+]]: tensor<1x1x16x8xf32>, %[[LEN:[^:]+]]: tensor<1xi32>, %[[OFF:[^:]+]]: index
+// CHECK: tensor.collapse_shape %{{.*}} {{\[\[}}0, 1], [2], [3]] : tensor<1x1x8x16xf32> into tensor<1x8x16xf32>
+// CHECK: %[[V:.+]] = tensor.collapse_shape %[[VIN]] {{\[\[}}0, 1], [2], [3]] : tensor<1x1x16x8xf32> into tensor<1x16x8xf32>
 // CHECK: %[[END:.+]] = arith.addi %[[OFF]], %c16{{.*}} : index
 // CHECK: %[[PAST:.+]] = arith.cmpi sgt, %[[END]], %{{.*}} : index
 // CHECK: %[[ACC:.+]] = scf.if %{{.*}} -> (tensor<1x2x4x8xf32>) {
