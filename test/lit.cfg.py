@@ -71,6 +71,9 @@ if subprocess.call([onnx_python, "-c",
                     "from onnx.backend.test.case.node import attention"],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
     config.available_features.add("onnx-node-tests")
+if subprocess.call([onnx_python, "-c", "import onnxruntime"],
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
+    config.available_features.add("onnxruntime")
 config.substitutions.append(("%onnx_python", onnx_python))
 # The importers (python/mha_importers) from the source tree.
 config.environment["PYTHONPATH"] = os.path.join(config.mha_src_root, "python")

@@ -229,31 +229,31 @@ def _mask(em, m, mask_elt, elt, target):
 _STAGES = {0: "scores", 1: "scores", 2: "logits", 3: "probabilities"}
 
 
-def import_node(model, att, attrs, ins, outs, arrays, out_dir, name,
-                inputs=None):
-    """Writes NAME.mlir (one func.func: the node's present inputs as
-    arguments, in order; its present outputs as results) and NAME.rsp (the
-    initializers, saved in NAME.weights/). `ins`, `outs`: the node's inputs
-    and outputs by ONNX name ('' where absent); `arrays`: the initializers
-    and Constant outputs. Returns the path of NAME.mlir."""
-    g = model.graph
-    infos = {i.name: i for i in g.input}
-    taken = set()
-    em = _Emitter()
-    params, constants, runtime_names = [], [], []
-    values = {}
+class Function:
+    """The function an importer writes: the ONNX values it reads as
+    arguments (graph inputs first, in the order loaded, then initializers,
+    saved), its body (`em`) and what it returns (`write`)."""
 
-    def load(name_, role):
+    def __init__(self, model, arrays):
+        self.infos = {i.name: i for i in model.graph.input}
+        self.arrays = arrays
+        self.taken = set()
+        self.em = _Emitter()
+        self.params, self.constants, self.runtime_names = [], [], []
+        self.values = {}
+
+    def load(self, name_, role, types=None):
         """The ONNX value `name_` as an argument: a graph input, or an
-        initializer (an argument after the graph inputs, saved)."""
-        if name_ in values:
-            return values[name_]
-        if name_ in arrays:
-            arr = arrays[name_]
+        initializer (an argument after the graph inputs, saved). `types`:
+        ONNX element types it may have besides the floats."""
+        if name_ in self.values:
+            return self.values[name_]
+        if name_ in self.arrays:
+            arr = self.arrays[name_]
             shape = list(arr.shape)
             elem = onnx.helper.np_dtype_to_tensor_dtype(arr.dtype)
-        elif name_ in infos:
-            tt = infos[name_].type.tensor_type
+        elif name_ in self.infos:
+            tt = self.infos[name_].type.tensor_type
             if not tt.HasField("shape"):
                 _fail(f"{role} '{name_}' has no shape")
             shape = [d.dim_value if d.HasField("dim_value") else None
@@ -262,22 +262,49 @@ def import_node(model, att, attrs, ins, outs, arrays, out_dir, name,
         else:
             _fail(f"{role} '{name_}' is neither a graph input nor an "
                   f"initializer")
-        elt = ELEMENT.get(elem, {onnx.TensorProto.BOOL: "i1",
-                                 onnx.TensorProto.INT64: "i64"}.get(elem))
+        others = {onnx.TensorProto.BOOL: "i1", onnx.TensorProto.INT64: "i64",
+                  onnx.TensorProto.INT32: "i32"}
+        elt = ELEMENT.get(elem, others.get(elem))
         if elt is None:
             _fail(f"{role} '{name_}' is "
                   f"{onnx.TensorProto.DataType.Name(elem)}, which mha does "
                   f"not take")
-        ssa = "%" + _ssa_name(name_, taken)
+        ssa = "%" + _ssa_name(name_, self.taken)
         t = _Tensor(ssa, shape, elt, [])
-        if name_ in arrays:
-            constants.append((name_, t, arrays[name_]))
+        if name_ in self.arrays:
+            self.constants.append((name_, t, self.arrays[name_]))
         else:
-            params.append(t)
-            runtime_names.append(name_)
-        t.sizes = _dynamic_sizes(em, ssa, shape, elt)
-        values[name_] = t
+            self.params.append(t)
+            self.runtime_names.append(name_)
+        t.sizes = _dynamic_sizes(self.em, ssa, shape, elt)
+        self.values[name_] = t
         return t
+
+    def write(self, out_dir, name, op, returned, inputs=None):
+        """NAME.mlir returning `returned` (tensors) and NAME.rsp; `inputs`:
+        arrays for the graph inputs, by name, saved and named in NAME.rsp
+        too."""
+        signature = [f"{t.value}: {t.type}" for t in self.params] + \
+            [f"{t.value}: {t.type}" for _, t, _ in self.constants]
+        saved = [(_ssa_name(n, set()), inputs[n]) for n in self.runtime_names
+                 if inputs is not None and n in inputs]
+        saved += [(_ssa_name(n, set()), a) for n, _, a in self.constants]
+        return write_function(out_dir, name, f"{op}, arguments in order in "
+                              f"{name}.rsp", signature, self.em.lines,
+                              [(t.value, t.type) for t in returned], saved)
+
+
+def import_node(model, att, attrs, ins, outs, arrays, out_dir, name,
+                inputs=None):
+    """Writes NAME.mlir (one func.func: the node's present inputs as
+    arguments, in order; its present outputs as results) and NAME.rsp (the
+    initializers, saved in NAME.weights/). `ins`, `outs`: the node's inputs
+    and outputs by ONNX name ('' where absent); `arrays`: the initializers
+    and Constant outputs. Returns the path of NAME.mlir."""
+    g = model.graph
+    fn = Function(model, arrays)
+    em, values = fn.em, fn.values
+    load = fn.load
 
     # Arguments in the node's order; the graph inputs first.
     for role in ("Q", "K", "V", "attn_mask", "past_key", "past_value",
@@ -435,11 +462,5 @@ def import_node(model, att, attrs, ins, outs, arrays, out_dir, name,
         _fail("the graph's outputs are not the Attention node's outputs, "
               "in order")
 
-    signature = [f"{t.value}: {t.type}" for t in params] + \
-        [f"{t.value}: {t.type}" for _, t, _ in constants]
-    saved = [(_ssa_name(n, set()), inputs[n]) for n in runtime_names
-             if inputs is not None and n in inputs]
-    saved += [(_ssa_name(n, set()), a) for n, _, a in constants]
-    return write_function(out_dir, name, f"ONNX Attention, arguments in "
-                          f"order in {name}.rsp", signature, em.lines,
-                          [(t.value, t.type) for _, t in returned], saved)
+    return fn.write(out_dir, name, "ONNX Attention",
+                    [t for _, t in returned], inputs)

@@ -451,7 +451,7 @@ def write_function(out_dir, name, comment, params, lines, returned, arrays):
 def to_npy(arr):
     """`arr` as mha-run reads it: contiguous, bfloat16 (ml_dtypes) as its
     uint16 bits, which NumPy's .npy has no type for."""
-    arr = np.ascontiguousarray(arr)
+    arr = np.require(arr, requirements="C")  # keeps 0-d arrays 0-d
     if arr.dtype.name == "bfloat16":
         return arr.view(np.uint16)
     return arr

@@ -53,8 +53,10 @@ class MhaRep(BackendRep):
             [f"--output=@{p}" for p in outputs]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode:
+            # A run-time check's message (cf.assert) is on stdout, before
+            # the crash report on stderr.
             raise RuntimeError(f"mha-run failed ({r.returncode}): "
-                               f"{r.stderr.strip()}")
+                               f"{(r.stdout + r.stderr).strip()}")
         return [_from_npy(np.load(p), o.type.tensor_type.elem_type)
                 for p, o in zip(outputs, g.output)]
 

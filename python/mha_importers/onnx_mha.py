@@ -13,6 +13,9 @@ output projection. It becomes NAME.mlir (one mha.multi_head_attention; the
 graph inputs, then the weights, as arguments), NAME.weights/*.npy and
 NAME.rsp (docs/Integration.md). An input, output or attribute the importer
 does not implement is an error naming it (exit code 1), never dropped.
+A graph that is ONNX's Attention node alone on its inputs becomes one
+mha.attention (attention_node.py); one that is ONNX Runtime's
+com.microsoft.GroupQueryAttention alone, a decoding step (ort_gqa.py).
 """
 import argparse
 import sys
@@ -21,7 +24,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from . import attention_node
+from . import attention_node, ort_gqa
 from .layer import KeyLengths, Layer, MaskInput, write
 
 _FLOAT = {onnx.TensorProto.FLOAT: np.float32,
@@ -214,6 +217,16 @@ def import_model(model, out_dir, name="main", inputs=None):
     arrays for the graph inputs to save and name in NAME.rsp. Returns the
     path of NAME.mlir."""
     g = _Graph(model)
+    gqa = [n for n in g.nodes if n.op_type == "GroupQueryAttention"]
+    if gqa:
+        if len(g.nodes) != 1 or gqa[0].domain != "com.microsoft":
+            _fail("GroupQueryAttention is taken alone on graph inputs, in "
+                  "the com.microsoft domain")
+        try:
+            return ort_gqa.import_gqa_node(model, gqa[0], _attrs(gqa[0]),
+                                           g.inits, out_dir, name, inputs)
+        except attention_node.Refused as e:
+            _fail(str(e))
     att = [n for n in g.nodes if n.op_type in ("Attention",
                                                "MultiHeadAttention")]
     if len(att) != 1:

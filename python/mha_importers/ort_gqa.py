@@ -1,0 +1,258 @@
+"""ONNX Runtime's `com.microsoft.GroupQueryAttention` as mha ops.
+
+The node alone on graph inputs, as ONNX Runtime's CPU kernel computes it
+(docs/Integration.md): query, key and value [B, S, heads * H] split into
+heads; `seqlens_k` (int32 [B]) gives each batch's total length
+tot[b] = seqlens_k[b] + 1, of which the last S are the new tokens.
+
+- With `past_key`/`past_value` ([B, Hkv, P, H], separate buffers): the
+  present K/V are the past's first tot[b] - S rows (the rows past them
+  zeroed, as the kernel leaves them), the new rows appended at tot[b] - S
+  (`mha.cache_append`, whose run-time check stops a batch with
+  tot[b] < S), rows past tot[b] zero. The attention reads the present K/V
+  with `key_lengths` = tot, query s of batch b at position tot[b] - S + s
+  (mha's diagonal with key lengths). `total_sequence_length` must not
+  exceed P (the present is P long; checked at run time).
+- Without a past: the first prompt; `total_sequence_length` must be S
+  (checked at run time); the present K/V are the new ones; query s sees
+  keys j <= s with j < tot[b] (a right-padded prompt: a key mask).
+- `local_window_size` W: the W keys up to and including the query's own
+  (`window_left` = W - 1); `softcap` before the softmax; `scale` (0: mha's
+  default 1/sqrt(H)); `do_rotary` with `cos_cache`/`sin_cache` [M, R/2]
+  (half-rotated, or `rotary_interleaved`; partial when R < H) on the new
+  queries and keys at their positions (`mha.rotary`, positions the past
+  length per batch).
+
+Everything else is refused with a message naming it: packed QKV,
+`position_ids`, `attention_bias`, `head_sink`, `smooth_softmax`,
+`causal = 0`, `qk_output`, quantized or sliding-window caches,
+`local_window_size = 0`, and dynamic shapes.
+"""
+import onnx
+
+from .attention_node import (Function, Refused, _Tensor, _empty, _fail,
+                             _merge_heads, _split_heads, tensor_type)
+
+INPUTS = ("query", "key", "value", "past_key", "past_value", "seqlens_k",
+          "total_sequence_length", "cos_cache", "sin_cache", "position_ids",
+          "attention_bias", "head_sink", "k_scale", "v_scale",
+          "q_norm_weight", "k_norm_weight")
+OUTPUTS = ("output", "present_key", "present_value", "output_qk")
+# Attribute: the values that mean "not used" (refused otherwise).
+_INERT = {"causal": (1,), "smooth_softmax": (-1, 0), "qk_output": (0,),
+          "sliding_window_cache": (0,), "k_quant_type": (b"NONE", "NONE"),
+          "v_quant_type": (b"NONE", "NONE"), "kv_cache_bit_width": (0,),
+          "qk_norm_epsilon": None}
+_TAKEN = {"num_heads", "kv_num_heads", "scale", "softcap",
+          "local_window_size", "do_rotary", "rotary_interleaved"}
+
+
+def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
+    """Writes NAME.mlir and NAME.rsp for a graph that is one
+    GroupQueryAttention node; returns the path of NAME.mlir."""
+    op = "com.microsoft.GroupQueryAttention"
+    if len(node.input) > len(INPUTS) or len(node.output) > len(OUTPUTS):
+        _fail(f"{op} has {len(node.input)} inputs and {len(node.output)} "
+              f"outputs; the importer knows {len(INPUTS)} and "
+              f"{len(OUTPUTS)}")
+    ins = dict(zip(INPUTS, list(node.input) + [""] * len(INPUTS)))
+    outs = dict(zip(OUTPUTS, list(node.output) + [""] * len(OUTPUTS)))
+    for k in sorted(attrs):
+        if k in _TAKEN:
+            continue
+        if k not in _INERT:
+            _fail(f"{op} attribute {k} is not supported")
+        if _INERT[k] is not None and attrs[k] not in _INERT[k]:
+            _fail(f"{op} attribute {k} = {attrs[k]!r} is not supported")
+    for k in ("position_ids", "attention_bias", "head_sink", "k_scale",
+              "v_scale", "q_norm_weight", "k_norm_weight"):
+        if ins[k]:
+            _fail(f"{op} input {k} is not supported")
+    if outs["output_qk"]:
+        _fail(f"{op} output output_qk is not supported")
+    if not ins["key"] or not ins["value"]:
+        _fail(f"{op} without key and value inputs (packed QKV) is not "
+              f"supported")
+    if bool(ins["past_key"]) != bool(ins["past_value"]):
+        _fail(f"{op} needs past_key and past_value together")
+    if not ins["seqlens_k"] or not ins["total_sequence_length"]:
+        _fail(f"{op} needs seqlens_k and total_sequence_length")
+    n, nkv = attrs.get("num_heads"), attrs.get("kv_num_heads")
+    if not n or not nkv or n <= 0 or nkv <= 0 or n % nkv:
+        _fail(f"num_heads = {n} is not a positive multiple of kv_num_heads "
+              f"= {nkv}")
+    window = attrs.get("local_window_size", -1)
+    if window == 0 or window < -1:
+        _fail(f"{op} attribute local_window_size = {window} is not "
+              f"supported (-1: none, or a window of at least one key)")
+    rotary = attrs.get("do_rotary", 0)
+    if rotary and not (ins["cos_cache"] and ins["sin_cache"]):
+        _fail(f"{op} do_rotary needs cos_cache and sin_cache")
+
+    fn = Function(model, arrays)
+    em = fn.em
+    for role in ("query", "key", "value", "past_key", "past_value",
+                 "seqlens_k", "total_sequence_length", "cos_cache",
+                 "sin_cache"):
+        if ins[role] and (role not in ("cos_cache", "sin_cache") or rotary):
+            t = fn.load(ins[role], role)
+            if any(d is None for d in t.shape):
+                _fail(f"{role} '{ins[role]}' has a dynamic shape; the "
+                      f"importer takes static ones")
+    v = fn.values
+    q, k, val = v[ins["query"]], v[ins["key"]], v[ins["value"]]
+    elt = q.elt
+    if elt not in ("f32", "f16"):
+        _fail(f"query is {elt}; {op} takes float32 or float16")
+    for t, r in ((k, "key"), (val, "value")):
+        if t.elt != elt or len(t.shape) != 3:
+            _fail(f"{r} is not a 3-d tensor of the query's type")
+    if len(q.shape) != 3:
+        _fail("query is not 3-d [batch, seq, hidden]")
+    b, s = q.shape[0], q.shape[1]
+    if k.shape[:2] != [b, s] or val.shape[:2] != [b, s]:
+        _fail("key and value must have the query's batch and sequence "
+              "lengths")
+    lens = v[ins["seqlens_k"]]
+    if lens.elt != "i32" or lens.shape != [b]:
+        _fail(f"seqlens_k is not int32 [{b}]")
+    total = v[ins["total_sequence_length"]]
+    if total.elt != "i32" or total.shape not in ([], [1]):
+        _fail("total_sequence_length is not an int32 scalar")
+    q = _split_heads(em, q, n, "query", "num_heads")
+    k = _split_heads(em, k, nkv, "key", "kv_num_heads")
+    val = _split_heads(em, val, nkv, "value", "kv_num_heads")
+    hd = q.shape[3]
+    if k.shape[3] != hd or val.shape[3] != hd:
+        _fail("query, key and value heads differ in size")
+
+    # tot = seqlens_k + 1; the past length tot - S; T.
+    i32 = tensor_type([b], "i32")
+    one = em.value(f"arith.constant dense<1> : {i32}")
+    tot = em.value(f"arith.addi {lens.value}, {one} : {i32}")
+    zero_idx = em.value("arith.constant 0 : index")
+    t_value = em.value(
+        f"tensor.extract {total.value}[{', '.join([zero_idx] * len(total.shape))}]"
+        f" : {total.type}")
+
+    def assert_(cond, msg):
+        em.lines.append(f'    cf.assert {cond}, "{msg}"')
+
+    if ins["past_key"]:
+        pk, pv = v[ins["past_key"]], v[ins["past_value"]]
+        for t, r in ((pk, "past_key"), (pv, "past_value")):
+            if t.elt != elt or len(t.shape) != 4 or \
+                    t.shape[:2] != [b, nkv] or t.shape[3] != hd:
+                _fail(f"{r} is not [{b}, {nkv}, P, {hd}] of the query's "
+                      f"type")
+        if pk.shape != pv.shape:
+            _fail("past_key and past_value differ in shape")
+        p = pk.shape[2]
+        pc = em.value(f"arith.constant {p} : i32")
+        ok = em.value(f"arith.cmpi sle, {t_value}, {pc} : i32")
+        assert_(ok, f"total_sequence_length must not exceed past_key's "
+                    f"length ({p}): the present K/V are that long")
+        s_const = em.value(f"arith.constant dense<{s}> : {i32}")
+        past_len = em.value(f"arith.subi {tot}, {s_const} : {i32}")
+        positions = past_len
+    else:
+        sc = em.value(f"arith.constant {s} : i32")
+        ok = em.value(f"arith.cmpi eq, {t_value}, {sc} : i32")
+        assert_(ok, f"without past_key, total_sequence_length must be the "
+                    f"sequence length ({s}): a first prompt")
+        past_len = None
+        positions = em.value(f"arith.constant dense<0> : {i32}")
+
+    if rotary:
+        cos, sin = v[ins["cos_cache"]], v[ins["sin_cache"]]
+        for t, r in ((cos, "cos_cache"), (sin, "sin_cache")):
+            if t.elt != elt or len(t.shape) != 2:
+                _fail(f"{r} is not a 2-d tensor of the query's type")
+        flag = " {interleaved}" if attrs.get("rotary_interleaved", 0) else ""
+
+        def rotate(x):
+            init = _empty(em, x.sizes, elt)
+            out = _Tensor(None, x.shape, elt, x.sizes)
+            out.value = em.value(
+                f"mha.rotary ins({x.value} : {x.type}) cos_sin({cos.value}, "
+                f"{sin.value} : {cos.type}, {sin.type}) positions("
+                f"{positions} : {i32}) outs({init} : {x.type}){flag} -> "
+                f"{x.type}")
+            return out
+        q, k = rotate(q), rotate(k)
+
+    if past_len is not None:
+        def present(past, new):
+            # The past's first past_len[b] rows, zeros after them, then the
+            # new rows appended at past_len[b].
+            zero = em.value(f"arith.constant 0.0 : {elt}")
+            init = _empty(em, past.sizes, elt)
+            kept = em.value(
+                f"linalg.generic {{indexing_maps = [affine_map<(b, h, j, c) "
+                f"-> (b, h, j, c)>, affine_map<(b, h, j, c) -> (b)>, "
+                f"affine_map<(b, h, j, c) -> (b, h, j, c)>], iterator_types "
+                f"= [\"parallel\", \"parallel\", \"parallel\", \"parallel\"]}} "
+                f"ins({past.value}, {past_len} : {past.type}, {i32}) "
+                f"outs({init} : {past.type}) {{\n"
+                f"    ^bb0(%x: {elt}, %len: i32, %o: {elt}):\n"
+                f"      %j = linalg.index 2 : index\n"
+                f"      %l = arith.index_cast %len : i32 to index\n"
+                f"      %in = arith.cmpi slt, %j, %l : index\n"
+                f"      %y = arith.select %in, %x, {zero} : {elt}\n"
+                f"      linalg.yield %y : {elt}\n"
+                f"    }} -> {past.type}")
+            out = _Tensor(None, past.shape, elt, past.sizes)
+            out.value = em.value(
+                f"mha.cache_append ins({new.value} : {new.type}) lengths("
+                f"{past_len} : {i32}) outs({kept} : {past.type}) -> "
+                f"{past.type}")
+            return out
+        k = present(pk, k)
+        val = present(pv, val)
+
+    attrs_text = ["causal"]
+    if attrs.get("scale", 0.0):
+        attrs_text.append(f"scale = {float(attrs['scale']):.9e} : f32")
+    if attrs.get("softcap", 0.0) > 0:
+        attrs_text.append(f"softcap = {float(attrs['softcap']):.9e} : f32")
+    if window > 0:
+        attrs_text.append(f"window_left = {int(window) - 1} : i64")
+    y_sizes = [b, n, s, hd]
+    y = _Tensor(None, y_sizes, elt, y_sizes)
+    init = _empty(em, y_sizes, elt)
+    operands = (f"ins({q.value}, {k.value}, {val.value} : {q.type}, "
+                f"{k.type}, {val.type})")
+    if past_len is not None:
+        operands += f" key_lengths({tot} : {i32})"
+    else:
+        # Keys j < tot[b] (a right-padded prompt), the diagonal at 0.
+        sk = k.shape[2]
+        mtype = tensor_type([b, 1, 1, sk], "i1")
+        minit = _empty(em, [b, 1, 1, sk], "i1")
+        mask = em.value(
+            f"linalg.generic {{indexing_maps = [affine_map<(b, h, i, j) -> "
+            f"(b)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], "
+            f"iterator_types = [\"parallel\", \"parallel\", \"parallel\", "
+            f"\"parallel\"]}} ins({tot} : {i32}) outs({minit} : {mtype}) {{\n"
+            f"    ^bb0(%len: i32, %o: i1):\n"
+            f"      %j = linalg.index 3 : index\n"
+            f"      %l = arith.index_cast %len : i32 to index\n"
+            f"      %in = arith.cmpi slt, %j, %l : index\n"
+            f"      linalg.yield %in : i1\n"
+            f"    }} -> {mtype}")
+        operands += f" mask({mask} : {mtype}) causal_offset({zero_idx})"
+    y.value = em.value(f"mha.attention {operands} outs({init} : {y.type}) "
+                       f"{{{', '.join(attrs_text)}}} -> {y.type}")
+    y = _merge_heads(em, y)
+    results = {"output": y, "present_key": k, "present_value": val}
+    returned = [results[r] for r in ("output", "present_key", "present_value")
+                if outs[r]]
+    graph_outputs = [o.name for o in model.graph.output]
+    if graph_outputs != [outs[r] for r in ("output", "present_key",
+                                           "present_value") if outs[r]]:
+        _fail("the graph's outputs are not the node's outputs, in order")
+    return fn.write(out_dir, name, "com.microsoft.GroupQueryAttention",
+                    returned, inputs)
+
+
+__all__ = ["import_gqa_node", "Refused"]

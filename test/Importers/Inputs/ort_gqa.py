@@ -1,0 +1,155 @@
+"""com.microsoft.GroupQueryAttention models (onnx helper API) run by ONNX
+Runtime itself (CPUExecutionProvider, the reference) and through the
+importer and mha-run (mha_importers.onnx_backend); every output (the
+attention's and the present K/V) must agree within 1e-4. Then the inputs
+the importer refuses, and the run-time checks of what only the data shows.
+
+Usage: ort_gqa.py WORKDIR [PIPELINE]
+"""
+import sys
+
+import numpy as np
+import onnxruntime as ort
+from onnx import TensorProto, helper
+
+from mha_importers.onnx_backend import MhaBackend
+from mha_importers.onnx_mha import ImportError_
+
+WORK = sys.argv[1]
+PIPELINE = sys.argv[2] if len(sys.argv) > 2 else "cpu"
+F = TensorProto.FLOAT
+
+
+def model(b, s, n, nkv, h, past, attrs, rotary=None, extra_inputs=(),
+          names=None):
+    ins = [helper.make_tensor_value_info("q", F, [b, s, n * h]),
+           helper.make_tensor_value_info("k", F, [b, s, nkv * h]),
+           helper.make_tensor_value_info("v", F, [b, s, nkv * h])]
+    node_inputs = ["q", "k", "v"]
+    if past:
+        ins += [helper.make_tensor_value_info("pk", F, [b, nkv, past, h]),
+                helper.make_tensor_value_info("pv", F, [b, nkv, past, h])]
+        node_inputs += ["pk", "pv"]
+    else:
+        node_inputs += ["", ""]
+    ins += [helper.make_tensor_value_info("sl", TensorProto.INT32, [b]),
+            helper.make_tensor_value_info("tot", TensorProto.INT32, [])]
+    node_inputs += ["sl", "tot"]
+    if rotary:
+        m, r2 = rotary
+        ins += [helper.make_tensor_value_info("cos", F, [m, r2]),
+                helper.make_tensor_value_info("sin", F, [m, r2])]
+        node_inputs += ["cos", "sin"]
+    for name, vi, position in extra_inputs:
+        while len(node_inputs) < position:
+            node_inputs.append("")
+        node_inputs.append(name)
+        ins.append(vi)
+    present = past if past else s
+    outs = [helper.make_tensor_value_info("y", F, [b, s, n * h]),
+            helper.make_tensor_value_info("pko", F, [b, nkv, present, h]),
+            helper.make_tensor_value_info("pvo", F, [b, nkv, present, h])]
+    node = helper.make_node("GroupQueryAttention", names or node_inputs,
+                            ["y", "pko", "pvo"], domain="com.microsoft",
+                            num_heads=n, kv_num_heads=nkv, **attrs)
+    g = helper.make_graph([node], "gqa", ins, outs)
+    return helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", 21),
+                          helper.make_opsetid("com.microsoft", 1)],
+        ir_version=10)
+
+
+def feeds_for(m, lens, total, seed, rotary):
+    rng = np.random.default_rng(seed)
+    feeds = {}
+    for vi in m.graph.input:
+        shape = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        if vi.name == "sl":
+            feeds["sl"] = np.array(lens, np.int32) - 1
+        elif vi.name == "tot":
+            feeds["tot"] = np.array(total, np.int32)
+        elif vi.name in ("cos", "sin"):
+            continue
+        else:
+            feeds[vi.name] = rng.standard_normal(shape).astype(np.float32)
+    if rotary:
+        angles = rng.uniform(0, 2 * np.pi, rotary).astype(np.float32)
+        feeds["cos"], feeds["sin"] = np.cos(angles), np.sin(angles)
+    return feeds
+
+
+def case(name, b, s, n, nkv, h, past, lens, total, attrs=None, rotary=None,
+         seed=0):
+    m = model(b, s, n, nkv, h, past, attrs or {}, rotary)
+    feeds = feeds_for(m, lens, total, seed, rotary)
+    ref = ort.InferenceSession(m.SerializeToString(),
+                               providers=["CPUExecutionProvider"]).run(
+        None, feeds)
+    rep = MhaBackend.prepare(m, pipeline=PIPELINE,
+                             workdir=f"{WORK}/{name}")
+    ours = rep.run([feeds[vi.name] for vi in m.graph.input])
+    errors = [float(np.abs(a - r).max()) for a, r in zip(ours, ref)]
+    ok = all(e <= 1e-4 for e in errors) and len(ours) == 3
+    print(f"{name}: max abs error {max(errors):.1e}: "
+          f"{'OK' if ok else 'MISMATCH'}")
+    return m, feeds
+
+
+# Decoding on separate past/present buffers, batches of different lengths.
+case("decode", 2, 1, 8, 2, 16, 32, [10, 25], 26)
+case("decode_window_softcap", 2, 1, 8, 2, 16, 32, [10, 25], 26,
+     dict(local_window_size=5, softcap=3.0))
+case("decode_rotary_half", 2, 1, 8, 2, 16, 32, [10, 25], 26,
+     dict(do_rotary=1), rotary=(64, 8))
+case("decode_rotary_interleaved_partial", 2, 1, 4, 1, 32, 40, [3, 40], 40,
+     dict(do_rotary=1, rotary_interleaved=1), rotary=(64, 8))
+case("decode_scale", 3, 1, 4, 4, 16, 16, [1, 16, 7], 16, dict(scale=0.2))
+# A subsequent prompt (B = 1, 1 < S < T) with a window.
+case("subsequent_prompt", 1, 4, 4, 2, 16, 32, [12], 12,
+     dict(local_window_size=3, do_rotary=1), rotary=(32, 8))
+# First prompts: no past; one batch right-padded (tot < S).
+case("first_prompt", 2, 6, 4, 2, 16, 0, [6, 6], 6,
+     dict(local_window_size=2))
+case("first_prompt_padded_rotary", 2, 6, 4, 2, 16, 0, [6, 4], 6,
+     dict(do_rotary=1, scale=0.3), rotary=(16, 8))
+
+# Refused: each by its name.
+I32 = TensorProto.INT32
+refusals = {
+    "packed_qkv": dict(names=["q", "", "", "pk", "pv", "sl", "tot"]),
+    "position_ids": dict(extra_inputs=[(
+        "pos", helper.make_tensor_value_info("pos", TensorProto.INT64, [1, 1]),
+        9)]),
+    "attention_bias": dict(extra_inputs=[(
+        "ab", helper.make_tensor_value_info("ab", F, [1, 1, 1, 8]), 10)]),
+    "smooth_softmax": dict(attrs=dict(smooth_softmax=1)),
+    "not_causal": dict(attrs=dict(causal=0)),
+    "window_0": dict(attrs=dict(local_window_size=0)),
+    "qk_output": dict(attrs=dict(qk_output=1)),
+    "rotary_no_cache": dict(attrs=dict(do_rotary=1)),
+}
+for name, kw in refusals.items():
+    m = model(1, 1, 2, 1, 16, 8, kw.get("attrs", {}),
+              extra_inputs=kw.get("extra_inputs", ()), names=kw.get("names"))
+    try:
+        MhaBackend.prepare(m, workdir=f"{WORK}/{name}")
+        print(f"{name}: imported")
+    except ImportError_ as e:
+        print(f"{name}: refused: {e}")
+
+# Run-time checks: a total length beyond the past buffer, a batch whose
+# length is shorter than the new tokens, a first prompt whose total length
+# is not its own.
+for name, args in (("total_too_long", (1, 1, 2, 1, 16, 8, [8], 9)),
+                   ("length_below_new", (1, 2, 2, 1, 16, 8, [1], 8)),
+                   ("first_prompt_total", (1, 2, 2, 1, 16, 0, [2], 3))):
+    b, s, n, nkv, h, past, lens, total = args
+    m = model(b, s, n, nkv, h, past, {})
+    feeds = feeds_for(m, lens, total, 0, None)
+    try:
+        MhaBackend.prepare(m, pipeline=PIPELINE,
+                           workdir=f"{WORK}/{name}").run(
+            [feeds[vi.name] for vi in m.graph.input])
+        print(f"{name}: ran")
+    except RuntimeError as e:
+        print(f"{name}: stopped: {str(e).splitlines()[0]}")
