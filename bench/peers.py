@@ -19,8 +19,12 @@ Peers, each at every thread count:
                 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, OMP_WAIT_POLICY
                 =PASSIVE, ATEN_CPU_CAPABILITY=avx512 (avx2 on a host
                 without AVX-512F), jemalloc preloaded.
-  ort           ONNX Runtime (onnxruntime-node) on the layer as an ONNX model
-                in two forms (onnx_models.py), the faster one reported.
+  ort           ONNX Runtime from PyPI (the onnxruntime pinned in
+                python/requirements-onnx.txt, in bench/work/venv) on the
+                layer as an ONNX model in two forms (onnx_models.py), the
+                faster one reported (ort_worker.py); on decode rows, ONNX's
+                opset-24 Attention over a static cache and ONNX Runtime's
+                GroupQueryAttention with past buffers.
 
 Ceilings: the measured f32 FMA peak per thread count (fma_peak.c), which
 every GFLOP/s figure is also given as a percentage of, and the best sgemm
@@ -35,7 +39,7 @@ and thread count the harness runs R rounds, and in each round every peer
 (every form of it) runs N timed calls. The order of the peers rotates from
 round to round so that no peer always follows the same one. The torch and
 ONNX Runtime peers are persistent worker processes (torch_worker.py,
-ort_bench.js) that load the layer once and time calls when asked, so that
+ort_worker.py) that load the layer once and time calls when asked, so that
 process start-up and model loading never enter a round; mha-run is started
 once per round, and only its per-call times are used. A short pause after
 each step lets the previous peer's spinning thread pool go to sleep before
@@ -59,7 +63,6 @@ import json
 import os
 import platform
 import re
-import shutil
 import statistics
 import subprocess
 import sys
@@ -263,7 +266,7 @@ class Ours:
 
 class Worker:
     """A persistent process speaking the line-JSON protocol of
-    torch_worker.py and ort_bench.js."""
+    torch_worker.py and ort_worker.py."""
 
     def __init__(self, key, label, cmd, env, log_path):
         self.key, self.label, self.cmd, self.env = key, label, cmd, env
@@ -358,10 +361,14 @@ class Ort(Worker):
 
     def __init__(self, args, cfg, threads, workdir):
         import onnx_models  # only the ONNX peer needs python3-onnx
-        models = {}
-        for form in onnx_models.FORMS:
+        models, form_inputs = {}, {}
+        forms = onnx_models.DECODE_FORMS if cfg.decode else onnx_models.FORMS
+        for form in forms:
             path = os.path.join(workdir, "models", f"{cfg.name}-{form}.onnx")
-            if path not in Ort.built:
+            if cfg.decode:
+                floats, ints = onnx_models.build_decode(cfg, form, path)
+                form_inputs[form] = {"floats": floats, "ints": ints}
+            elif path not in Ort.built:
                 onnx_models.build(cfg, form, path)
                 Ort.built.add(path)
             models[form] = path
@@ -369,9 +376,12 @@ class Ort(Worker):
         if cfg.cross:
             inputs["kv"] = [cfg.b, cfg.sk, cfg.e]
         spec = {"threads": threads, "models": models, "inputs": inputs,
-                "warmup": args.warmup}
+                "form_inputs": form_inputs, "warmup": args.warmup}
+        if not os.access(args.ort_python, os.X_OK):
+            raise PeerError(f"no Python with onnxruntime at {args.ort_python} "
+                            f"(bench/run.sh makes it)")
         super().__init__("ort", "ONNX Runtime",
-                         [args.node, os.path.join(BENCH, "ort_bench.js"),
+                         [args.ort_python, os.path.join(BENCH, "ort_worker.py"),
                           json.dumps(spec)], dict(os.environ),
                          _log_path(args, cfg, "ort", threads))
 
@@ -481,6 +491,8 @@ def iterations(args, estimate_ms):
 def bench_one(args, cfg, threads):
     """Every peer at one configuration and thread count, interleaved."""
     factories = [("ours", lambda: Ours(args, cfg, threads, args.workdir))]
+    if cfg.decode and "ort" in args.peers:
+        factories.append(("ort", lambda: Ort(args, cfg, threads, args.workdir)))
     if not cfg.core:
         if "torch" in args.peers:
             factories.append(("torch", lambda: Torch(args, cfg, threads, tuned=False)))
@@ -675,7 +687,7 @@ def summary_markdown(runs):
             cells += ["n/a"] * 3
         for p in peers:
             r = best.get(p)
-            if cfg.core:
+            if cfg.core and not (cfg.decode and r):
                 cells.append("")
             elif not r:
                 cells.append("n/a")
@@ -764,7 +776,7 @@ def machine_header(args, peaks, runs):
                                  "(libblas3), not an optimized one: install "
                                  "libopenblas0-pthread (bench/run.sh does)")
             elif key == "ort":
-                lines.append(f"ort: onnxruntime-node {info['onnxruntime']}")
+                lines.append(f"ort: onnxruntime {info['onnxruntime']} (PyPI)")
     return lines
 
 
@@ -793,7 +805,10 @@ def main():
     p.add_argument("-v", "--verbose", action="store_true",
                    help="every form of every peer, not only the fastest")
     p.add_argument("--mha-run", default=os.path.join(ROOT, "build", "bin", "mha-run"))
-    p.add_argument("--node", default=shutil.which("node") or "node")
+    p.add_argument("--ort-python",
+                   default=os.path.join(BENCH, "work", "venv", "bin", "python"),
+                   help="the Python with onnxruntime the ort peer runs under "
+                        "(default: the environment bench/run.sh makes)")
     p.add_argument("--cc", default="clang-22", help="C compiler for fma_peak.c")
     p.add_argument("--workdir", default=os.path.join(BENCH, "work"),
                    help="generated .mlir, .onnx and binaries (default bench/work)")
@@ -803,6 +818,7 @@ def main():
         args.rounds, args.round_seconds, args.min_iters, args.max_iters = 1, 0, 2, 2
         args.warmup, args.gap = 1, 0.05
         args.peak_seconds, args.peak_repeats, args.sgemm_seconds = 0.1, 1, 0.05
+    args.ort_python = os.path.abspath(args.ort_python)  # workers run in bench/
     args.peers = [x for x in args.peers.split(",") if x]
     unknown = set(args.peers) - {"torch", "torch-tuned", "ort"}
     if unknown:

@@ -3,7 +3,7 @@
 #
 # One command: installs what is missing, builds, and runs bench/peers.py,
 # which times our layer (mha-run --pipeline=cpu), PyTorch 1.13 out of the box
-# and tuned, and ONNX Runtime (onnxruntime-node) side by side in interleaved
+# and tuned, and ONNX Runtime (from PyPI) side by side in interleaved
 # rounds, against the measured FMA peak.
 #
 #   bench/run.sh                                  every configuration, 1 and 2 threads
@@ -26,28 +26,29 @@ if [ "${1:-}" = "--no-setup" ]; then
   export PATH=/usr/lib/llvm-22/bin:$PATH
   step() { printf '\n==> %s\n' "$*"; }
 else
-  # The peers' packages on top of the build's. Debian's npm is asked for only
-  # where there is no npm at all: nodejs from another source (NodeSource)
-  # bundles its own npm and conflicts with Debian's package.
-  # libopenblas0-pthread: Debian's torch does its matmuls through the
+  # The peers' packages on top of the build's (python3-venv: the PyPI
+  # environment of the ONNX Runtime peer). libopenblas0-pthread: Debian's torch does its matmuls through the
   # libblas.so.3 alternative, which without OpenBLAS is the reference BLAS
   # (libblas3, ~5 GFLOP/s here against ~200 with OpenBLAS); a PyTorch user
   # has OpenBLAS, and the OPENBLAS_* variables the tuned peer unsets act on it.
-  EXTRA_PACKAGES="${EXTRA_PACKAGES:-} python3-torch python3-onnx libjemalloc2 nodejs libopenblas0-pthread"
-  command -v npm >/dev/null || EXTRA_PACKAGES="$EXTRA_PACKAGES npm"
+  EXTRA_PACKAGES="${EXTRA_PACKAGES:-} python3-torch python3-onnx python3-venv libjemalloc2 libopenblas0-pthread"
   source "$BENCH_DIR/../scripts/setup.sh"
 fi
 
-# onnxruntime-node at the version package-lock.json pins. Its install script
-# downloads GPU binaries, which neither exist nor can be fetched here;
-# --ignore-scripts skips it, and the CPU library ships inside the package.
-if [ ! -f "$BENCH_DIR/node_modules/.package-lock.json" ] ||
-   [ "$BENCH_DIR/package-lock.json" -nt "$BENCH_DIR/node_modules/.package-lock.json" ]; then
-  step "npm: onnxruntime-node into bench/node_modules"
-  (cd "$BENCH_DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+# ONNX Runtime from PyPI, pinned (python/requirements-onnx.txt), in a
+# virtual environment of the bench's own; rebuilt when the pins change.
+VENV=$BENCH_DIR/work/venv
+REQ=$BENCH_DIR/../python/requirements-onnx.txt
+if ! cmp -s "$REQ" "$VENV/requirements-onnx.txt"; then
+  step "PyPI: onnxruntime into bench/work/venv"
+  rm -rf "$VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-input -r "$REQ"
+  cp "$REQ" "$VENV/requirements-onnx.txt"
 fi
 
 step "Benchmark (bench/peers.py)"
 # Debian's python3, which has python3-torch and python3-onnx, whatever
 # python3 comes first on PATH.
-exec /usr/bin/python3 "$BENCH_DIR/peers.py" --mha-run "$BUILD_DIR/bin/mha-run" "$@"
+exec /usr/bin/python3 "$BENCH_DIR/peers.py" --mha-run "$BUILD_DIR/bin/mha-run" \
+  --ort-python "$VENV/bin/python" "$@"
