@@ -15,7 +15,9 @@ NAME.rsp (docs/Integration.md). An input, output or attribute the importer
 does not implement is an error naming it (exit code 1), never dropped.
 A graph that is ONNX's Attention node alone on its inputs becomes one
 mha.attention (attention_node.py); one that is ONNX Runtime's
-com.microsoft.GroupQueryAttention alone, a decoding step (ort_gqa.py).
+com.microsoft.GroupQueryAttention alone, a decoding step, and one that is
+com.microsoft.MultiHeadAttention alone on its inputs, an attention with
+an optional KV cache (ort_nodes.py).
 """
 import argparse
 import sys
@@ -24,7 +26,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from . import attention_node, ort_gqa
+from . import attention_node, ort_nodes
 from .layer import KeyLengths, Layer, MaskInput, write
 
 _FLOAT = {onnx.TensorProto.FLOAT: np.float32,
@@ -223,7 +225,7 @@ def import_model(model, out_dir, name="main", inputs=None):
             _fail("GroupQueryAttention is taken alone on graph inputs, in "
                   "the com.microsoft domain")
         try:
-            return ort_gqa.import_gqa_node(model, gqa[0], _attrs(gqa[0]),
+            return ort_nodes.import_gqa_node(model, gqa[0], _attrs(gqa[0]),
                                            g.inits, out_dir, name, inputs)
         except attention_node.Refused as e:
             _fail(str(e))
@@ -242,6 +244,16 @@ def import_model(model, out_dir, name="main", inputs=None):
     opset = next((o.version for o in model.opset_import
                   if o.domain in ("", "ai.onnx")), None)
     q_in, k_in, v_in = (list(att.input) + ["", "", ""])[:3]
+    if ms and all(x and x not in g.producer for x in (q_in, k_in, v_in)):
+        # ONNX Runtime's MultiHeadAttention on graph inputs (a KV cache).
+        if len(g.nodes) != 1:
+            _fail("a graph with MultiHeadAttention on its inputs has other "
+                  "nodes; the importer takes the node alone or a whole layer")
+        try:
+            return ort_nodes.import_mha_node(model, att, a, g.inits, out_dir,
+                                             name, inputs)
+        except attention_node.Refused as e:
+            _fail(str(e))
     if not ms and all(x and x not in g.producer for x in (q_in, k_in, v_in)):
         # Q, K and V are graph inputs: the bare operator.
         ins, outs = _check_node(att, a, opset, bare=True)

@@ -1,7 +1,9 @@
-"""ONNX Runtime's `com.microsoft.GroupQueryAttention` as mha ops.
+"""ONNX Runtime's contrib attention nodes alone on graph inputs as mha ops:
+`GroupQueryAttention` (import_gqa_node) and `MultiHeadAttention` with a
+KV cache (import_mha_node), as ONNX Runtime's CPU kernels compute them
+(docs/Integration.md).
 
-The node alone on graph inputs, as ONNX Runtime's CPU kernel computes it
-(docs/Integration.md): query, key and value [B, S, heads * H] split into
+GroupQueryAttention: query, key and value [B, S, heads * H] split into
 heads; `seqlens_k` (int32 [B]) gives each batch's total length
 tot[b] = seqlens_k[b] + 1, of which the last S are the new tokens.
 
@@ -30,8 +32,8 @@ Everything else is refused with a message naming it: packed QKV,
 """
 import onnx
 
-from .attention_node import (Function, Refused, _Tensor, _empty, _fail,
-                             _merge_heads, _split_heads, tensor_type)
+from .attention_node import (Function, Refused, _Tensor, _concat, _empty,
+                             _fail, _merge_heads, _split_heads, tensor_type)
 
 INPUTS = ("query", "key", "value", "past_key", "past_value", "seqlens_k",
           "total_sequence_length", "cos_cache", "sin_cache", "position_ids",
@@ -47,16 +49,66 @@ _TAKEN = {"num_heads", "kv_num_heads", "scale", "softcap",
           "local_window_size", "do_rotary", "rotary_interleaved"}
 
 
+def _by_name(op, node, in_names, out_names):
+    """The node's inputs and outputs by the operator's names ('' where
+    absent); more than the operator has is refused."""
+    if len(node.input) > len(in_names) or len(node.output) > len(out_names):
+        _fail(f"{op} has {len(node.input)} inputs and {len(node.output)} "
+              f"outputs; the importer knows {len(in_names)} and "
+              f"{len(out_names)}")
+    return (dict(zip(in_names, list(node.input) + [""] * len(in_names))),
+            dict(zip(out_names, list(node.output) + [""] * len(out_names))))
+
+
+def _check_inputs(op, ins, outs, refused, qk_output, where=""):
+    """Refuses the inputs `refused` and the output `qk_output` where
+    present, packed QKV (no key or value) and a past key without a past
+    value or the reverse."""
+    for k in refused:
+        if ins[k]:
+            _fail(f"{op} input {k} is not supported{where}")
+    if outs[qk_output]:
+        _fail(f"{op} output {qk_output} is not supported")
+    if not ins["key"] or not ins["value"]:
+        _fail(f"{op} without key and value inputs (packed QKV) is not "
+              f"supported")
+    if bool(ins["past_key"]) != bool(ins["past_value"]):
+        _fail(f"{op} needs past_key and past_value together")
+
+
+def _load_heads(fn, op, ins, roles, n, nkv):
+    """Loads `roles` (static shapes only) and returns query, key and value
+    split into heads ([B, heads, S, H]), batch, sequence length and element
+    type."""
+    for role in roles:
+        if ins[role]:
+            t = fn.load(ins[role], role)
+            if any(d is None for d in t.shape):
+                _fail(f"{role} '{ins[role]}' has a dynamic shape; the "
+                      f"importer takes static ones")
+    v = fn.values
+    q, k, val = v[ins["query"]], v[ins["key"]], v[ins["value"]]
+    elt = q.elt
+    if elt not in ("f32", "f16"):
+        _fail(f"query is {elt}; {op} takes float32 or float16")
+    for t, r in ((q, "query"), (k, "key"), (val, "value")):
+        if t.elt != elt or len(t.shape) != 3:
+            _fail(f"{r} is not 3-d [batch, seq, hidden] of the query's type")
+    b, s = q.shape[0], q.shape[1]
+    if k.shape[:2] != [b, s] or val.shape[:2] != [b, s]:
+        _fail("key and value must have the query's batch and sequence "
+              "lengths")
+    em = fn.em
+    return (_split_heads(em, q, n, "query", "num_heads"),
+            _split_heads(em, k, nkv, "key", "kv_num_heads"),
+            _split_heads(em, val, nkv, "value", "kv_num_heads"), b, s, elt)
+
+
 def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
     """Writes NAME.mlir and NAME.rsp for a graph that is one
     GroupQueryAttention node; returns the path of NAME.mlir."""
     op = "com.microsoft.GroupQueryAttention"
-    if len(node.input) > len(INPUTS) or len(node.output) > len(OUTPUTS):
-        _fail(f"{op} has {len(node.input)} inputs and {len(node.output)} "
-              f"outputs; the importer knows {len(INPUTS)} and "
-              f"{len(OUTPUTS)}")
-    ins = dict(zip(INPUTS, list(node.input) + [""] * len(INPUTS)))
-    outs = dict(zip(OUTPUTS, list(node.output) + [""] * len(OUTPUTS)))
+    ins, outs = _by_name(op, node, INPUTS, OUTPUTS)
     for k in sorted(attrs):
         if k in _TAKEN:
             continue
@@ -64,17 +116,10 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
             _fail(f"{op} attribute {k} is not supported")
         if _INERT[k] is not None and attrs[k] not in _INERT[k]:
             _fail(f"{op} attribute {k} = {attrs[k]!r} is not supported")
-    for k in ("position_ids", "attention_bias", "head_sink", "k_scale",
-              "v_scale", "q_norm_weight", "k_norm_weight"):
-        if ins[k]:
-            _fail(f"{op} input {k} is not supported")
-    if outs["output_qk"]:
-        _fail(f"{op} output output_qk is not supported")
-    if not ins["key"] or not ins["value"]:
-        _fail(f"{op} without key and value inputs (packed QKV) is not "
-              f"supported")
-    if bool(ins["past_key"]) != bool(ins["past_value"]):
-        _fail(f"{op} needs past_key and past_value together")
+    _check_inputs(op, ins, outs, ("position_ids", "attention_bias",
+                                  "head_sink", "k_scale", "v_scale",
+                                  "q_norm_weight", "k_norm_weight"),
+                  "output_qk")
     if not ins["seqlens_k"] or not ins["total_sequence_length"]:
         _fail(f"{op} needs seqlens_k and total_sequence_length")
     n, nkv = attrs.get("num_heads"), attrs.get("kv_num_heads")
@@ -90,38 +135,18 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
         _fail(f"{op} do_rotary needs cos_cache and sin_cache")
 
     fn = Function(model, arrays)
-    em = fn.em
-    for role in ("query", "key", "value", "past_key", "past_value",
-                 "seqlens_k", "total_sequence_length", "cos_cache",
-                 "sin_cache"):
-        if ins[role] and (role not in ("cos_cache", "sin_cache") or rotary):
-            t = fn.load(ins[role], role)
-            if any(d is None for d in t.shape):
-                _fail(f"{role} '{ins[role]}' has a dynamic shape; the "
-                      f"importer takes static ones")
-    v = fn.values
-    q, k, val = v[ins["query"]], v[ins["key"]], v[ins["value"]]
-    elt = q.elt
-    if elt not in ("f32", "f16"):
-        _fail(f"query is {elt}; {op} takes float32 or float16")
-    for t, r in ((k, "key"), (val, "value")):
-        if t.elt != elt or len(t.shape) != 3:
-            _fail(f"{r} is not a 3-d tensor of the query's type")
-    if len(q.shape) != 3:
-        _fail("query is not 3-d [batch, seq, hidden]")
-    b, s = q.shape[0], q.shape[1]
-    if k.shape[:2] != [b, s] or val.shape[:2] != [b, s]:
-        _fail("key and value must have the query's batch and sequence "
-              "lengths")
+    em, v = fn.em, fn.values
+    roles = ["query", "key", "value", "past_key", "past_value", "seqlens_k",
+             "total_sequence_length"]
+    q, k, val, b, s, elt = _load_heads(
+        fn, op, ins, roles + (["cos_cache", "sin_cache"] if rotary else []),
+        n, nkv)
     lens = v[ins["seqlens_k"]]
     if lens.elt != "i32" or lens.shape != [b]:
         _fail(f"seqlens_k is not int32 [{b}]")
     total = v[ins["total_sequence_length"]]
     if total.elt != "i32" or total.shape not in ([], [1]):
         _fail("total_sequence_length is not an int32 scalar")
-    q = _split_heads(em, q, n, "query", "num_heads")
-    k = _split_heads(em, k, nkv, "key", "kv_num_heads")
-    val = _split_heads(em, val, nkv, "value", "kv_num_heads")
     hd = q.shape[3]
     if k.shape[3] != hd or val.shape[3] != hd:
         _fail("query, key and value heads differ in size")
@@ -255,4 +280,70 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
                     returned, inputs)
 
 
-__all__ = ["import_gqa_node", "Refused"]
+MHA_INPUTS = ("query", "key", "value", "bias", "key_padding_mask",
+              "attention_bias", "past_key", "past_value",
+              "past_sequence_length", "cache_indirection")
+MHA_OUTPUTS = ("output", "present_key", "present_value", "qk")
+
+
+def import_mha_node(model, node, attrs, arrays, out_dir, name, inputs=None):
+    """`com.microsoft.MultiHeadAttention` alone on graph inputs: query, key
+    and value [B, S, heads * H] (the same sequence length) split into heads;
+    `past_key`/`past_value` [B, N, P, H] concatenated before the new keys
+    and values (`tensor.concat`), which `present_key`/`present_value`
+    return; `unidirectional` causal at the past length (mha's bottom-right
+    diagonal: Sk - Sq = P); `scale`. Masks, the packed bias, the cache
+    indirection and the qk output are refused by name (the layer form,
+    onnx_mha.py, takes the bias and masks)."""
+    op = "com.microsoft.MultiHeadAttention"
+    ins, outs = _by_name(op, node, MHA_INPUTS, MHA_OUTPUTS)
+    for k in sorted(attrs):
+        if k not in ("num_heads", "scale", "unidirectional",
+                     "mask_filter_value"):
+            _fail(f"{op} attribute {k} is not supported")
+    _check_inputs(op, ins, outs, ("bias", "key_padding_mask",
+                                  "attention_bias", "past_sequence_length",
+                                  "cache_indirection"), "qk",
+                  " on the bare node")
+    n = attrs.get("num_heads")
+    if not n or n <= 0:
+        _fail(f"{op} needs a positive num_heads")
+    scale = attrs.get("scale", 0.0)
+    if scale < 0:
+        _fail(f"{op} attribute scale = {scale} is not supported")
+    fn = Function(model, arrays)
+    em, v = fn.em, fn.values
+    q, k, val, b, s, elt = _load_heads(
+        fn, op, ins, ("query", "key", "value", "past_key", "past_value"), n,
+        n)
+    if ins["past_key"]:
+        pk, pv = v[ins["past_key"]], v[ins["past_value"]]
+        for past, new, r in ((pk, k, "past_key"), (pv, val, "past_value")):
+            if past.elt != elt or len(past.shape) != 4 or \
+                    past.shape[:2] != [b, n] or past.shape[3] != new.shape[3]:
+                _fail(f"{r} is not [{b}, {n}, P, {new.shape[3]}] of the "
+                      f"query's type")
+        k = _concat(em, pk, k, "key")
+        val = _concat(em, pv, val, "value")
+    attrs_text = []
+    if scale:
+        attrs_text.append(f"scale = {float(scale):.9e} : f32")
+    if attrs.get("unidirectional", 0):
+        attrs_text.append("causal")
+    y_sizes = [b, n, s, val.shape[3]]
+    y = _Tensor(None, y_sizes, elt, y_sizes)
+    init = _empty(em, y_sizes, elt)
+    attr_dict = f" {{{', '.join(attrs_text)}}}" if attrs_text else ""
+    y.value = em.value(
+        f"mha.attention ins({q.value}, {k.value}, {val.value} : {q.type}, "
+        f"{k.type}, {val.type}) outs({init} : {y.type}){attr_dict} -> "
+        f"{y.type}")
+    y = _merge_heads(em, y)
+    results = {"output": y, "present_key": k, "present_value": val}
+    names = [r for r in ("output", "present_key", "present_value") if outs[r]]
+    if [o.name for o in model.graph.output] != [outs[r] for r in names]:
+        _fail("the graph's outputs are not the node's outputs, in order")
+    return fn.write(out_dir, name, op, [results[r] for r in names], inputs)
+
+
+__all__ = ["import_gqa_node", "import_mha_node", "Refused"]

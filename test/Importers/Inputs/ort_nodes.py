@@ -153,3 +153,64 @@ for name, args in (("total_too_long", (1, 1, 2, 1, 16, 8, [8], 9)),
         print(f"{name}: ran")
     except RuntimeError as e:
         print(f"{name}: stopped: {str(e).splitlines()[0]}")
+
+
+# com.microsoft.MultiHeadAttention on graph inputs, with a KV cache.
+def mha_model(b, s, n, h, past, attrs, extra=()):
+    ins = [helper.make_tensor_value_info(x, F, [b, s, n * h])
+           for x in ("q", "k", "v")]
+    node_inputs = ["q", "k", "v"]
+    outs = [helper.make_tensor_value_info("y", F, [b, s, n * h])]
+    out_names = ["y"]
+    if past:
+        ins += [helper.make_tensor_value_info(x, F, [b, n, past, h])
+                for x in ("pk", "pv")]
+        node_inputs += ["", "", "", "pk", "pv"]
+        outs += [helper.make_tensor_value_info(x, F, [b, n, past + s, h])
+                 for x in ("pko", "pvo")]
+        out_names += ["pko", "pvo"]
+    for name, vi, position in extra:
+        while len(node_inputs) < position:
+            node_inputs.append("")
+        node_inputs[position:position + 1] = [name]
+        ins.append(vi)
+    node = helper.make_node("MultiHeadAttention", node_inputs, out_names,
+                            domain="com.microsoft", num_heads=n, **attrs)
+    g = helper.make_graph([node], "mha", ins, outs)
+    return helper.make_model(
+        g, opset_imports=[helper.make_opsetid("", 21),
+                          helper.make_opsetid("com.microsoft", 1)],
+        ir_version=10)
+
+
+def mha_case(name, b, s, n, h, past, attrs=None, seed=0):
+    m = mha_model(b, s, n, h, past, attrs or {})
+    feeds = feeds_for(m, [], 0, seed, None)
+    ref = ort.InferenceSession(m.SerializeToString(),
+                               providers=["CPUExecutionProvider"]).run(
+        None, feeds)
+    ours = MhaBackend.prepare(m, pipeline=PIPELINE,
+                              workdir=f"{WORK}/{name}").run(
+        [feeds[vi.name] for vi in m.graph.input])
+    errors = [float(np.abs(a - r).max()) for a, r in zip(ours, ref)]
+    ok = all(e <= 1e-4 for e in errors) and len(ours) == len(ref)
+    print(f"{name}: max abs error {max(errors):.1e}: "
+          f"{'OK' if ok else 'MISMATCH'}")
+
+
+mha_case("mha_decode_unidirectional", 2, 1, 4, 16, 20,
+         dict(unidirectional=1))
+mha_case("mha_prompt_past_unidirectional_scale", 1, 5, 2, 32, 7,
+         dict(unidirectional=1, scale=0.2))
+mha_case("mha_no_past", 2, 6, 4, 8, 0)
+for name, extra in (
+        ("mha_bias", [("bias", helper.make_tensor_value_info(
+            "bias", F, [3 * 2 * 16]), 3)]),
+        ("mha_key_padding_mask", [("kpm", helper.make_tensor_value_info(
+            "kpm", TensorProto.INT32, [1, 9]), 4)])):
+    m = mha_model(1, 1, 2, 16, 8, {}, extra)
+    try:
+        MhaBackend.prepare(m, workdir=f"{WORK}/{name}")
+        print(f"{name}: imported")
+    except ImportError_ as e:
+        print(f"{name}: refused: {e}")
