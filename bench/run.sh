@@ -42,6 +42,7 @@ REQ=$BENCH_DIR/../python/requirements-onnx.txt
 if ! cmp -s "$REQ" "$VENV/requirements-onnx.txt"; then
   step "PyPI: onnxruntime into bench/work/venv"
   rm -rf "$VENV"
+  mkdir -p "$(dirname "$VENV")"
   python3 -m venv "$VENV"
   "$VENV/bin/pip" install -q --disable-pip-version-check --no-input -r "$REQ"
   cp "$REQ" "$VENV/requirements-onnx.txt"
