@@ -25,13 +25,15 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 FORMS = ("attention", "mha")
-# Decoding (peers.Config.decode): one query per head over a K/V cache.
+# A step over a K/V cache (peers.Config.cache: decoding, prefill with a
+# cache): Sq new queries at the end of Sk keys.
 #   * `attention-cache`: ONNX's `Attention` (opset 24) on 4-D inputs over a
-#     static cache with `nonpad_kv_seqlen` = Sk (read in place, no copy).
+#     static cache with `nonpad_kv_seqlen` = Sk (read in place, no copy; the
+#     causal diagonal at Sk - Sq).
 #   * `gqa`: `com.microsoft.GroupQueryAttention` appending the step's K/V to
 #     past buffers of Sk rows (seqlens_k = Sk - 1): what ONNX Runtime's
 #     transformer tools produce; it copies the past into the present.
-DECODE_FORMS = ("attention-cache", "gqa")
+CACHE_FORMS = ("attention-cache", "gqa")
 
 
 def _random(name, shape, seed):
@@ -122,35 +124,37 @@ def build(cfg, form, path, seed=0):
     onnx.save(model, path)
 
 
-def build_decode(cfg, form, path):
-    """Writes the decoding step of `cfg` in `form` (DECODE_FORMS) to `path`;
+def build_cache_step(cfg, form, path):
+    """Writes the step of `cfg` over its cache in `form` (CACHE_FORMS) to
+    `path`;
     returns (float inputs {name: shape}, integer inputs {name: (dtype,
     shape, value)}) for ort_worker.py."""
-    b, sk, h, hkv, d = cfg.b, cfg.sk, cfg.h, cfg.hkv, cfg.d
+    b, sq, sk, h, hkv, d = cfg.b, cfg.sq, cfg.sk, cfg.h, cfg.hkv, cfg.d
     f = TensorProto.FLOAT
     vi = helper.make_tensor_value_info
     if form == "attention-cache":
-        floats = {"q": [b, h, 1, d], "k": [b, hkv, sk, d], "v": [b, hkv, sk, d]}
+        floats = {"q": [b, h, sq, d], "k": [b, hkv, sk, d],
+                  "v": [b, hkv, sk, d]}
         ints = {"n": ("int64", [b], sk)}
         node = helper.make_node("Attention", ["q", "k", "v", "", "", "", "n"],
                                 ["y"], is_causal=int(cfg.causal))
-        outs = [vi("y", f, [b, h, 1, d])]
+        outs = [vi("y", f, [b, h, sq, d])]
         opsets = [helper.make_opsetid("", 24)]
     elif form == "gqa":
-        floats = {"q": [b, 1, h * d], "k": [b, 1, hkv * d],
-                  "v": [b, 1, hkv * d], "pk": [b, hkv, sk, d],
+        floats = {"q": [b, sq, h * d], "k": [b, sq, hkv * d],
+                  "v": [b, sq, hkv * d], "pk": [b, hkv, sk, d],
                   "pv": [b, hkv, sk, d]}
         ints = {"sl": ("int32", [b], sk - 1), "tot": ("int32", [], sk)}
         node = helper.make_node(
             "GroupQueryAttention", ["q", "k", "v", "pk", "pv", "sl", "tot"],
             ["y", "pko", "pvo"], domain="com.microsoft", num_heads=h,
             kv_num_heads=hkv)
-        outs = [vi("y", f, [b, 1, h * d]), vi("pko", f, [b, hkv, sk, d]),
+        outs = [vi("y", f, [b, sq, h * d]), vi("pko", f, [b, hkv, sk, d]),
                 vi("pvo", f, [b, hkv, sk, d])]
         opsets = [helper.make_opsetid("", 21),
                   helper.make_opsetid("com.microsoft", 1)]
     else:
-        raise ValueError(f"unknown ONNX decode form {form!r}")
+        raise ValueError(f"unknown ONNX cache form {form!r}")
     types = {"int64": TensorProto.INT64, "int32": TensorProto.INT32}
     inputs = [vi(n, f, shape) for n, shape in floats.items()] + \
         [vi(n, types[t], shape) for n, (t, shape, _) in ints.items()]

@@ -22,7 +22,8 @@ Peers, each at every thread count:
   ort           ONNX Runtime from PyPI (the onnxruntime pinned in
                 python/requirements-onnx.txt, in bench/work/venv) on the
                 layer as an ONNX model in two forms (onnx_models.py), the
-                faster one reported (ort_worker.py); on decode rows, ONNX's
+                faster one reported (ort_worker.py); on the rows of a step
+                over a K/V cache (decoding, prefill with a cache), ONNX's
                 opset-24 Attention over a static cache and ONNX Runtime's
                 GroupQueryAttention with past buffers.
 
@@ -93,6 +94,9 @@ class Config:
     cross: bool = False
     core: bool = False   # mha.attention alone on [B, H, S, d]: ours only
     decode: bool = False  # bound by reading K/V: GB/s against bw_probe.c
+    # A step over a K/V cache (decoding, prefill with a cache): ONNX
+    # Runtime's forms are the cache ones (onnx_models.CACHE_FORMS).
+    cache: bool = False
 
     def shape(self):
         s = f"Sq={self.sq} Sk={self.sk}" if self.sk != self.sq else f"S={self.sq}"
@@ -158,8 +162,14 @@ CONFIGS = [
     Config(f"decode-b{b}-{sk // 1024}k",
            "decoding (mha.attention, one query per head, grouped-query)",
            b, 1, sk, 0, 32, 8, 128, bias=False, causal=True, core=True,
-           decode=True)
+           decode=True, cache=True)
     for b, sk in ((1, 4096), (1, 32768), (8, 4096), (8, 32768))
+] + [
+    Config("prefill-cache-512x4k",
+           "prefill with a cache (mha.attention, 512 new queries at the end "
+           "of 4096 keys, grouped-query)",
+           1, 512, 4096, 0, 32, 8, 128, bias=False, causal=True, core=True,
+           cache=True),
 ]
 
 
@@ -362,11 +372,11 @@ class Ort(Worker):
     def __init__(self, args, cfg, threads, workdir):
         import onnx_models  # only the ONNX peer needs python3-onnx
         models, form_inputs = {}, {}
-        forms = onnx_models.DECODE_FORMS if cfg.decode else onnx_models.FORMS
+        forms = onnx_models.CACHE_FORMS if cfg.cache else onnx_models.FORMS
         for form in forms:
             path = os.path.join(workdir, "models", f"{cfg.name}-{form}.onnx")
-            if cfg.decode:
-                floats, ints = onnx_models.build_decode(cfg, form, path)
+            if cfg.cache:
+                floats, ints = onnx_models.build_cache_step(cfg, form, path)
                 form_inputs[form] = {"floats": floats, "ints": ints}
             elif path not in Ort.built:
                 onnx_models.build(cfg, form, path)
@@ -491,7 +501,7 @@ def iterations(args, estimate_ms):
 def bench_one(args, cfg, threads):
     """Every peer at one configuration and thread count, interleaved."""
     factories = [("ours", lambda: Ours(args, cfg, threads, args.workdir))]
-    if cfg.decode and "ort" in args.peers:
+    if cfg.cache and "ort" in args.peers:
         factories.append(("ort", lambda: Ort(args, cfg, threads, args.workdir)))
     if not cfg.core:
         if "torch" in args.peers:
@@ -687,7 +697,7 @@ def summary_markdown(runs):
             cells += ["n/a"] * 3
         for p in peers:
             r = best.get(p)
-            if cfg.core and not (cfg.decode and r):
+            if cfg.core and not (cfg.cache and r):
                 cells.append("")
             elif not r:
                 cells.append("n/a")
