@@ -416,45 +416,40 @@ def host_cpu_flags():
     return set()
 
 
-def bw_probe(args, threads):
-    """Best of a few runs of bw_probe.c (1 GiB read by `threads` threads),
-    GB/s; built here when missing or older than its source."""
-    binary = os.path.join(args.workdir, "bw_probe")
-    source = os.path.join(BENCH, "bw_probe.c")
+def probe_runs(args, name, argv):
+    """The outputs of args.peak_repeats runs of bench/NAME.c with `argv`
+    (built here when missing or older than its source), a pause between
+    them."""
+    binary = os.path.join(args.workdir, name)
+    source = os.path.join(BENCH, name + ".c")
     if (not os.path.exists(binary)
             or os.path.getmtime(binary) < os.path.getmtime(source)):
         subprocess.run([args.cc, "-O2", "-pthread", "-o", binary, source],
                        check=True)
-    best = 0.0
+    outs = []
     for _ in range(args.peak_repeats):
-        out = subprocess.run([binary, str(threads), "1024", "5"], check=True,
-                             stdout=subprocess.PIPE, text=True).stdout
-        best = max(best, float(re.search(r"([\d.]+) GB/s", out)[1]))
+        outs.append(subprocess.run([binary] + argv, check=True,
+                                   stdout=subprocess.PIPE, text=True).stdout)
         time.sleep(args.gap)
-    return best
+    return outs
+
+
+def bw_probe(args, threads):
+    """Best of a few runs of bw_probe.c (1 GiB read by `threads` threads),
+    GB/s."""
+    return max(float(re.search(r"([\d.]+) GB/s", out)[1]) for out in
+               probe_runs(args, "bw_probe", [str(threads), "1024", "5"]))
 
 
 def fma_peak(args, threads):
-    """Best of a few runs of fma_peak.c, GFLOP/s; built here when missing or
-    older than its source. Its kernel is chosen at run time (zmm with
-    AVX-512F, else ymm), and named in args.peak_kernel."""
-    binary = os.path.join(args.workdir, "fma_peak")
-    source = os.path.join(BENCH, "fma_peak.c")
-    if (not os.path.exists(binary)
-            or os.path.getmtime(binary) < os.path.getmtime(source)):
-        subprocess.run([args.cc, "-O2", "-pthread", "-o", binary,
-                        source], check=True)
-    best = 0.0
-    for _ in range(args.peak_repeats):
-        out = subprocess.run([binary, str(threads), str(args.peak_seconds)],
-                             check=True, stdout=subprocess.PIPE, text=True).stdout
-        best = max(best, float(re.search(r"([\d.]+) GFLOP/s", out)[1]))
-        args.peak_kernel = {"avx512f": "16 zmm FMA chains per thread",
-                            "avx2": "12 ymm FMA chains per thread, no AVX-512 "
-                                    "on this host"}.get(
-            re.search(r"threads, (\w+),", out)[1], "?")
-        time.sleep(args.gap)
-    return best
+    """Best of a few runs of fma_peak.c, GFLOP/s. Its kernel is chosen at
+    run time (zmm with AVX-512F, else ymm), and named in args.peak_kernel."""
+    outs = probe_runs(args, "fma_peak", [str(threads), str(args.peak_seconds)])
+    args.peak_kernel = {"avx512f": "16 zmm FMA chains per thread",
+                        "avx2": "12 ymm FMA chains per thread, no AVX-512 "
+                                "on this host"}.get(
+        re.search(r"threads, (\w+),", outs[-1])[1], "?")
+    return max(float(re.search(r"([\d.]+) GFLOP/s", out)[1]) for out in outs)
 
 
 # --------------------------------------------------------------------------

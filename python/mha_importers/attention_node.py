@@ -24,11 +24,11 @@ import re
 
 import onnx
 
-from .layer import _Emitter, _NEG_INF, tensor_type, write_function
+from .layer import (MaskInput, _Emitter, _pad_keys, tensor_type,
+                    write_function)
 
 ELEMENT = {onnx.TensorProto.FLOAT: "f32", onnx.TensorProto.FLOAT16: "f16",
            onnx.TensorProto.BFLOAT16: "bf16"}
-_NEG_INF_BF16 = "0xFF80"
 
 
 class Refused(Exception):
@@ -80,11 +80,6 @@ def _empty(em, sizes, elt):
     dyn = [s for s in sizes if not isinstance(s, int)]
     return em.value(f"tensor.empty({', '.join(dyn)}) : "
                     f"{tensor_type(shape, elt)}")
-
-
-def _same(a, b):
-    """Whether sizes a and b (int or SSA value) are known to be equal."""
-    return a == b
 
 
 def _size_text(s):
@@ -155,7 +150,7 @@ def _concat(em, past, new, what):
     return out
 
 
-def _mask(em, m, mask_elt, elt, target):
+def _mask(em, m, target):
     """attn_mask broadcast right-aligned to [B, Hq, Sq, Sk] (`target`: the
     sizes), as mha's [B|1, H|1, Sq|1, Sk] operand: a last dim shorter than
     the keys padded as not attended, missing leading dims added as 1."""
@@ -191,24 +186,10 @@ def _mask(em, m, mask_elt, elt, target):
     value, shape, sizes = m.value, list(m.shape), list(m.sizes)
     pad = tgt[-1] - shape[-1] if isinstance(tgt[-1], int) else 0
     if pad:
-        if mask_elt == "i1":
-            fill = em.value("arith.constant false")
-        else:
-            inf = _NEG_INF_BF16 if mask_elt == "bf16" else _NEG_INF[mask_elt]
-            fill = em.value(f"arith.constant {inf} : {mask_elt}")
-        padded = shape[:-1] + [shape[-1] + pad]
-        psizes = sizes[:-1] + [padded[-1]]
-        ptype = tensor_type(padded, mask_elt)
-        init = _empty(em, psizes, mask_elt)
-        init = em.value(f"linalg.fill ins({fill} : {mask_elt}) outs({init} "
-                        f": {ptype}) -> {ptype}")
-        zeros = ", ".join(["0"] * rank)
-        ones = ", ".join(["1"] * rank)
-        sz = ", ".join(_size_text(s) for s in sizes)
-        value = em.value(f"tensor.insert_slice {value} into {init}[{zeros}] "
-                         f"[{sz}] [{ones}] : {tensor_type(shape, mask_elt)} "
-                         f"into {ptype}")
-        shape, sizes = padded, psizes
+        short = MaskInput("attn_mask", tuple(shape), "", m.elt == "i1",
+                          key_pad=pad)
+        value, shape, _ = _pad_keys(em, value, shape, short, m.elt)
+        sizes = sizes[:-1] + [shape[-1]]
     if rank < 4:
         groups = [list(range(0, 4 - rank + 1))] + \
             [[j] for j in range(4 - rank + 1, 4)]
@@ -217,10 +198,10 @@ def _mask(em, m, mask_elt, elt, target):
         value = em.value(
             f"tensor.expand_shape {value} {groups} output_shape "
             f"[{', '.join(_size_text(s) for s in new_sizes)}] : "
-            f"{tensor_type(shape, mask_elt)} into "
-            f"{tensor_type(new_shape, mask_elt)}")
+            f"{tensor_type(shape, m.elt)} into "
+            f"{tensor_type(new_shape, m.elt)}")
         shape, sizes = new_shape, new_sizes
-    return _Tensor(value, shape, mask_elt, sizes)
+    return _Tensor(value, shape, m.elt, sizes)
 
 
 # qk_matmul_output_mode -> mha.attention_weights stage, as onnx.reference
@@ -376,7 +357,7 @@ def import_node(model, att, attrs, ins, outs, arrays, out_dir, name,
         m = values[ins["attn_mask"]]
         if m.elt not in ("i1", elt):
             _fail(f"attn_mask is {m.elt}, neither bool nor Q's type ({elt})")
-        mask = _mask(em, m, m.elt, elt, target)
+        mask = _mask(em, m, target)
     lengths = None
     if ins["nonpad_kv_seqlen"]:
         lengths = values[ins["nonpad_kv_seqlen"]]

@@ -157,7 +157,7 @@ class _Emitter:
 
 
 # -inf, as arith.constant spells it per float type.
-_NEG_INF = {"f32": "0xFF800000", "f16": "0xFC00"}
+_NEG_INF = {"f32": "0xFF800000", "f16": "0xFC00", "bf16": "0xFF80"}
 
 
 def _pad_keys(em, value, shape, m, elt):

@@ -83,20 +83,24 @@ def feeds_for(m, lens, total, seed, rotary):
 def case(name, b, s, n, nkv, h, past, lens, total, attrs=None, rotary=None,
          seed=0, dtype=F):
     m = model(b, s, n, nkv, h, past, attrs or {}, rotary, F=dtype)
-    feeds = feeds_for(m, lens, total, seed, rotary)
+    compare(name, m, feeds_for(m, lens, total, seed, rotary),
+            2e-3 if dtype == TensorProto.FLOAT16 else 1e-4)
+
+
+def compare(name, m, feeds, tolerance=1e-4):
+    """Runs `m` on `feeds` with ONNX Runtime and through the importer; every
+    output must agree within `tolerance`."""
     ref = ort.InferenceSession(m.SerializeToString(),
                                providers=["CPUExecutionProvider"]).run(
         None, feeds)
-    rep = MhaBackend.prepare(m, pipeline=PIPELINE,
-                             workdir=f"{WORK}/{name}")
-    ours = rep.run([feeds[vi.name] for vi in m.graph.input])
+    ours = MhaBackend.prepare(m, pipeline=PIPELINE,
+                              workdir=f"{WORK}/{name}").run(
+        [feeds[vi.name] for vi in m.graph.input])
     errors = [float(np.abs(a.astype(np.float32) - r.astype(np.float32)).max())
               for a, r in zip(ours, ref)]
-    ok = all(e <= (2e-3 if dtype == TensorProto.FLOAT16 else 1e-4)
-             for e in errors) and len(ours) == 3
+    ok = all(e <= tolerance for e in errors) and len(ours) == len(ref)
     print(f"{name}: max abs error {max(errors):.1e}: "
           f"{'OK' if ok else 'MISMATCH'}")
-    return m, feeds
 
 
 # Decoding on separate past/present buffers, batches of different lengths.
@@ -191,17 +195,7 @@ def mha_model(b, s, n, h, past, attrs, extra=()):
 
 def mha_case(name, b, s, n, h, past, attrs=None, seed=0):
     m = mha_model(b, s, n, h, past, attrs or {})
-    feeds = feeds_for(m, [], 0, seed, None)
-    ref = ort.InferenceSession(m.SerializeToString(),
-                               providers=["CPUExecutionProvider"]).run(
-        None, feeds)
-    ours = MhaBackend.prepare(m, pipeline=PIPELINE,
-                              workdir=f"{WORK}/{name}").run(
-        [feeds[vi.name] for vi in m.graph.input])
-    errors = [float(np.abs(a - r).max()) for a, r in zip(ours, ref)]
-    ok = all(e <= 1e-4 for e in errors) and len(ours) == len(ref)
-    print(f"{name}: max abs error {max(errors):.1e}: "
-          f"{'OK' if ok else 'MISMATCH'}")
+    compare(name, m, feeds_for(m, [], 0, seed, None))
 
 
 mha_case("mha_decode_unidirectional", 2, 1, 4, 16, 20,

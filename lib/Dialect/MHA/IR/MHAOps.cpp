@@ -879,19 +879,23 @@ LogicalResult AttentionWeightsOp::verify() {
   return verifyResultIsInit(getOperation(), getResult(), getInit());
 }
 
+/// Destination-passing style: each result has the shape of its init.
+static LogicalResult reifyAsInits(OpBuilder &builder,
+                                  DestinationStyleOpInterface op,
+                                  ReifiedRankedShapedTypeDims &shapes) {
+  for (Value init : op.getDpsInits())
+    shapes.push_back(tensor::getMixedSizes(builder, op.getLoc(), init));
+  return success();
+}
+
 LogicalResult AttentionWeightsOp::reifyResultShapes(
     OpBuilder &builder, ReifiedRankedShapedTypeDims &reifiedReturnShapes) {
-  reifiedReturnShapes.push_back(
-      tensor::getMixedSizes(builder, getLoc(), getInit()));
-  return success();
+  return reifyAsInits(builder, *this, reifiedReturnShapes);
 }
 
 LogicalResult AttentionOp::reifyResultShapes(
     OpBuilder &builder, ReifiedRankedShapedTypeDims &reifiedReturnShapes) {
-  // Destination-passing style: the result has the shape of `init`.
-  reifiedReturnShapes.push_back(
-      tensor::getMixedSizes(builder, getLoc(), getInit()));
-  return success();
+  return reifyAsInits(builder, *this, reifiedReturnShapes);
 }
 
 //===----------------------------------------------------------------------===//
@@ -920,10 +924,7 @@ LogicalResult OnlineAttentionOp::verify() {
 
 LogicalResult OnlineAttentionOp::reifyResultShapes(
     OpBuilder &builder, ReifiedRankedShapedTypeDims &reifiedReturnShapes) {
-  for (Value init : getDpsInits())
-    reifiedReturnShapes.push_back(
-        tensor::getMixedSizes(builder, getLoc(), init));
-  return success();
+  return reifyAsInits(builder, *this, reifiedReturnShapes);
 }
 
 //===----------------------------------------------------------------------===//
@@ -989,9 +990,7 @@ LogicalResult CacheAppendOp::verify() {
 
 LogicalResult CacheAppendOp::reifyResultShapes(
     OpBuilder &builder, ReifiedRankedShapedTypeDims &reifiedReturnShapes) {
-  reifiedReturnShapes.push_back(
-      tensor::getMixedSizes(builder, getLoc(), getCache()));
-  return success();
+  return reifyAsInits(builder, *this, reifiedReturnShapes);
 }
 
 //===----------------------------------------------------------------------===//
@@ -1061,7 +1060,5 @@ LogicalResult RotaryOp::verify() {
 
 LogicalResult RotaryOp::reifyResultShapes(
     OpBuilder &builder, ReifiedRankedShapedTypeDims &reifiedReturnShapes) {
-  reifiedReturnShapes.push_back(
-      tensor::getMixedSizes(builder, getLoc(), getInit()));
-  return success();
+  return reifyAsInits(builder, *this, reifiedReturnShapes);
 }
