@@ -145,6 +145,9 @@ static void addOneShotBufferize(OpPassManager &pm) {
 }
 
 void mha::buildBufferizationStage(OpPassManager &pm) {
+  // Last on tensors: what the weights alone give (the vectorizer's packed
+  // panels) is computed by an entry of its own, once.
+  pm.addPass(createMHAOutlineWeightPreparationPass());
   addOneShotBufferize(pm);
   // Tiles written back where they were read from bufferize to copies between
   // identical subviews; CSE makes them self-copies, which fold away.

@@ -408,7 +408,8 @@ def write(layer: Layer, out_dir: str, name: str = "main",
             em.dims(y, result_shape, tensor_type(result_shape, elt)))
     params = [f"%{n}: {tensor_type(s, e)}" for n, s, e in runtime] + \
         [f"%{n}: {tensor_type(s, e)}" for n, s, e, _ in constants] + \
-        [f"%{n}: {tensor_type(list(w.shape), elt)}" for n, w in weights]
+        [f"%{n}: {tensor_type(list(w.shape), elt)} {{mha.weight}}"
+         for n, w in weights]
     returned.insert(0, (y, result_type))
     # The runtime arguments come first: in the response file when given,
     # else the caller passes them before it.

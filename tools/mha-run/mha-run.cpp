@@ -27,6 +27,8 @@
 #include "mha/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mha/Dialect/MHA/IR/MHADialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -102,6 +104,12 @@ cl::opt<unsigned> repeat(
              "(catches races, which are intermittent); the first call's "
              "results are the ones written and compared"),
     cl::init(1), cl::cat(category));
+cl::opt<bool> prepareWeights(
+    "prepare-weights",
+    cl::desc("Call NAME_prepare once on the arguments marked mha.weight, "
+             "then NAME_prepared with its results for every call (the cpu "
+             "and loops pipelines write the pair)"),
+    cl::init(false), cl::cat(category));
 cl::opt<bool> printTarget(
     "print-target",
     cl::desc("Print the target triple, CPU and features the JIT compiles "
@@ -132,7 +140,7 @@ struct RunOptions {
   std::string randomInputs;
   double atol = 0, rtol = 0;
   unsigned benchmark = 0, repeat = 1;
-  bool printTarget = false, dumpPassPipeline = false;
+  bool printTarget = false, dumpPassPipeline = false, prepareWeights = false;
   mha::CPUTarget cpuTarget;
   std::string dumpObjectFile;
 };
@@ -152,6 +160,7 @@ RunOptions readOptions() {
   o.benchmark = flags::benchmark;
   o.repeat = flags::repeat;
   o.printTarget = flags::printTarget;
+  o.prepareWeights = flags::prepareWeights;
   o.dumpPassPipeline = flags::dumpPassPipeline;
   o.cpuTarget = flags::targetFlags.get();
   o.dumpObjectFile = flags::dumpObjectFile;
@@ -302,22 +311,56 @@ void printSummary(unsigned index, const NpyArray &array) {
   llvm::outs() << "\n";
 }
 
-/// Calls of the entry through the engine's packed interface: one pointer per
-/// descriptor word of each argument, then one to the returned struct of
+/// The ranks of the memref descriptors the lowered function `name` returns
+/// (its LLVM result type: one descriptor struct, a struct of them, or
+/// void); nothing if `module` has no such function.
+std::optional<SmallVector<int64_t>> resultRanksOf(ModuleOp module,
+                                                  StringRef name) {
+  auto func = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+  if (!func)
+    return std::nullopt;
+  auto rankOf = [](LLVM::LLVMStructType descriptor) -> int64_t {
+    ArrayRef<Type> fields = descriptor.getBody();
+    return fields.size() == 3
+               ? 0
+               : cast<LLVM::LLVMArrayType>(fields[3]).getNumElements();
+  };
+  SmallVector<int64_t> ranks;
+  auto type = dyn_cast<LLVM::LLVMStructType>(
+      func.getFunctionType().getReturnType());
+  if (!type)
+    return ranks;
+  if (isa<LLVM::LLVMPointerType>(type.getBody().front()))
+    return SmallVector<int64_t>{rankOf(type)};
+  for (Type field : type.getBody())
+    ranks.push_back(rankOf(cast<LLVM::LLVMStructType>(field)));
+  return ranks;
+}
+
+SmallVector<int64_t> ranksOf(TypeRange types) {
+  return llvm::map_to_vector(types, [](Type type) {
+    return cast<RankedTensorType>(type).getRank();
+  });
+}
+
+/// Calls of a function through the engine's packed interface: one pointer
+/// per descriptor word of each argument, then one to the returned struct of
 /// result descriptors (3 + 2 * rank words each).
 class Caller {
 public:
-  Caller(ExecutionEngine &engine, StringRef entryName, FunctionType signature,
-         MutableArrayRef<NpyArray> args)
-      : engine(engine), entryName(entryName), signature(signature), args(args) {
-    for (NpyArray &array : args)
-      descriptors.push_back(describe(array));
+  /// `arguments`' descriptors; results of ranks `resultRanks`, of the
+  /// tensor types `resultTypes` where known (for takeResults).
+  Caller(ExecutionEngine &engine, StringRef entryName,
+         SmallVector<Descriptor> arguments, ArrayRef<int64_t> resultRanks,
+         TypeRange resultTypes = {})
+      : engine(engine), entryName(entryName), descriptors(std::move(arguments)),
+        resultRanks(resultRanks), resultTypes(resultTypes) {
     for (Descriptor &d : descriptors)
       for (int64_t &word : d.words)
         packed.push_back(&word);
     size_t resultWords = 0;
-    for (Type type : signature.getResults())
-      resultWords += 3 + 2 * cast<RankedTensorType>(type).getRank();
+    for (int64_t rank : resultRanks)
+      resultWords += 3 + 2 * rank;
     resultStruct.resize(resultWords);
     if (resultWords)
       packed.push_back(resultStruct.data());
@@ -336,52 +379,82 @@ public:
   /// Frees the buffers of the last call's results (those that are not
   /// arguments).
   void freeResults() {
+    for (Descriptor &result : takeDescriptors())
+      if (!isArgument(result))
+        std::free(reinterpret_cast<void *>(result.words[0]));
+  }
+
+  /// The last call's result descriptors, as returned: the caller owns the
+  /// buffers that are not arguments (isArgument).
+  SmallVector<Descriptor> takeDescriptors() {
+    SmallVector<Descriptor> results;
     size_t at = 0;
-    for (Type type : signature.getResults()) {
-      void *allocated = reinterpret_cast<void *>(resultStruct[at]);
-      bool isArgument = llvm::any_of(
-          args, [&](NpyArray &a) { return a.data.data() == allocated; });
-      if (!isArgument)
-        std::free(allocated);
-      at += 3 + 2 * cast<RankedTensorType>(type).getRank();
+    for (int64_t rank : resultRanks) {
+      Descriptor d;
+      d.words.assign(resultStruct.begin() + at,
+                     resultStruct.begin() + at + 3 + 2 * rank);
+      results.push_back(std::move(d));
+      at += 3 + 2 * rank;
     }
+    return results;
+  }
+
+  /// Whether a result's buffer is one of the arguments'.
+  bool isArgument(const Descriptor &result) const {
+    return llvm::any_of(descriptors, [&](const Descriptor &a) {
+      return a.words[0] == result.words[0];
+    });
   }
 
   /// The last call's results as arrays (strided reads: they need not be
   /// contiguous); their buffers are freed.
   SmallVector<NpyArray> takeResults() {
     SmallVector<NpyArray> results;
-    size_t at = 0;
-    for (Type type : signature.getResults()) {
+    for (auto [type, result] : llvm::zip_equal(resultTypes, takeDescriptors())) {
       auto tensor = cast<RankedTensorType>(type);
       int64_t rank = tensor.getRank();
+      ArrayRef<int64_t> words = result.words;
       NpyArray array;
       array.dtype = dtypeFor(tensor.getElementType()).str();
       size_t elementSize = NpyArray::elementSize(array.dtype);
-      auto *aligned = reinterpret_cast<const char *>(resultStruct[at + 1]);
-      int64_t offset = resultStruct[at + 2];
-      ArrayRef<int64_t> sizes(&resultStruct[at + 3], rank);
-      ArrayRef<int64_t> strides(&resultStruct[at + 3 + rank], rank);
+      auto *aligned = reinterpret_cast<const char *>(words[1]);
+      ArrayRef<int64_t> sizes = words.slice(3, rank);
+      ArrayRef<int64_t> strides = words.slice(3 + rank, rank);
       array.shape.assign(sizes.begin(), sizes.end());
       array.data.resize(array.numElements() * elementSize);
-      mha_copy_strided(array.data.data(), aligned + offset * elementSize,
+      mha_copy_strided(array.data.data(), aligned + words[2] * elementSize,
                        elementSize, rank, sizes.data(), strides.data(),
                        /*dst_strides=*/nullptr);
       results.push_back(std::move(array));
-      at += 3 + 2 * rank;
+      if (!isArgument(result))
+        std::free(reinterpret_cast<void *>(words[0]));
     }
-    freeResults();
     return results;
   }
 
 private:
   ExecutionEngine &engine;
   std::string entryName;
-  FunctionType signature;
-  MutableArrayRef<NpyArray> args;
   SmallVector<Descriptor> descriptors;
+  SmallVector<int64_t> resultRanks;
+  SmallVector<Type> resultTypes;
   SmallVector<void *> packed;
   SmallVector<int64_t> resultStruct;
+};
+
+/// The weights of an entry prepared once (--prepare-weights): the results
+/// of `NAME_prepare` on them, which `NAME_prepared` takes before the other
+/// arguments; freed with this object.
+struct PreparedWeights {
+  SmallVector<Descriptor> values;
+  SmallVector<const void *> weights;
+  PreparedWeights() = default;
+  PreparedWeights(const PreparedWeights &) = delete;
+  ~PreparedWeights() {
+    for (Descriptor &d : values)
+      if (!llvm::is_contained(weights, reinterpret_cast<void *>(d.words[0])))
+        std::free(reinterpret_cast<void *>(d.words[0]));
+  }
 };
 
 /// One run of mha-run over the options: the steps below, in the order run()
@@ -402,7 +475,8 @@ private:
                    std::unique_ptr<ExecutionEngine> &engine);
   int checkRepeats(Caller &caller, ArrayRef<NpyArray> results);
   int reportResults(ArrayRef<NpyArray> results, ArrayRef<NpyArray> expected);
-  int runBenchmark(Caller &caller, double flops, double lowerMs, double jitMs);
+  int runBenchmark(Caller &caller, double flops, double lowerMs, double jitMs,
+                   std::optional<double> prepareMs);
 };
 
 /// Compares like numpy.allclose (NaN equals NaN); prints the worst errors.
@@ -704,11 +778,15 @@ int Runner::reportResults(ArrayRef<NpyArray> results,
 /// with their median, minimum and maximum (and GFLOP/s where the FLOPs of a
 /// call are known). kOk or kRunError.
 int Runner::runBenchmark(Caller &caller, double flops, double lowerMs,
-                         double jitMs) {
+                         double jitMs, std::optional<double> prepareMs) {
   llvm::outs() << llvm::formatv(
       "compile: lowering {0:f1} ms, JIT (LLVM optimization and code "
       "generation) {1:f1} ms\n",
       lowerMs, jitMs);
+  if (prepareMs)
+    llvm::outs() << llvm::formatv("prepare: '@{0}_prepare' once, {1:f3} ms; "
+                                  "the calls below are '@{0}_prepared'\n",
+                                  entryName, *prepareMs);
   if (int error = caller.call()) // Warm-up.
     return error;
   caller.freeResults();
@@ -786,6 +864,14 @@ int Runner::run(MLIRContext &context) {
   if (int error = loadExpected(signature, expected))
     return error;
   double flops = countFlops(func, args);
+  // The weights, marked in the input (lowering consumes the marks).
+  SmallVector<unsigned> weightArgs;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (func.getArgAttr(i, mha::kWeightAttrName))
+      weightArgs.push_back(i);
+  if (prepareWeights && weightArgs.empty())
+    return badInput("--prepare-weights: no argument of '@" + entryName +
+                    "' is marked '" + mha::kWeightAttrName + "'");
 
   // Lower, then compile.
   auto lowerStart = std::chrono::steady_clock::now();
@@ -797,6 +883,15 @@ int Runner::run(MLIRContext &context) {
   if (printTarget)
     llvm::outs() << mha::describeTargetMachine(**codegenTarget)
                  << "; vectors of " << mha::vectorWidthOf(**codegenTarget) << " bits\n";
+  std::string prepareName = entryName + "_prepare";
+  std::optional<SmallVector<int64_t>> preparedRanks;
+  if (prepareWeights) {
+    preparedRanks = resultRanksOf(*module, prepareName);
+    if (!preparedRanks || !module->lookupSymbol(entryName + "_prepared"))
+      return badInput("--prepare-weights: --pipeline=" + pipelineName +
+                      " wrote no '@" + prepareName +
+                      "' (the cpu and loops pipelines prepare weights)");
+  }
   auto jitStart = std::chrono::steady_clock::now();
   std::unique_ptr<ExecutionEngine> engine;
   if (int error = createEngine(*module, optimizerTarget->get(),
@@ -808,7 +903,32 @@ int Runner::run(MLIRContext &context) {
   };
   double lowerMs = ms(lowerStart, jitStart), jitMs = ms(jitStart, jitStop);
 
-  Caller caller(*engine, entryName, signature, args);
+  // The arguments of each call: with --prepare-weights, the results of one
+  // call of NAME_prepare on the weights, then the other arguments.
+  SmallVector<Descriptor> callArguments;
+  PreparedWeights prepared;
+  std::optional<double> prepareMs;
+  if (prepareWeights) {
+    SmallVector<Descriptor> weights;
+    for (unsigned i : weightArgs) {
+      weights.push_back(describe(args[i]));
+      prepared.weights.push_back(args[i].data.data());
+    }
+    Caller prepare(*engine, prepareName, std::move(weights), *preparedRanks);
+    double start = mha_now_ms();
+    if (int error = prepare.call())
+      return error;
+    prepareMs = mha_now_ms() - start;
+    prepared.values = prepare.takeDescriptors();
+    callArguments = prepared.values;
+  }
+  for (auto [i, array] : llvm::enumerate(args))
+    if (!prepareWeights || !llvm::is_contained(weightArgs, i))
+      callArguments.push_back(describe(array));
+  Caller caller(*engine,
+                prepareWeights ? entryName + "_prepared" : entryName,
+                std::move(callArguments), ranksOf(signature.getResults()),
+                signature.getResults());
   if (int error = caller.call())
     return error;
   // The JIT compiles at the first lookup: the object code exists now.
@@ -824,7 +944,7 @@ int Runner::run(MLIRContext &context) {
     return reported;
   status = std::max(status, reported);
   if (benchmark > 0)
-    if (int error = runBenchmark(caller, flops, lowerMs, jitMs))
+    if (int error = runBenchmark(caller, flops, lowerMs, jitMs, prepareMs))
       return error;
   return status;
 }

@@ -1148,3 +1148,17 @@ func.func @rotary_negative(%x: tensor<2x2x3x16xf32>, %c: tensor<?x8xf32>, %s: te
   %r = mha.rotary ins(%x : tensor<2x2x3x16xf32>) cos_sin(%c, %s : tensor<?x8xf32>, tensor<?x8xf32>) positions(%p : tensor<2xi32>) outs(%init : tensor<2x2x3x16xf32>) -> tensor<2x2x3x16xf32>
   return %r : tensor<2x2x3x16xf32>
 }
+
+// -----
+
+// expected-error @below {{'mha.weight' must be a unit attribute, found 1 : i64}}
+func.func @weight_not_unit(%w: tensor<4xf32> {mha.weight = 1}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{'mha.weight' on argument #0 of type 'f32': a weight must be a ranked tensor or memref}}
+func.func @weight_not_tensor(%w: f32 {mha.weight}) {
+  return
+}

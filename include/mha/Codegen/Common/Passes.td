@@ -106,6 +106,44 @@ def MHAReturnArgumentsInPlacePass
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect"];
 }
 
+def MHAOutlineWeightPreparationPass
+    : Pass<"mha-outline-weight-preparation", "::mlir::ModuleOp"> {
+  let summary = "Split what a function computes from its weights alone "
+                "into an entry called once (`NAME_prepare`) and one that "
+                "takes its results (`NAME_prepared`)";
+  let description = [{
+    Arguments marked `mha.weight` (a unit attribute the importers put on the
+    projection weights and biases) hold the same values from call to call.
+    What a function computes from them alone (the weights repacked into
+    column panels by mha-vectorize, a transposed `[out, in]` weight) is then
+    the same on every call too: this pass moves it into a function of its
+    own, called once, and gives the rest of the function its results.
+
+    For every function with such arguments, two functions are added beside
+    it, which is left as it was:
+
+    - `@NAME_prepare(weights...) -> (prepared...)`: the ops of the function
+      whose operands come from the weights and constants alone (and that
+      have no effect on memory), up to the values the rest of the function
+      uses. A weight the rest uses as it is comes back as a copy, so that
+      the prepared values own their memory and the weights may be freed.
+      Reshapes and slices of the weights stay in the other function.
+    - `@NAME_prepared(prepared..., other arguments...)`: the function with
+      those values as arguments (read-only), the weights gone.
+
+    `NAME_prepared(NAME_prepare(w), x)` computes what `NAME(w, x)` does, by
+    the same code. mha-run (`--prepare-weights`) and mha-aot's entries
+    (`NAME_prepare`, `NAME_prepared`) call the pair. The CPU pipelines run
+    the pass before bufferization, after the vectorizer made its packing
+    copies; it fails, naming the argument, on a weight the function updates
+    in place, and on a function of several blocks or whose names for the
+    two functions are taken.
+  }];
+  let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect"];
+}
+
 def MHAApproximateTanhPass : Pass<"mha-approximate-tanh"> {
   let summary = "Compute f32 math.tanh as arithmetic (upstream's rational "
                 "approximation)";

@@ -39,6 +39,14 @@ void markReadOnlyArguments(ModuleOp module);
 /// only by the return) was returned (see mha-return-arguments-in-place).
 void returnArgumentsInPlace(ModuleOp module);
 
+/// Adds `@NAME_prepare` (what `func` computes from its `mha.weight`
+/// arguments alone, once) and `@NAME_prepared` (the rest, taking those
+/// values) beside `func` (see mha-outline-weight-preparation). Nothing is
+/// done for a function without such arguments. Fails, with an error at
+/// `func`, where a weight is updated in place, the function has several
+/// blocks, or one of the two names is taken.
+LogicalResult outlineWeightPreparation(func::FuncOp func);
+
 /// Emits an error at every outermost op under `root` that the translation
 /// to LLVM IR cannot take (see mha-check-lowered) and fails if there was one.
 LogicalResult checkLoweredToLLVM(Operation *root);

@@ -14,6 +14,7 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/DialectImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "llvm/Support/InterleavedRange.h"
 #include "llvm/ADT/TypeSwitch.h"
 
@@ -152,6 +153,28 @@ LoweringConfigAttr mha::getLoweringConfig(Operation *op) {
   for (LoweringConfigAttr config : llvm::reverse(configs))
     merged = merged.merge(config);
   return merged;
+}
+
+LogicalResult MHADialect::verifyRegionArgAttribute(Operation *op,
+                                                   unsigned regionIndex,
+                                                   unsigned argIndex,
+                                                   NamedAttribute attribute) {
+  if (attribute.getName() != kWeightAttrName)
+    return success();
+  if (!isa<UnitAttr>(attribute.getValue()))
+    return op->emitError() << "'" << kWeightAttrName
+                           << "' must be a unit attribute, found "
+                           << attribute.getValue();
+  auto function = dyn_cast<FunctionOpInterface>(op);
+  if (!function || regionIndex != 0)
+    return op->emitError() << "'" << kWeightAttrName
+                           << "' marks arguments of functions only";
+  Type type = function.getArgumentTypes()[argIndex];
+  if (!isa<RankedTensorType, MemRefType>(type))
+    return op->emitError() << "'" << kWeightAttrName << "' on argument #"
+                           << argIndex << " of type " << type
+                           << ": a weight must be a ranked tensor or memref";
+  return success();
 }
 
 LogicalResult MHADialect::verifyOperationAttribute(Operation *op,

@@ -39,6 +39,8 @@ def MHA_Dialect : Dialect {
   let useDefaultAttributePrinterParser = 1;
   // mha.target and mha.lowering_config (MHAAttrs.td) hold their attributes.
   let hasOperationAttrVerify = 1;
+  // mha.weight on function arguments.
+  let hasRegionArgAttrVerify = 1;
 }
 
 /// Base class of every op of the dialect.

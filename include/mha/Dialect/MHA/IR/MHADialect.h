@@ -24,6 +24,11 @@ inline constexpr llvm::StringLiteral kTargetAttrName = "mha.target";
 inline constexpr llvm::StringLiteral kLoweringConfigAttrName =
     "mha.lowering_config";
 
+/// The function-argument attribute marking a weight: an argument whose
+/// value is the same on every call, which the CPU pipelines prepare once
+/// (mha-outline-weight-preparation).
+inline constexpr llvm::StringLiteral kWeightAttrName = "mha.weight";
+
 /// The nearest `mha.target` on `op` or an op around it; null if none.
 TargetAttr getTarget(Operation *op);
 
