@@ -226,28 +226,46 @@ static int call_ciface(mha_aot_ciface ciface, int64_t n, void *const a[]) {
   }
 }
 
+struct mha_aot_prepared {
+  int64_t count;
+  int64_t ranks[MHA_AOT_MAX_ARRAYS];
+  /* Whether each value's buffer is the compiled code's allocation. */
+  int owned[MHA_AOT_MAX_ARRAYS];
+  /* The descriptors, one after the other. */
+  int64_t words[];
+};
+
 /* Whether `allocated` is memory the compiled code malloc'd for a result:
-   not an argument, not a constant (MLIR marks those 0xdeadbeef), not a
-   buffer an earlier result already owns. */
+   not an argument, not a prepared value, not a constant (MLIR marks those
+   0xdeadbeef), not a buffer an earlier result already owns. */
 static int owns(void *allocated, void *const inputs[], int64_t num_inputs,
+                const struct mha_aot_prepared *prepared,
                 void *const earlier[], int64_t num_earlier) {
   if (!allocated || allocated == (void *)0xdeadbeef)
     return 0;
   for (int64_t i = 0; i < num_inputs; ++i)
     if (inputs[i] == allocated)
       return 0;
+  const int64_t *d = prepared ? prepared->words : NULL;
+  for (int64_t i = 0; prepared && i < prepared->count; ++i) {
+    if (get_pointer(&d[0]) == allocated)
+      return 0;
+    d += descriptor_words(prepared->ranks[i]);
+  }
   for (int64_t j = 0; j < num_earlier; ++j)
     if (earlier[j] == allocated)
       return 0;
   return 1;
 }
 
-/* Calls `ciface` on the dense row-major arrays `inputs[i]` of shapes
-   `input_shapes[i]` (checked against the signature's static sizes);
-   `words` receives the results' descriptors, one after the other. */
+/* Calls `ciface` on the prepared values (if any), then the dense row-major
+   arrays `inputs[i]` of shapes `input_shapes[i]` (checked against the
+   signature's static sizes); `words` receives the `num_results` results'
+   descriptors (of ranks `result_ranks`), one after the other. */
 static int invoke(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
-                  void *const inputs[], const int64_t *const input_shapes[],
-                  int64_t *words) {
+                  const struct mha_aot_prepared *prepared, int64_t num_results,
+                  const int64_t result_ranks[], void *const inputs[],
+                  const int64_t *const input_shapes[], int64_t *words) {
   if (!signature_within_limits(sig))
     return MHA_AOT_BAD_SIGNATURE;
   for (int64_t i = 0; i < sig->num_inputs; ++i)
@@ -257,13 +275,22 @@ static int invoke(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
         return MHA_AOT_ARGUMENT_SHAPE;
 
   /* The results' descriptors first (the callee writes them), then the
-     arguments', dense row-major over the callers' arrays. */
+     prepared values', then the arguments', dense row-major over the
+     callers' arrays. */
   void *args[MAX_CIFACE_ARGS];
   int64_t num_args = 0, *next = words;
-  if (sig->num_outputs)
+  int64_t num_prepared = prepared ? prepared->count : 0;
+  if (1 + num_prepared + sig->num_inputs > MAX_CIFACE_ARGS)
+    return MHA_AOT_BAD_SIGNATURE;
+  if (num_results)
     args[num_args++] = words;
-  for (int64_t j = 0; j < sig->num_outputs; ++j)
-    next += descriptor_words(sig->outputs[j].rank);
+  for (int64_t j = 0; j < num_results; ++j)
+    next += descriptor_words(result_ranks[j]);
+  const int64_t *value = prepared ? prepared->words : NULL;
+  for (int64_t i = 0; i < num_prepared; ++i) {
+    args[num_args++] = (void *)value;
+    value += descriptor_words(prepared->ranks[i]);
+  }
   for (int64_t i = 0; i < sig->num_inputs; ++i) {
     int64_t rank = sig->inputs[i].rank;
     set_pointer(&next[0], inputs[i]);
@@ -283,18 +310,44 @@ static int invoke(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
   return MHA_AOT_OK;
 }
 
+/* The ranks of `sig`'s results. */
+static const int64_t *output_ranks(const struct mha_aot_signature *sig,
+                                   int64_t ranks[]) {
+  for (int64_t j = 0; j < sig->num_outputs; ++j)
+    ranks[j] = sig->outputs[j].rank;
+  return ranks;
+}
+
 /* Frees the results' buffers that the compiled code allocated, after every
    result was copied (two results may be views of one allocation). */
 static void free_owned(const struct mha_aot_signature *sig,
-                       void *const inputs[], const int64_t *words) {
+                       void *const inputs[],
+                       const struct mha_aot_prepared *prepared,
+                       const int64_t *words) {
   void *owned[MHA_AOT_MAX_ARRAYS];
   for (int64_t j = 0; j < sig->num_outputs; ++j) {
     owned[j] = get_pointer(&words[0]);
     words += descriptor_words(sig->outputs[j].rank);
   }
   for (int64_t j = 0; j < sig->num_outputs; ++j)
-    if (owns(owned[j], inputs, sig->num_inputs, owned, j))
+    if (owns(owned[j], inputs, sig->num_inputs, prepared, owned, j))
       free(owned[j]);
+}
+
+/* The shapes of `sig`'s inputs: the signature's static sizes, the next of
+   `dims` for each dynamic one. Returns where `dims` goes on (the results'
+   dynamic sizes). */
+static const int64_t *
+input_shapes_from(const struct mha_aot_signature *sig, const int64_t dims[],
+                  int64_t shapes[][MHA_AOT_MAX_RANK], const int64_t *ptrs[]) {
+  const int64_t *next_dim = dims;
+  for (int64_t i = 0; i < sig->num_inputs; ++i) {
+    for (int64_t d = 0; d < sig->inputs[i].rank; ++d)
+      shapes[i][d] = sig->inputs[i].shape[d] >= 0 ? sig->inputs[i].shape[d]
+                                                   : *next_dim++;
+    ptrs[i] = shapes[i];
+  }
+  return next_dim;
 }
 
 /* The first element of the result `d` describes. */
@@ -316,7 +369,11 @@ int mha_aot_run(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
                 void *const inputs[], const int64_t *const input_shapes[],
                 void *outputs[], int64_t *const output_shapes[]) {
   int64_t words[2 * MHA_AOT_MAX_ARRAYS * MAX_DESCRIPTOR_WORDS];
-  int status = invoke(sig, ciface, inputs, input_shapes, words);
+  int64_t ranks[MHA_AOT_MAX_ARRAYS];
+  if (!signature_within_limits(sig))
+    return MHA_AOT_BAD_SIGNATURE;
+  int status = invoke(sig, ciface, NULL, sig->num_outputs,
+                      output_ranks(sig, ranks), inputs, input_shapes, words);
   if (status)
     return status;
   const int64_t *result = words;
@@ -332,29 +389,25 @@ int mha_aot_run(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
                      &result[3], &result[3 + rank], NULL);
     result += descriptor_words(rank);
   }
-  free_owned(sig, inputs, words);
+  free_owned(sig, inputs, NULL, words);
   return MHA_AOT_OK;
 }
 
-int mha_aot_call(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
-                 void *const inputs[], void *const results[],
-                 const int64_t dims[]) {
+/* mha_aot_call and mha_aot_call_prepared. */
+static int call(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
+                const struct mha_aot_prepared *prepared, void *const inputs[],
+                void *const results[], const int64_t dims[]) {
   if (!signature_within_limits(sig))
     return MHA_AOT_BAD_SIGNATURE;
-  /* Each shape: the signature's static sizes, the next of `dims` for each
-     dynamic one. */
   int64_t input_shapes[MHA_AOT_MAX_ARRAYS][MHA_AOT_MAX_RANK];
   const int64_t *input_shape_ptrs[MHA_AOT_MAX_ARRAYS];
-  const int64_t *next_dim = dims;
-  for (int64_t i = 0; i < sig->num_inputs; ++i) {
-    for (int64_t d = 0; d < sig->inputs[i].rank; ++d)
-      input_shapes[i][d] = sig->inputs[i].shape[d] >= 0
-                               ? sig->inputs[i].shape[d]
-                               : *next_dim++;
-    input_shape_ptrs[i] = input_shapes[i];
-  }
+  const int64_t *next_dim =
+      input_shapes_from(sig, dims, input_shapes, input_shape_ptrs);
   int64_t words[2 * MHA_AOT_MAX_ARRAYS * MAX_DESCRIPTOR_WORDS];
-  int status = invoke(sig, ciface, inputs, input_shape_ptrs, words);
+  int64_t ranks[MHA_AOT_MAX_ARRAYS];
+  int status = invoke(sig, ciface, prepared, sig->num_outputs,
+                      output_ranks(sig, ranks), inputs, input_shape_ptrs,
+                      words);
   if (status)
     return status;
   const int64_t *result = words;
@@ -380,8 +433,78 @@ int mha_aot_call(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
                        &result[3 + rank], NULL);
     result += descriptor_words(rank);
   }
-  free_owned(sig, inputs, words);
+  free_owned(sig, inputs, prepared, words);
   return status;
+}
+
+int mha_aot_call(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
+                 void *const inputs[], void *const results[],
+                 const int64_t dims[]) {
+  return call(sig, ciface, NULL, inputs, results, dims);
+}
+
+int mha_aot_call_prepared(const struct mha_aot_signature *sig,
+                          mha_aot_ciface ciface,
+                          const struct mha_aot_prepared *prepared,
+                          void *const inputs[], void *const results[],
+                          const int64_t dims[]) {
+  if (!prepared)
+    return MHA_AOT_BAD_SIGNATURE;
+  return call(sig, ciface, prepared, inputs, results, dims);
+}
+
+int mha_aot_prepare(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
+                    int64_t num_prepared, const int64_t ranks[],
+                    void *const weights[], const int64_t dims[],
+                    struct mha_aot_prepared **prepared) {
+  *prepared = NULL;
+  if (!signature_within_limits(sig) || sig->num_outputs ||
+      num_prepared < 0 || num_prepared > MHA_AOT_MAX_ARRAYS ||
+      (num_prepared && !ranks))
+    return MHA_AOT_BAD_SIGNATURE;
+  int64_t num_words = 0;
+  for (int64_t j = 0; j < num_prepared; ++j) {
+    if (ranks[j] < 0 || ranks[j] > MHA_AOT_MAX_RANK)
+      return MHA_AOT_BAD_SIGNATURE;
+    num_words += descriptor_words(ranks[j]);
+  }
+  int64_t input_shapes[MHA_AOT_MAX_ARRAYS][MHA_AOT_MAX_RANK];
+  const int64_t *input_shape_ptrs[MHA_AOT_MAX_ARRAYS];
+  input_shapes_from(sig, dims, input_shapes, input_shape_ptrs);
+  int64_t words[2 * MHA_AOT_MAX_ARRAYS * MAX_DESCRIPTOR_WORDS];
+  int status = invoke(sig, ciface, NULL, num_prepared, ranks, weights,
+                      input_shape_ptrs, words);
+  if (status)
+    return status;
+  struct mha_aot_prepared *p =
+      malloc(sizeof *p + (size_t)num_words * sizeof(int64_t));
+  if (!p)
+    abort();
+  p->count = num_prepared;
+  memcpy(p->words, words, (size_t)num_words * sizeof(int64_t));
+  void *allocated[MHA_AOT_MAX_ARRAYS];
+  const int64_t *d = p->words;
+  for (int64_t j = 0; j < num_prepared; ++j) {
+    p->ranks[j] = ranks[j];
+    allocated[j] = get_pointer(&d[0]);
+    p->owned[j] =
+        owns(allocated[j], weights, sig->num_inputs, NULL, allocated, j);
+    d += descriptor_words(ranks[j]);
+  }
+  *prepared = p;
+  return MHA_AOT_OK;
+}
+
+void mha_aot_release(struct mha_aot_prepared *prepared) {
+  if (!prepared)
+    return;
+  const int64_t *d = prepared->words;
+  for (int64_t j = 0; j < prepared->count; ++j) {
+    if (prepared->owned[j])
+      free(get_pointer(&d[0]));
+    d += descriptor_words(prepared->ranks[j]);
+  }
+  free(prepared);
 }
 
 /* The copy that memref.copy between strided buffers lowers to, which MLIR's

@@ -172,12 +172,27 @@ SmallVector<std::string> dynamicSizes(StringRef what, size_t index,
   return names;
 }
 
-/// `int NAME(...)`, the typed entry: each argument then its dynamic sizes,
-/// each result then its dynamic sizes.
-std::string typedEntry(StringRef name, ArrayRef<ArrayInfo> inputs,
-                       ArrayRef<ArrayInfo> outputs) {
+/// The weights an entry's preparation takes (the arguments marked
+/// mha.weight) and the ranks of what it returns: NAME_prepare,
+/// NAME_prepared and NAME_release are written where the pipeline prepared
+/// them.
+struct Preparation {
+  SmallVector<unsigned> weights;
+  SmallVector<int64_t> ranks;
+  bool isWeight(size_t i) const { return llvm::is_contained(weights, i); }
+};
+
+/// The parameters of a typed entry: the arguments `args` selects (by index,
+/// each then its dynamic sizes), then with `withResults` each result then
+/// its dynamic sizes.
+SmallVector<std::string> entryParams(ArrayRef<ArrayInfo> inputs,
+                                     ArrayRef<ArrayInfo> outputs,
+                                     llvm::function_ref<bool(size_t)> args,
+                                     bool withResults) {
   SmallVector<std::string> params;
   for (auto [i, info] : llvm::enumerate(inputs)) {
+    if (!args(i))
+      continue;
     // An argument a result updates in place is written.
     bool written = llvm::any_of(outputs, [&, i = i](const ArrayInfo &out) {
       return out.updates == static_cast<int64_t>(i);
@@ -188,12 +203,52 @@ std::string typedEntry(StringRef name, ArrayRef<ArrayInfo> inputs,
       params.push_back("int64_t " + size);
   }
   for (auto [j, info] : llvm::enumerate(outputs)) {
+    if (!withResults)
+      break;
     params.push_back(info.cType + " *result" + std::to_string(j));
     for (const std::string &size : dynamicSizes("result", j, info))
       params.push_back("int64_t " + size);
   }
-  return "int " + name.str() + "(" +
+  return params;
+}
+
+std::string cFunction(StringRef returned, StringRef name,
+                      ArrayRef<std::string> params) {
+  return returned.str() + " " + name.str() + "(" +
          (params.empty() ? "void" : llvm::join(params, ",\n    ")) + ")";
+}
+
+/// `int NAME(...)`, the typed entry: each argument then its dynamic sizes,
+/// each result then its dynamic sizes.
+std::string typedEntry(StringRef name, ArrayRef<ArrayInfo> inputs,
+                       ArrayRef<ArrayInfo> outputs) {
+  return cFunction("int", name,
+                   entryParams(inputs, outputs, [](size_t) { return true; },
+                               /*withResults=*/true));
+}
+
+/// `int NAME_prepare(...)`: the weights, then where the prepared values go.
+std::string prepareEntry(StringRef name, ArrayRef<ArrayInfo> inputs,
+                         const Preparation &preparation) {
+  SmallVector<std::string> params = entryParams(
+      inputs, {}, [&](size_t i) { return preparation.isWeight(i); },
+      /*withResults=*/false);
+  params.push_back("struct mha_aot_prepared **prepared");
+  return cFunction("int", name.str() + "_prepare", params);
+}
+
+/// `int NAME_prepared(...)`: the prepared values, the other arguments, the
+/// results.
+std::string preparedEntry(StringRef name, ArrayRef<ArrayInfo> inputs,
+                          ArrayRef<ArrayInfo> outputs,
+                          const Preparation &preparation) {
+  SmallVector<std::string> params = {
+      "const struct mha_aot_prepared *prepared"};
+  llvm::append_range(
+      params, entryParams(inputs, outputs,
+                          [&](size_t i) { return !preparation.isWeight(i); },
+                          /*withResults=*/true));
+  return cFunction("int", name.str() + "_prepared", params);
 }
 
 /// `int NAME_run(...)`, the generic entry.
@@ -219,7 +274,8 @@ std::string localArray(StringRef elementType, StringRef name,
 /// signature.
 std::string generateHeader(StringRef name, StringRef fileStem, StringRef source,
                            ArrayRef<ArrayInfo> inputs,
-                           ArrayRef<ArrayInfo> outputs) {
+                           ArrayRef<ArrayInfo> outputs,
+                           const std::optional<Preparation> &preparation) {
   std::string text;
   llvm::raw_string_ostream os(text);
   std::string guard = "MHA_AOT_" + StringRef(name).upper() + "_H";
@@ -262,8 +318,29 @@ std::string generateHeader(StringRef name, StringRef fileStem, StringRef source,
         "output_shapes[j]. Returns 0, or\n   2 when an argument's shape does "
         "not match the signature. */\n"
      << genericEntry(name) << ";\n\n"
-     << "extern const struct mha_aot_signature " << name << "_signature;\n\n"
-     << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
+     << "extern const struct mha_aot_signature " << name << "_signature;\n\n";
+  if (preparation) {
+    SmallVector<std::string> weights;
+    for (unsigned i : preparation->weights)
+      weights.push_back("arg" + std::to_string(i));
+    os << "/* The weights prepared once: " << name
+       << "_prepare computes what @" << entryName
+       << " computes\n   from the arguments marked mha.weight alone,\n     "
+       << llvm::join(weights, ", ")
+       << ",\n   such as the projections' packed weight panels, into a new "
+          "*prepared,\n   which owns it: the weights may be freed. "
+       << name << "_prepared then computes " << name
+       << "'s results from it and the\n   other arguments, as " << name
+       << " would, by the same code. " << name
+       << "_release frees\n   *prepared. Sizes and return codes as for "
+       << name << " (" << name << "_prepare: 0, or 2 when a\n   weight's "
+          "shape does not match). */\n"
+       << prepareEntry(name, inputs, *preparation) << ";\n"
+       << preparedEntry(name, inputs, outputs, *preparation) << ";\n"
+       << "void " << name
+       << "_release(struct mha_aot_prepared *prepared);\n\n";
+  }
+  os << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
   return text;
 }
 
@@ -273,7 +350,8 @@ std::string generateHeader(StringRef name, StringRef fileStem, StringRef source,
 /// results' descriptors (when there are results), then one per argument.
 std::string generateEntry(StringRef name, StringRef headerName,
                           ArrayRef<ArrayInfo> inputs,
-                          ArrayRef<ArrayInfo> outputs) {
+                          ArrayRef<ArrayInfo> outputs,
+                          const std::optional<Preparation> &preparation) {
   std::string text;
   llvm::raw_string_ostream os(text);
   os << "/* Generated by mha-aot: the signature of " << name
@@ -286,7 +364,20 @@ std::string generateEntry(StringRef name, StringRef headerName,
   size_t arity = inputs.size() + (outputs.empty() ? 0 : 1);
   SmallVector<std::string> pointers(arity, "void *");
   os << "void " << ciface << "("
-     << (arity ? llvm::join(pointers, ", ") : "void") << ");\n\n";
+     << (arity ? llvm::join(pointers, ", ") : "void") << ");\n";
+  if (preparation) {
+    size_t prepareArity = preparation->weights.size() +
+                          (preparation->ranks.empty() ? 0 : 1);
+    size_t preparedArity = arity + preparation->ranks.size() -
+                           preparation->weights.size();
+    for (auto [suffix, n] : {std::pair("_prepare", prepareArity),
+                             std::pair("_prepared", preparedArity)}) {
+      SmallVector<std::string> params(n, "void *");
+      os << "void " << ciface << suffix << "(" << (n ? llvm::join(params, ", ") : "void")
+         << ");\n";
+    }
+  }
+  os << "\n";
 
   // The signature table.
   auto shapeTable = [&](StringRef what, size_t index, const ArrayInfo &info) {
@@ -313,6 +404,37 @@ std::string generateEntry(StringRef name, StringRef headerName,
   os << "const struct mha_aot_signature " << name << "_signature = {\""
      << entryName << "\", " << inputs.size() << ", args, " << outputs.size()
      << ", results};\n\n";
+  if (preparation) {
+    // The weights' and the other arguments' signatures, and the ranks of
+    // the prepared values.
+    SmallVector<ArrayInfo> weights, others;
+    SmallVector<size_t> weightIndex, otherIndex;
+    for (auto [i, info] : llvm::enumerate(inputs)) {
+      (preparation->isWeight(i) ? weights : others).push_back(info);
+      (preparation->isWeight(i) ? weightIndex : otherIndex).push_back(i);
+    }
+    auto subsetTable = [&](StringRef table, ArrayRef<size_t> indices) {
+      os << "static const struct mha_aot_array_info " << table << "["
+         << std::max<size_t>(indices.size(), 1) << "] = {";
+      for (auto [k, i] : llvm::enumerate(indices))
+        os << (k ? ", " : "") << "{\"" << inputs[i].npyDtype << "\", "
+           << inputs[i].shape.size() << ", arg" << i << "_shape}";
+      os << "};\n";
+    };
+    subsetTable("weight_args", weightIndex);
+    subsetTable("other_args", otherIndex);
+    os << "static const struct mha_aot_signature weights_signature = {\""
+       << entryName << "_prepare\", " << weights.size()
+       << ", weight_args, 0, NULL};\n"
+       << "static const struct mha_aot_signature others_signature = {\""
+       << entryName << "_prepared\", " << others.size() << ", other_args, "
+       << outputs.size() << ", results};\n"
+       << "static const int64_t prepared_ranks["
+       << std::max<size_t>(preparation->ranks.size(), 1) << "] = {";
+    for (auto [j, rank] : llvm::enumerate(preparation->ranks))
+      os << (j ? ", " : "") << rank;
+    os << "};\n\n";
+  }
 
   os << genericEntry(name) << " {\n"
      << "  return mha_aot_run(&" << name << "_signature, (mha_aot_ciface)"
@@ -335,6 +457,40 @@ std::string generateEntry(StringRef name, StringRef headerName,
   os << "  return mha_aot_call(&" << name << "_signature, (mha_aot_ciface)"
      << ciface << ",\n      " << inArray << ", " << outArray << ", "
      << dimArray << ");\n}\n";
+  if (!preparation)
+    return text;
+
+  os << "\n" << prepareEntry(name, inputs, *preparation) << " {\n";
+  SmallVector<std::string> weightPtrs, weightDims;
+  for (unsigned i : preparation->weights) {
+    weightPtrs.push_back("(void *)arg" + std::to_string(i));
+    llvm::append_range(weightDims, dynamicSizes("arg", i, inputs[i]));
+  }
+  std::string wArray = localArray("void *", "in", weightPtrs, os);
+  std::string wDims = localArray("int64_t", "dims", weightDims, os);
+  os << "  return mha_aot_prepare(&weights_signature, (mha_aot_ciface)"
+     << ciface << "_prepare,\n      " << preparation->ranks.size()
+     << ", prepared_ranks, " << wArray << ", " << wDims
+     << ", prepared);\n}\n\n";
+
+  os << preparedEntry(name, inputs, outputs, *preparation) << " {\n";
+  SmallVector<std::string> otherPtrs, otherDims;
+  for (auto [i, info] : llvm::enumerate(inputs)) {
+    if (preparation->isWeight(i))
+      continue;
+    otherPtrs.push_back("(void *)arg" + std::to_string(i));
+    llvm::append_range(otherDims, dynamicSizes("arg", i, info));
+  }
+  for (auto [j, info] : llvm::enumerate(outputs))
+    llvm::append_range(otherDims, dynamicSizes("result", j, info));
+  std::string oArray = localArray("void *", "in", otherPtrs, os);
+  std::string rArray = localArray("void *", "out", out, os);
+  std::string oDims = localArray("int64_t", "dims", otherDims, os);
+  os << "  return mha_aot_call_prepared(&others_signature, (mha_aot_ciface)"
+     << ciface << "_prepared,\n      prepared, " << oArray << ", " << rArray
+     << ", " << oDims << ");\n}\n\n"
+     << "void " << name << "_release(struct mha_aot_prepared *prepared) {\n"
+     << "  mha_aot_release(prepared);\n}\n";
   return text;
 }
 
@@ -535,6 +691,8 @@ int compile(MLIRContext &context) {
       return badInput("'@" + entryName + "' has more than 64 " + what + "s");
   }
 
+  SmallVector<unsigned> weights = mha::weightArguments(func);
+
   SmallString<128> prefix(outputPrefix.empty()
                               ? llvm::sys::path::stem(inputFile)
                               : StringRef(outputPrefix));
@@ -568,6 +726,17 @@ int compile(MLIRContext &context) {
   llvm::Expected<mha::GPURuntime> gpuRuntime = mha::gpuRuntimeOf(*module);
   if (!gpuRuntime)
     return compileError(llvm::toString(gpuRuntime.takeError()));
+  // The weights' preparation, where the pipeline wrote one (the CPU ones).
+  std::optional<Preparation> preparation;
+  if (!weights.empty())
+    if (std::optional<SmallVector<int64_t>> ranks =
+            mha::resultRanksOf(*module, implName + "_prepare");
+        ranks && module->lookupSymbol(implName + "_prepared")) {
+      if (ranks->size() + inputs.size() - weights.size() > 64)
+        return badInput("'@" + entryName + "' has more than 64 prepared "
+                        "weights and other arguments");
+      preparation = Preparation{weights, *ranks};
+    }
 
   // To LLVM IR, optimized and compiled for the target.
   llvm::LLVMContext llvmContext;
@@ -660,8 +829,9 @@ int compile(MLIRContext &context) {
     return compileError("temporary directory: " + ec.message());
   std::string headerText = generateHeader(
       name, llvm::sys::path::filename(prefix),
-      llvm::sys::path::filename(inputFile), inputs, outputs);
-  std::string entryText = generateEntry(name, headerName, inputs, outputs);
+      llvm::sys::path::filename(inputFile), inputs, outputs, preparation);
+  std::string entryText =
+      generateEntry(name, headerName, inputs, outputs, preparation);
   for (auto [path, text] :
        {std::pair(header, StringRef(headerText)),
         std::pair(entry, StringRef(entryText)),

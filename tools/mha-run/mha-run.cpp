@@ -27,7 +27,6 @@
 #include "mha/Pipelines/Pipelines.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
-#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mha/Dialect/MHA/IR/MHADialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -309,32 +308,6 @@ void printSummary(unsigned index, const NpyArray &array) {
   for (int64_t i = 0; i < std::min<int64_t>(n, 6); ++i)
     llvm::outs() << " " << array.get(i);
   llvm::outs() << "\n";
-}
-
-/// The ranks of the memref descriptors the lowered function `name` returns
-/// (its LLVM result type: one descriptor struct, a struct of them, or
-/// void); nothing if `module` has no such function.
-std::optional<SmallVector<int64_t>> resultRanksOf(ModuleOp module,
-                                                  StringRef name) {
-  auto func = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
-  if (!func)
-    return std::nullopt;
-  auto rankOf = [](LLVM::LLVMStructType descriptor) -> int64_t {
-    ArrayRef<Type> fields = descriptor.getBody();
-    return fields.size() == 3
-               ? 0
-               : cast<LLVM::LLVMArrayType>(fields[3]).getNumElements();
-  };
-  SmallVector<int64_t> ranks;
-  auto type = dyn_cast<LLVM::LLVMStructType>(
-      func.getFunctionType().getReturnType());
-  if (!type)
-    return ranks;
-  if (isa<LLVM::LLVMPointerType>(type.getBody().front()))
-    return SmallVector<int64_t>{rankOf(type)};
-  for (Type field : type.getBody())
-    ranks.push_back(rankOf(cast<LLVM::LLVMStructType>(field)));
-  return ranks;
 }
 
 SmallVector<int64_t> ranksOf(TypeRange types) {
@@ -865,10 +838,7 @@ int Runner::run(MLIRContext &context) {
     return error;
   double flops = countFlops(func, args);
   // The weights, marked in the input (lowering consumes the marks).
-  SmallVector<unsigned> weightArgs;
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (func.getArgAttr(i, mha::kWeightAttrName))
-      weightArgs.push_back(i);
+  SmallVector<unsigned> weightArgs = mha::weightArguments(func);
   if (prepareWeights && weightArgs.empty())
     return badInput("--prepare-weights: no argument of '@" + entryName +
                     "' is marked '" + mha::kWeightAttrName + "'");
@@ -886,7 +856,7 @@ int Runner::run(MLIRContext &context) {
   std::string prepareName = entryName + "_prepare";
   std::optional<SmallVector<int64_t>> preparedRanks;
   if (prepareWeights) {
-    preparedRanks = resultRanksOf(*module, prepareName);
+    preparedRanks = mha::resultRanksOf(*module, prepareName);
     if (!preparedRanks || !module->lookupSymbol(entryName + "_prepared"))
       return badInput("--prepare-weights: --pipeline=" + pipelineName +
                       " wrote no '@" + prepareName +

@@ -6,6 +6,8 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mha/Dialect/MHA/IR/MHADialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -341,4 +343,35 @@ StringRef mha::openMPLibrary() { return MHA_OPENMP_LIB; }
 void mha::setDefaultCUDARoot() {
   if (!std::getenv("CUDA_ROOT") && llvm::sys::fs::exists("/usr/local/cuda/bin"))
     setenv("CUDA_ROOT", "/usr/local/cuda", 0);
+}
+
+std::optional<SmallVector<int64_t>> mha::resultRanksOf(ModuleOp module,
+                                                       StringRef name) {
+  auto func = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+  if (!func)
+    return std::nullopt;
+  auto rankOf = [](LLVM::LLVMStructType descriptor) -> int64_t {
+    ArrayRef<Type> fields = descriptor.getBody();
+    return fields.size() == 3
+               ? 0
+               : cast<LLVM::LLVMArrayType>(fields[3]).getNumElements();
+  };
+  auto type = dyn_cast<LLVM::LLVMStructType>(
+      func.getFunctionType().getReturnType());
+  if (!type)
+    return SmallVector<int64_t>();
+  if (isa<LLVM::LLVMPointerType>(type.getBody().front()))
+    return SmallVector<int64_t>{rankOf(type)};
+  SmallVector<int64_t> ranks;
+  for (Type field : type.getBody())
+    ranks.push_back(rankOf(cast<LLVM::LLVMStructType>(field)));
+  return ranks;
+}
+
+SmallVector<unsigned> mha::weightArguments(func::FuncOp func) {
+  SmallVector<unsigned> weights;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (func.getArgAttr(i, kWeightAttrName))
+      weights.push_back(i);
+  return weights;
 }

@@ -10,6 +10,7 @@
 #define MHA_TOOLS_SUPPORT_TOOLSUPPORT_H
 
 #include "mha/Pipelines/Pipelines.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
@@ -134,6 +135,16 @@ llvm::Expected<std::string> gpuRuntimeLibrary(GPURuntime runtime);
 /// there: `gpu-module-to-binary` finds ptxas and libdevice (math functions
 /// in NVVM kernels) through it.
 void setDefaultCUDARoot();
+
+/// The ranks of the memref descriptors the lowered (LLVM dialect) function
+/// `name` of `module` returns: one descriptor struct, a struct of them, or
+/// nothing; no value if there is no such function. The weights a CPU
+/// pipeline prepared (`NAME_prepare`) are known to the tools only thus.
+std::optional<SmallVector<int64_t>> resultRanksOf(ModuleOp module,
+                                                  StringRef name);
+
+/// The indices of the arguments of `func` marked `mha.weight`.
+SmallVector<unsigned> weightArguments(func::FuncOp func);
 
 /// LLVM's OpenMP runtime, which the CPU pipeline's parallel loops call: the
 /// one in the library directory of the LLVM the tools were built with.

@@ -42,6 +42,9 @@ struct mha_aot_signature {
   int64_t num_outputs;
   const struct mha_aot_array_info *outputs;
 };
+/* Weights prepared once (an entry's NAME_prepare): what the compiled
+   preparation returned, owned by this object (NAME_release frees it). */
+struct mha_aot_prepared;
 #endif
 
 /* The limits of the wrapper: arguments, results and ranks (mha-aot refuses
@@ -91,6 +94,32 @@ MHA_RUNNER_SUPPORT_API int mha_aot_call(const struct mha_aot_signature *sig,
                                         void *const inputs[],
                                         void *const results[],
                                         const int64_t dims[]);
+
+/* `NAME_prepare`: calls `ciface` (the compiled NAME_prepare) on the weights
+   `weights[i]`, dense arrays of `sig`'s inputs (its dynamic sizes in `dims`,
+   in order; `sig` has no outputs), and keeps its `num_prepared` results,
+   descriptors of ranks `ranks[j]`, in a new `*prepared`: MHA_AOT_OK, else
+   MHA_AOT_ARGUMENT_SHAPE (or MHA_AOT_BAD_SIGNATURE) and `*prepared` NULL.
+   The results are the compiled code's own buffers: the weights may be freed
+   once it returns. */
+MHA_RUNNER_SUPPORT_API int
+mha_aot_prepare(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
+                int64_t num_prepared, const int64_t ranks[],
+                void *const weights[], const int64_t dims[],
+                struct mha_aot_prepared **prepared);
+
+/* `NAME_prepared`: mha_aot_call of the compiled NAME_prepared, whose
+   arguments are the prepared values, then `sig`'s inputs (the entry's
+   arguments that are no weights). */
+MHA_RUNNER_SUPPORT_API int
+mha_aot_call_prepared(const struct mha_aot_signature *sig,
+                      mha_aot_ciface ciface,
+                      const struct mha_aot_prepared *prepared,
+                      void *const inputs[], void *const results[],
+                      const int64_t dims[]);
+
+/* `NAME_release`: frees what mha_aot_prepare made (NULL: nothing). */
+MHA_RUNNER_SUPPORT_API void mha_aot_release(struct mha_aot_prepared *prepared);
 
 #ifdef __cplusplus
 }

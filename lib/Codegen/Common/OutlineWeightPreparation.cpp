@@ -81,6 +81,13 @@ LogicalResult mha::outlineWeightPreparation(func::FuncOp func) {
       weights.push_back(i);
   if (weights.empty())
     return success();
+  for (unsigned i : weights)
+    if (!isa<RankedTensorType>(func.getArgumentTypes()[i]))
+      return func.emitError()
+             << "marks its argument #" << i << " of type "
+             << func.getArgumentTypes()[i] << " '" << mha::kWeightAttrName
+             << "': only ranked tensors are prepared (run this before "
+                "bufferization)";
   if (!func.getBody().hasOneBlock())
     return func.emitError() << "has '" << mha::kWeightAttrName
                             << "' arguments but several blocks: only a "
@@ -133,46 +140,41 @@ LogicalResult mha::outlineWeightPreparation(func::FuncOp func) {
       source[result] = kind;
   }
 
-  // Which weight values the rest of the function uses. A view of a weight,
-  // or a value that is no tensor, is computed by the rest itself (from what
-  // it is made of), until nothing changes.
-  auto usedByRest = [&](Value value) {
-    for (Operation *user : value.getUsers()) {
-      Operation *top = body.findAncestorOpInBlock(*user);
-      if (top->hasTrait<OpTrait::IsTerminator>() ||
-          llvm::any_of(top->getResults(), [&](Value r) {
-            return sourceOf(r) == Source::Runtime;
-          }) ||
-          top->getNumResults() == 0)
-        return true;
-    }
-    return false;
+  // Which weight values the rest of the function takes prepared. A view of
+  // a weight, or a value that is no tensor, is computed by the rest itself
+  // (as well as by the preparation, where it uses it) from what it is made
+  // of.
+  auto usedValues = [](Operation *op) {
+    llvm::SetVector<Value> used(op->operand_begin(), op->operand_end());
+    getUsedValuesDefinedAbove(op->getRegions(), used);
+    return used;
   };
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (Operation &op : body.without_terminator()) {
-      if (op.getNumResults() == 0 ||
-          sourceOf(op.getResult(0)) != Source::Weight)
-        continue;
-      bool demote = false;
-      for (Value result : op.getResults())
-        if (usedByRest(result) &&
-            (isView(&op) || !isa<RankedTensorType>(result.getType())))
-          demote = true;
-      if (!demote)
-        continue;
-      for (Value result : op.getResults())
-        source[result] = Source::Runtime;
-      changed = true;
+  DenseSet<Value> takenPrepared;
+  DenseSet<Operation *> recomputed;
+  SmallVector<Value> worklist;
+  for (Operation &op : body)
+    if (op.hasTrait<OpTrait::IsTerminator>() || op.getNumResults() == 0 ||
+        sourceOf(op.getResult(0)) == Source::Runtime)
+      llvm::append_range(worklist, usedValues(&op));
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    if (sourceOf(value) != Source::Weight)
+      continue;
+    Operation *def = value.getDefiningOp();
+    if (def && (isView(def) || !isa<RankedTensorType>(value.getType()))) {
+      if (recomputed.insert(def).second)
+        llvm::append_range(worklist, usedValues(def));
+      continue;
     }
+    takenPrepared.insert(value);
   }
   SmallVector<Value> prepared;
   for (BlockArgument argument : body.getArguments())
-    if (sourceOf(argument) == Source::Weight && usedByRest(argument))
+    if (takenPrepared.contains(argument))
       prepared.push_back(argument);
   for (Operation &op : body.without_terminator())
     for (Value result : op.getResults())
-      if (sourceOf(result) == Source::Weight && usedByRest(result))
+      if (takenPrepared.contains(result))
         prepared.push_back(result);
 
   OpBuilder builder(func->getContext());

@@ -85,6 +85,31 @@ func.func @g(%cache: tensor<8x4xf32>, %w: tensor<4x4xf32> {mha.weight},
 
 // -----
 
+// A view of a weight used by both sides (the packing copies read the
+// weights through reshapes the attention reads too) is made by each from
+// what it views: the weight, copied.
+
+// CHECK-LABEL: func.func @shared_view_prepare(
+// CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<128xf32>) -> (tensor<128xf32>, tensor<16x8xf32>)
+// CHECK-DAG: %[[V:.+]] = tensor.expand_shape %[[W]]
+// CHECK-DAG: %[[T:.+]] = linalg.transpose ins(%[[V]]
+// CHECK-DAG: %[[C:.+]] = linalg.copy ins(%[[W]]
+// CHECK: return %[[C]], %[[T]]
+// CHECK-LABEL: func.func @shared_view_prepared(
+// CHECK-SAME: %[[W:[a-z0-9]+]]: tensor<128xf32> {bufferization.writable = false}, %[[T:[a-z0-9]+]]: tensor<16x8xf32> {bufferization.writable = false}, %[[X:[a-z0-9]+]]: tensor<8x16xf32>)
+// CHECK-NEXT: %[[V:.+]] = tensor.expand_shape %[[W]]
+// CHECK-NEXT: %[[S:.+]] = arith.addf %[[X]], %[[V]]
+// CHECK-NEXT: return %[[S]], %[[T]]
+func.func @shared_view(%x: tensor<8x16xf32>, %w: tensor<128xf32> {mha.weight}) -> (tensor<8x16xf32>, tensor<16x8xf32>) {
+  %v = tensor.expand_shape %w [[0, 1]] output_shape [8, 16] : tensor<128xf32> into tensor<8x16xf32>
+  %e = tensor.empty() : tensor<16x8xf32>
+  %t = linalg.transpose ins(%v : tensor<8x16xf32>) outs(%e : tensor<16x8xf32>) permutation = [1, 0]
+  %s = arith.addf %x, %v : tensor<8x16xf32>
+  return %s, %t : tensor<8x16xf32>, tensor<16x8xf32>
+}
+
+// -----
+
 // Functions without weights are left alone.
 
 // CHECK-LABEL: func.func @h(
@@ -119,4 +144,11 @@ func.func @blocks(%w: tensor<4xf32> {mha.weight}, %c: i1) -> tensor<4xf32> {
   return %w : tensor<4xf32>
 ^b:
   return %w : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{marks its argument #0 of type 'memref<4xf32>' 'mha.weight': only ranked tensors are prepared (run this before bufferization)}}
+func.func @memref_weight(%w: memref<4xf32> {mha.weight}) {
+  return
 }

@@ -1155,10 +1155,3 @@ func.func @rotary_negative(%x: tensor<2x2x3x16xf32>, %c: tensor<?x8xf32>, %s: te
 func.func @weight_not_unit(%w: tensor<4xf32> {mha.weight = 1}) {
   return
 }
-
-// -----
-
-// expected-error @below {{'mha.weight' on argument #0 of type 'f32': a weight must be a ranked tensor or memref}}
-func.func @weight_not_tensor(%w: f32 {mha.weight}) {
-  return
-}

@@ -22,6 +22,9 @@ bfloat16, and the expected output stays f32),
 mask_dynamic=1 (every mask dim declared ?, even those of size 1),
 mask_dynamic_dims=<comma-separated mask dims declared ?> (the others static),
 masked_row=all (every score masked), zero_wq=1 (w_q = 0: all scores equal),
+prepare=1 (the layer's weights and biases marked mha.weight and prepared
+once: mha-run --prepare-weights; the executable mha-aot writes calls the
+whole entry),
 core=1 (one mha.attention on head-split inputs q, k, v instead of the layer;
 with causal_offset=<int> and key_transposed=1; causal_offset also sets the
 diagonal of the windows),
@@ -77,7 +80,7 @@ CONFIG_DEFAULTS = dict(b=2, sq=5, sk=None, eq=16, ek=None, ev=None, h=2,
                        zero_wq=0, core=0, causal_offset=None, key_transposed=0,
                        softcap=None, window_left=None, window_right=None,
                        key_lengths=None, kv_cache=None, rotary=None,
-                       rotary_dim=None)
+                       rotary_dim=None, prepare=0)
 
 
 def round_to_bf16(a):
@@ -103,7 +106,7 @@ def parse_config(pairs):
     ints = ["b", "sq", "sk", "eq", "ek", "ev", "h", "hkv", "dk", "dv", "eo",
             "bias", "causal", "seed", "cross", "mask_dynamic", "zero_wq",
             "core", "causal_offset", "key_transposed", "window_left",
-            "window_right", "kv_cache", "rotary_dim"]
+            "window_right", "kv_cache", "rotary_dim", "prepare"]
     for key in ints:
         if config[key] is not None:
             config[key] = int(config[key])
@@ -360,7 +363,13 @@ def layer_case(c, rng):
     if key_lengths is not None:
         clauses += " key_lengths(%key_lengths)"
         operand_types.append(arrays["key_lengths"][1])
-    signature = ", ".join(f"%{n}: {arrays[n][1]}" for n in names)
+    # prepare=1: the weights marked, prepared once (mha-run
+    # --prepare-weights).
+    weight_names = {"w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o"}
+    signature = ", ".join(
+        f"%{n}: {arrays[n][1]}" +
+        (" {mha.weight}" if c["prepare"] and n in weight_names else "")
+        for n in names)
     ir = (f"func.func @main({signature}) -> {out_type} {{\n"
           f"  %y = mha.multi_head_attention {', '.join(operands)}{clauses}\n"
           f"         {{{', '.join(attrs)}}}\n"
@@ -620,6 +629,8 @@ def main():
     for path, array in zip(expected_paths, expected):
         np.save(path, array.astype(np_type))
         command.append(f"--expected-output=@{path}")
+    if c["prepare"] and not args.mha_aot:
+        command.append("--prepare-weights")
     if args.benchmark:
         command.append(f"--benchmark={args.benchmark}")
     command += args.mha_run_arg

@@ -196,6 +196,10 @@ def draw_trial(rng, targets, long_ok, repeat, thread_counts):
                          long_ok=long_ok)
     if target == "vulkan" and config["dtype"] == "bf16":
         config["dtype"] = "f16"  # Vulkan kernels take f32 and f16.
+    # Weights prepared once: the CPU pipelines' NAME_prepare/NAME_prepared.
+    if target in ("cpu", "loops", "aot") and not config.get("core") and \
+            rng.random() < 0.3:
+        config["prepare"] = 1
     threads = 1
     if target in ("cpu", "aot") and "openmp=false" not in pipeline:
         threads = rng.choice(thread_counts)
@@ -262,7 +266,7 @@ def simpler(trial):
         out.append(dict(trial, threads=2))
     for key in ("mask", "dynamic", "scale", "key_transposed", "softcap",
                 "key_lengths", "window_left", "window_right", "kv_cache",
-                "rotary"):
+                "rotary", "prepare"):
         if key in c:
             extra = {"mask_shape": None, "masked_row": None} \
                 if key == "mask" else {}

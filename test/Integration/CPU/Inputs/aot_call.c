@@ -1,8 +1,14 @@
 /* Calls an mha-aot shared object through its header: the layer of
    aot.test (b=2, sq dynamic, eq=16, 2 heads, biases), inputs as raw
-   float32 files DIR/NAME.bin; writes DIR/result.bin. */
+   float32 files DIR/NAME.bin; writes DIR/result.bin.
+
+   Built with -DPREPARED, for the layer with its weights marked mha.weight:
+   layer_prepare, then layer_prepared twice (the second call's result is
+   written). The weights are overwritten with NaN once prepared: the
+   prepared object must own what it needs. */
 #include "layer.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -35,9 +41,23 @@ int main(int argc, char **argv) {
   }
   float *result = calloc(n, sizeof(float));
 
+#ifdef PREPARED
+  struct mha_aot_prepared *prepared = NULL;
+  int status = layer_prepare(w[0], w[1], w[2], w[3], bias[0], bias[1],
+                             bias[2], bias[3], &prepared);
+  printf("prepare: %d\n", status);
+  float *weights[8] = {w[0], w[1], w[2], w[3], bias[0], bias[1], bias[2],
+                       bias[3]};
+  for (int i = 0; i < 8; ++i)
+    for (int64_t k = 0; k < (i < 4 ? e * e : e); ++k)
+      weights[i][k] = NAN;
+  for (int call = 0; call < 2; ++call)
+    printf("prepared: %d\n", layer_prepared(prepared, query, sq, result, sq));
+#else
   int status = layer(query, sq, w[0], w[1], w[2], w[3], bias[0], bias[1],
                      bias[2], bias[3], result, sq);
   printf("layer: %d\n", status);
+#endif
   char path[4096];
   snprintf(path, sizeof path, "%s/result.bin", dir);
   FILE *f = fopen(path, "wb");
@@ -47,10 +67,19 @@ int main(int argc, char **argv) {
   /* The caller says the result has sq + 1 rows: refused, nothing written. */
   float *other = calloc(n + (size_t)(b * e), sizeof(float));
   other[0] = 42.0f;
+#ifdef PREPARED
+  status = layer_prepared(prepared, query, sq, other, sq + 1);
+  layer_release(prepared);
+  layer_release(NULL);
+#else
   status = layer(query, sq, w[0], w[1], w[2], w[3], bias[0], bias[1],
                  bias[2], bias[3], other, sq + 1);
+#endif
   printf("wrong result shape: %d, result %s\n", status,
          other[0] == 42.0f ? "untouched" : "written");
+#ifdef PREPARED
+  return 0;
+#endif
 
   /* The generic entry with a query of embedding 17 instead of 16. */
   void *inputs[9] = {query, w[0], w[1], w[2], w[3],
