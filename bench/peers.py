@@ -12,7 +12,11 @@ Peers, each at every thread count:
 
   ours          build/bin/mha-run --pipeline=cpu --random-inputs
                 --benchmark=N --threads=T on a generated .mlir of the layer.
-                Its compile time is reported apart and never timed.
+                Its compile time is reported apart and never timed. Two
+                forms of a layer: `cpu`, the weights packed on every call,
+                and `prepared`, packed once beforehand (--prepare-weights:
+                the weights are marked mha.weight), as ONNX Runtime packs
+                its initializers when the session is made.
   torch         PyTorch 1.13 (Debian's python3-torch) nn.MultiheadAttention,
                 in the environment as it is ("out of the box").
   torch-tuned   the same in a tuned environment, set for that process only:

@@ -46,6 +46,9 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
 #include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/IR/AsmState.h"
+#include "mlir/IR/DialectResourceBlobManager.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "mlir/Interfaces/ValueBoundsOpInterface.h"
@@ -53,6 +56,7 @@
 #include "mlir/Transforms/LoopInvariantCodeMotionUtils.h"
 #include "mlir/Transforms/Passes.h"
 #include "mlir/Pass/PassManager.h"
+#include <cstring>
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHAVECTORIZEPASS
@@ -460,6 +464,87 @@ static bool isInKeyLoopReadOnce(Operation *op) {
   return false;
 }
 
+/// The blocked copy of a constant `src` (a weight given in the IR: a dense
+/// or dense_resource elements attribute, or a reshape of one), computed here: `src` reshaped to
+/// `split` and transposed by `permutation`, as a new constant of the same
+/// kind. Null where `src` is no such constant (or its elements are not whole
+/// bytes, or a resource's blob is not loaded).
+static Value foldBlockedCopyOfConstant(RewriterBase &rewriter, Location loc,
+                                       Value src, ArrayRef<int64_t> split,
+                                       ArrayRef<int64_t> permutation) {
+  // Reshapes (the head split of a weight) keep the row-major data.
+  Value base = src;
+  while (Operation *def = base.getDefiningOp()) {
+    if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def))
+      base = expand.getSrc();
+    else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def))
+      base = collapse.getSrc();
+    else
+      break;
+  }
+  Attribute attr;
+  if (!matchPattern(base, m_Constant(&attr)))
+    return {};
+  auto srcType = cast<RankedTensorType>(src.getType());
+  Type elementType = srcType.getElementType();
+  if (!elementType.isIntOrFloat() || elementType.getIntOrFloatBitWidth() % 8)
+    return {};
+  int64_t bytes = elementType.getIntOrFloatBitWidth() / 8;
+  auto copyType = RankedTensorType::get(
+      llvm::map_to_vector(permutation, [&](int64_t d) { return split[d]; }),
+      elementType);
+  ArrayRef<char> data;
+  auto dense = dyn_cast<DenseElementsAttr>(attr);
+  auto resource = dyn_cast<DenseResourceElementsAttr>(attr);
+  if (dense && dense.isSplat())
+    return arith::ConstantOp::create(rewriter, loc, copyType,
+                                     dense.resizeSplat(copyType));
+  if (dense) {
+    data = dense.getRawData();
+  } else if (resource) {
+    AsmResourceBlob *blob = resource.getRawHandle().getBlob();
+    if (!blob)
+      return {};
+    data = blob->getData();
+  } else {
+    return {};
+  }
+  int64_t count = srcType.getNumElements();
+  if (static_cast<int64_t>(data.size()) != count * bytes)
+    return {};
+  // Row-major strides of `split`, taken in the copy's order; the copy is
+  // written in order, its index counted up like an odometer.
+  int64_t rank = split.size();
+  SmallVector<int64_t> splitStrides(rank, 1), strides(rank), index(rank, 0);
+  for (int64_t d = rank - 2; d >= 0; --d)
+    splitStrides[d] = splitStrides[d + 1] * split[d + 1];
+  for (int64_t k = 0; k < rank; ++k)
+    strides[k] = splitStrides[permutation[k]];
+  ArrayRef<int64_t> shape = copyType.getShape();
+  std::vector<char> out(data.size());
+  int64_t from = 0;
+  for (int64_t i = 0; i < count; ++i) {
+    std::memcpy(&out[i * bytes], &data[from * bytes], bytes);
+    for (int64_t k = rank - 1; k >= 0; --k) {
+      from += strides[k];
+      if (++index[k] < shape[k])
+        break;
+      from -= strides[k] * shape[k];
+      index[k] = 0;
+    }
+  }
+  Attribute folded;
+  if (dense)
+    folded = DenseElementsAttr::getFromRawBuffer(copyType, out);
+  else
+    folded = DenseResourceElementsAttr::get(
+        copyType, "mha_packed",
+        HeapAsmResourceBlob::allocateAndCopyWithAlign(
+            ArrayRef<char>(out), alignof(std::max_align_t)));
+  return arith::ConstantOp::create(rewriter, loc, copyType,
+                                   cast<TypedAttr>(folded));
+}
+
 static Value readFromBlockedCopy(RewriterBase &rewriter, Value block,
                                  ArrayRef<int64_t> order,
                                  BlockedCopies &copies,
@@ -555,48 +640,52 @@ static Value readFromBlockedCopy(RewriterBase &rewriter, Value block,
       rewriter.setInsertionPointToStart(cast<BlockArgument>(src).getOwner());
     Location srcLoc = src.getLoc();
     Type elementType = srcType.getElementType();
-    Value expanded = src;
-    if (split.size() != static_cast<size_t>(rank))
-      expanded = tensor::ExpandShapeOp::create(
-          rewriter, srcLoc, RankedTensorType::get(split, elementType), src,
-          groups);
-    SmallVector<int64_t> copyShape =
-        llvm::map_to_vector(permutation, [&](int64_t d) { return split[d]; });
-    Value init =
-        tensor::EmptyOp::create(rewriter, srcLoc, copyShape, elementType);
-    auto transpose = linalg::TransposeOp::create(rewriter, srcLoc, expanded,
-                                                 init, permutation);
-    // On threads: an scf.forall over the copy's dim that walks the
-    // outermost non-unit dim of `src`, so that each thread reads whole,
-    // contiguous rows of `src` (a weight's column panels read one by one
-    // are 64-byte pieces of rows kilobytes apart, which the prefetchers do
-    // not follow across pages). A long dim (rows of a weight) goes up to 16
-    // rows a step, the transpose's register tile: the largest divisor.
-    FailureOr<scf::SCFTilingResult> tiled = failure();
-    const auto *outermost =
-        llvm::find_if(split, [](int64_t size) { return size > 1; });
-    if (copyShape.size() > 1 && outermost != split.end()) {
-      int64_t srcDim = outermost - split.begin();
-      int64_t loop = llvm::find(permutation, srcDim) - permutation.begin();
-      int64_t step = *outermost >= 64 ? 16 : 1;
-      while (*outermost % step != 0)
-        --step;
-      SmallVector<OpFoldResult> tileSizes(copyShape.size(),
-                                          rewriter.getIndexAttr(0));
-      tileSizes[loop] = rewriter.getIndexAttr(step);
-      scf::SCFTilingOptions options;
-      options.setTileSizes(tileSizes);
-      options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
-      tiled = scf::tileUsingSCF(
-          rewriter, cast<TilingInterface>(transpose.getOperation()), options);
-    }
-    if (succeeded(tiled)) {
-      rewriter.replaceOp(transpose, tiled->replacements);
-      created.push_back(cast<linalg::LinalgOp>(tiled->tiledOps.front()));
-      copy = tiled->replacements.front();
-    } else {
-      created.push_back(transpose);
-      copy = transpose.getResult().front();
+    // A weight given as a constant is packed here, at compile time.
+    copy = foldBlockedCopyOfConstant(rewriter, srcLoc, src, split, permutation);
+    if (!copy) {
+      Value expanded = src;
+      if (split.size() != static_cast<size_t>(rank))
+        expanded = tensor::ExpandShapeOp::create(
+            rewriter, srcLoc, RankedTensorType::get(split, elementType), src,
+            groups);
+      SmallVector<int64_t> copyShape =
+          llvm::map_to_vector(permutation, [&](int64_t d) { return split[d]; });
+      Value init =
+          tensor::EmptyOp::create(rewriter, srcLoc, copyShape, elementType);
+      auto transpose = linalg::TransposeOp::create(rewriter, srcLoc, expanded,
+                                                   init, permutation);
+      // On threads: an scf.forall over the copy's dim that walks the
+      // outermost non-unit dim of `src`, so that each thread reads whole,
+      // contiguous rows of `src` (a weight's column panels read one by one
+      // are 64-byte pieces of rows kilobytes apart, which the prefetchers do
+      // not follow across pages). A long dim (rows of a weight) goes up to 16
+      // rows a step, the transpose's register tile: the largest divisor.
+      FailureOr<scf::SCFTilingResult> tiled = failure();
+      const auto *outermost =
+          llvm::find_if(split, [](int64_t size) { return size > 1; });
+      if (copyShape.size() > 1 && outermost != split.end()) {
+        int64_t srcDim = outermost - split.begin();
+        int64_t loop = llvm::find(permutation, srcDim) - permutation.begin();
+        int64_t step = *outermost >= 64 ? 16 : 1;
+        while (*outermost % step != 0)
+          --step;
+        SmallVector<OpFoldResult> tileSizes(copyShape.size(),
+                                            rewriter.getIndexAttr(0));
+        tileSizes[loop] = rewriter.getIndexAttr(step);
+        scf::SCFTilingOptions options;
+        options.setTileSizes(tileSizes);
+        options.setLoopType(scf::SCFTilingOptions::LoopType::ForallOp);
+        tiled = scf::tileUsingSCF(
+            rewriter, cast<TilingInterface>(transpose.getOperation()), options);
+      }
+      if (succeeded(tiled)) {
+        rewriter.replaceOp(transpose, tiled->replacements);
+        created.push_back(cast<linalg::LinalgOp>(tiled->tiledOps.front()));
+        copy = tiled->replacements.front();
+      } else {
+        created.push_back(transpose);
+        copy = transpose.getResult().front();
+      }
     }
     copies.push_back({src, SmallVector<int64_t>(sizes),
                       SmallVector<int64_t>(order), copy});

@@ -22,6 +22,8 @@ bfloat16, and the expected output stays f32),
 mask_dynamic=1 (every mask dim declared ?, even those of size 1),
 mask_dynamic_dims=<comma-separated mask dims declared ?> (the others static),
 masked_row=all (every score masked), zero_wq=1 (w_q = 0: all scores equal),
+weights=const (the layer's weights and biases as dense_resource
+constants in the IR instead of arguments),
 prepare=1 (the layer's weights and biases marked mha.weight and prepared
 once: mha-run --prepare-weights; the executable mha-aot writes calls the
 whole entry),
@@ -80,7 +82,7 @@ CONFIG_DEFAULTS = dict(b=2, sq=5, sk=None, eq=16, ek=None, ev=None, h=2,
                        zero_wq=0, core=0, causal_offset=None, key_transposed=0,
                        softcap=None, window_left=None, window_right=None,
                        key_lengths=None, kv_cache=None, rotary=None,
-                       rotary_dim=None, prepare=0)
+                       rotary_dim=None, prepare=0, weights="args")
 
 
 def round_to_bf16(a):
@@ -330,9 +332,10 @@ def layer_case(c, rng):
         biases = tuple(arrays[n][0] for n in ["b_q", "b_k", "b_v", "b_o"])
     mask = draw_mask(c, rng, cast, arrays, dyn)
     key_lengths = draw_key_lengths(c, rng, arrays, dyn)
+    w = {n: arrays[n][0] for n in ("w_q", "w_k", "w_v", "w_o")}
     expected = lambda: mha_reference.multi_head_attention(
-        query, key, value, arrays["w_q"][0], arrays["w_k"][0], arrays["w_v"][0],
-        arrays["w_o"][0], biases=biases, mask=mask, num_heads=h,
+        query, key, value, w["w_q"], w["w_k"], w["w_v"], w["w_o"],
+        biases=biases, mask=mask, num_heads=h,
         num_kv_heads=hkv, scale=c["scale"], causal=bool(c["causal"]),
         **feature_kwargs(c, key_lengths))
     out_type = tensor_type((b, sq, c["eo"]), element_type, qdyn)
@@ -364,17 +367,33 @@ def layer_case(c, rng):
         clauses += " key_lengths(%key_lengths)"
         operand_types.append(arrays["key_lengths"][1])
     # prepare=1: the weights marked, prepared once (mha-run
-    # --prepare-weights).
+    # --prepare-weights); weights=const: the weights and biases are
+    # dense_resource constants in the IR (packed at compile time), not
+    # arguments.
     weight_names = {"w_q", "w_k", "w_v", "w_o", "b_q", "b_k", "b_v", "b_o"}
+    constants = [n for n in names if n in weight_names] \
+        if c["weights"] == "const" else []
     signature = ", ".join(
         f"%{n}: {arrays[n][1]}" +
         (" {mha.weight}" if c["prepare"] and n in weight_names else "")
-        for n in names)
-    ir = (f"func.func @main({signature}) -> {out_type} {{\n"
+        for n in names if n not in constants)
+    body = "".join(f"  %{n} = arith.constant dense_resource<{n}> : "
+                   f"{arrays[n][1]}\n" for n in constants)
+    ir = (f"func.func @main({signature}) -> {out_type} {{\n{body}"
           f"  %y = mha.multi_head_attention {', '.join(operands)}{clauses}\n"
           f"         {{{', '.join(attrs)}}}\n"
           f"         : ({', '.join(operand_types)}) -> {out_type}\n"
           f"  return %y : {out_type}\n}}\n")
+    if constants:
+        bf16 = c["dtype"] == "bf16"
+        blobs = ",\n".join(
+            f'      {n}: "0x10000000' +
+            (bf16_bits(arrays[n][0]) if bf16 else arrays[n][0])
+            .astype(arrays[n][0].dtype if not bf16 else np.uint16)
+            .tobytes().hex().upper() + '"' for n in constants)
+        ir += ("\n{-#\n  dialect_resources: {\n    builtin: {\n" + blobs +
+               "\n    }\n  }\n#-}\n")
+        arrays = {n: a for n, a in arrays.items() if n not in constants}
     return arrays, ir, expected
 
 

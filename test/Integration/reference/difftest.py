@@ -14,7 +14,9 @@ masks of every rank, element type and broadcast, bias, static or dynamic
 dims, f32/f16/bf16, softcap, sliding windows (window_left/window_right,
 never window_right with causal), random per-batch key lengths, a step on a
 static KV cache (core: mha.cache_append, kv_cache=Smax), rotary embeddings
-of q and k (core: mha.rotary)) on one target
+of q and k (core: mha.rotary), the layer's weights prepared once
+(prepare=1) or given as constants (weights=const) on the CPU targets) on
+one target
 drawn for it: `loops`, `cpu` with drawn options (query/key tile sizes,
 register tiles, chunk, panel reduction, openmp on/off, raise-attention),
 `vulkan` (static shapes; its tile sizes) or an `mha-aot` executable of
@@ -196,10 +198,14 @@ def draw_trial(rng, targets, long_ok, repeat, thread_counts):
                          long_ok=long_ok)
     if target == "vulkan" and config["dtype"] == "bf16":
         config["dtype"] = "f16"  # Vulkan kernels take f32 and f16.
-    # Weights prepared once: the CPU pipelines' NAME_prepare/NAME_prepared.
-    if target in ("cpu", "loops", "aot") and not config.get("core") and \
-            rng.random() < 0.3:
-        config["prepare"] = 1
+    # Weights prepared once (the CPU pipelines' NAME_prepare and
+    # NAME_prepared), or constants in the IR (packed at compile time).
+    if target in ("cpu", "loops", "aot") and not config.get("core"):
+        draw = rng.random()
+        if draw < 0.3:
+            config["prepare"] = 1
+        elif draw < 0.45:
+            config["weights"] = "const"
     threads = 1
     if target in ("cpu", "aot") and "openmp=false" not in pipeline:
         threads = rng.choice(thread_counts)
@@ -266,7 +272,7 @@ def simpler(trial):
         out.append(dict(trial, threads=2))
     for key in ("mask", "dynamic", "scale", "key_transposed", "softcap",
                 "key_lengths", "window_left", "window_right", "kv_cache",
-                "rotary", "prepare"):
+                "rotary", "prepare", "weights"):
         if key in c:
             extra = {"mask_shape": None, "masked_row": None} \
                 if key == "mask" else {}

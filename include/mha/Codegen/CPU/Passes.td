@@ -48,7 +48,9 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
       into column panels and permuted so that each is contiguous, by a
       `linalg.transpose` tiled as an `scf.forall` (threads) over blocks of
       the weight's rows, each block swept panel after panel, so the weight
-      is read row after row; the loops then read slices of it, instead of
+      is read row after row (a weight that is a constant in the IR, dense
+      or `dense_resource`, is packed here, at compile time, into a constant
+      of the same kind); the loops then read slices of it, instead of
       copying each panel for every query tile, key tile, head and batch that
       uses it. Any other rhs has each panel copied before its row tiles.
       With `panel-reduction-tile` > 0 the row tiles sweep a panel that many
