@@ -15,6 +15,15 @@ user of ONNX Runtime would run:
     H*d columns (each K/V head repeated H/Hkv times), which costs the extra
     projection work a user of this op pays.
 
+A third form has no attention node at all, for the peers that take no
+such node (IREE's ONNX import has neither):
+
+  * `primitives`: the core attention as the graph `torch.onnx.export`
+    writes for a PyTorch attention written out: Reshape and Transpose into
+    heads, MatMul of q and kᵀ, Mul by the scale, Add of a causal mask
+    (Trilu of -inf above the diagonal), Softmax, MatMul with v, Transpose
+    and Reshape back; grouped-query K/V heads repeated by Expand.
+
 Debian 12's onnx (1.12) predates opset 23; its helper API still writes such
 a model, and the checker, which would refuse it, is not run. ONNX Runtime
 validates the model when it loads it.
@@ -25,6 +34,7 @@ import onnx
 from onnx import TensorProto, helper, numpy_helper
 
 FORMS = ("attention", "mha")
+PRIMITIVE_FORMS = ("primitives",)
 # A step over a K/V cache (peers.Config.cache: decoding, prefill with a
 # cache): Sq new queries at the end of Sk keys.
 #   * `attention-cache`: ONNX's `Attention` (opset 24) on 4-D inputs over a
@@ -50,6 +60,57 @@ def _widen_heads(w, hkv, h):
     d = w.shape[-1] // hkv
     return np.repeat(w.reshape(*lead, hkv, d), h // hkv, axis=-2).reshape(
         *lead, h * d)
+
+
+def _primitive_attention(nodes, inits, cfg, q, k, v, out):
+    """softmax(q kᵀ · scale + causal mask) v over heads, in plain ONNX ops,
+    from [B, S, heads*d] projections to `out` [B, Sq, H*d]."""
+    b, sq, sk, h, hkv, d = cfg.b, cfg.sq, cfg.sk, cfg.h, cfg.hkv, cfg.d
+
+    def const(name, value):
+        inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def node(op, inputs, name, **attrs):
+        nodes.append(helper.make_node(op, inputs, [name], **attrs))
+        return name
+
+    def heads(x, s, n, name):  # [B, S, n*d] -> [B, n, S, d]
+        r = node("Reshape", [x, const(name + "_shape",
+                                      np.array([b, s, n, d], np.int64))],
+                 name + "_split")
+        return node("Transpose", [r], name + "_heads", perm=[0, 2, 1, 3])
+
+    qh, kh, vh = heads(q, sq, h, "qh"), heads(k, sk, hkv, "kh"), \
+        heads(v, sk, hkv, "vh")
+    if hkv != h:  # each K/V head repeated H/Hkv times (PyTorch's repeat_kv)
+        g = h // hkv
+        for name in ("kh", "vh"):
+            src = kh if name == "kh" else vh
+            u = node("Unsqueeze", [src, const(name + "_axis",
+                                              np.array([2], np.int64))],
+                     name + "_u")
+            x = node("Expand", [u, const(name + "_g", np.array(
+                [b, hkv, g, sk, d], np.int64))], name + "_x")
+            r = node("Reshape", [x, const(name + "_all", np.array(
+                [b, h, sk, d], np.int64))], name + "_rep")
+            kh, vh = (r, vh) if name == "kh" else (kh, r)
+    kt = node("Transpose", [kh], "kt", perm=[0, 1, 3, 2])
+    scores = node("MatMul", [qh, kt], "scores")
+    scaled = node("Mul", [scores, const("scale", np.array(
+        float(d) ** -0.5, np.float32))], "scaled")
+    if cfg.causal:
+        full = node("ConstantOfShape", [const("mask_shape", np.array(
+            [sq, sk], np.int64))], "mask_full",
+            value=numpy_helper.from_array(np.array([-np.inf], np.float32)))
+        mask = node("Trilu", [full, const("mask_k", np.array(
+            sk - sq + 1, np.int64))], "mask", upper=1)
+        scaled = node("Add", [scaled, mask], "masked")
+    probs = node("Softmax", [scaled], "probs", axis=-1)
+    ctx = node("MatMul", [probs, vh], "ctx")
+    merged = node("Transpose", [ctx], "ctx_t", perm=[0, 2, 1, 3])
+    node("Reshape", [merged, const("out_shape", np.array(
+        [b, sq, h * d], np.int64))], out)
 
 
 def build(cfg, form, path, seed=0):
@@ -104,6 +165,8 @@ def build(cfg, form, path, seed=0):
         nodes.append(helper.make_node(
             "MultiHeadAttention", mha_inputs, ["heads"], domain="com.microsoft",
             num_heads=h, unidirectional=int(cfg.causal), scale=float(d) ** -0.5))
+    elif form == "primitives":
+        _primitive_attention(nodes, inits, cfg, q, k, v, "heads")
     else:
         raise ValueError(f"unknown ONNX form {form!r}")
 

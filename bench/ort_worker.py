@@ -24,15 +24,11 @@ A form whose session could not be created or run reports its error once in
 """
 import json
 import sys
-import time
 
 import numpy as np
 import onnxruntime as ort
 
-
-def reply(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+from worker_loop import reply, serve
 
 
 def main():
@@ -65,23 +61,8 @@ def main():
         except Exception as e:  # any failure is this form's, reported
             forms[form] = str(e).splitlines()[0]
     reply({"ready": True, "version": ort.__version__, "forms": forms})
-    for line in sys.stdin:
-        if not line.strip():
-            continue
-        cmd = json.loads(line)
-        if cmd.get("cmd") == "quit":
-            break
-        if cmd.get("cmd") != "run" or cmd.get("form") not in sessions:
-            reply({"error": f"cannot run {json.dumps(cmd)}"})
-            continue
-        session, feeds = sessions[cmd["form"]]
-        ms = []
-        for _ in range(cmd["n"]):
-            t0 = time.perf_counter()
-            session.run(None, feeds)
-            ms.append((time.perf_counter() - t0) * 1e3)
-        reply({"ms": ms})
-
+    serve({form: lambda s=session, f=feeds: s.run(None, f)
+           for form, (session, feeds) in sessions.items()})
 
 if __name__ == "__main__":
     main()

@@ -23,6 +23,13 @@ Peers, each at every thread count:
                 OPENBLAS_CORETYPE and OPENBLAS_L2_SIZE unset, OMP_WAIT_POLICY
                 =PASSIVE, ATEN_CPU_CAPABILITY=avx512 (avx2 on a host
                 without AVX-512F), jemalloc preloaded.
+  iree          IREE from PyPI (iree-base-compiler and iree-base-runtime,
+                pinned in bench/requirements-bench.txt, in bench/work/venv):
+                the layer's ONNX model in plain ops (onnx_models.py's
+                `primitives`) imported by iree-import-onnx, compiled by
+                iree-compile for llvm-cpu with the host's CPU features, run
+                on its local-task device with T workers (iree_worker.py);
+                compile time excluded. Not on the cache rows.
   ort           ONNX Runtime from PyPI (the onnxruntime pinned in
                 python/requirements-onnx.txt, in bench/work/venv) on the
                 layer as an ONNX model in two forms (onnx_models.py), the
@@ -377,38 +384,52 @@ class Torch(Worker):
         return a["gflops"], a["how"]
 
 
-class Ort(Worker):
+class OnnxPeer(Worker):
+    """A peer that runs the layer's ONNX models (onnx_models.py) in a worker
+    under the bench's PyPI environment: ONNX Runtime (ort_worker.py) on the
+    forms with an attention node, IREE (iree_worker.py) on the form in plain
+    ops, which its ONNX import takes (it has neither ONNX's Attention nor
+    ONNX Runtime's contrib ops)."""
     built = set()  # models written by this run, shared by the thread counts
+    PEERS = {"ort": ("ONNX Runtime", "ort_worker.py", "onnxruntime"),
+             "iree": ("IREE", "iree_worker.py", "IREE")}
 
-    def __init__(self, args, cfg, threads, workdir):
-        import onnx_models  # only the ONNX peer needs python3-onnx
+    def __init__(self, key, args, cfg, threads, workdir):
+        import onnx_models  # only these peers need onnx
+        label, script, what = self.PEERS[key]
+        if key == "iree":
+            forms = onnx_models.PRIMITIVE_FORMS
+        else:
+            forms = onnx_models.CACHE_FORMS if cfg.cache else onnx_models.FORMS
         models, form_inputs = {}, {}
-        forms = onnx_models.CACHE_FORMS if cfg.cache else onnx_models.FORMS
         for form in forms:
             path = os.path.join(workdir, "models", f"{cfg.name}-{form}.onnx")
             if cfg.cache:
                 floats, ints = onnx_models.build_cache_step(cfg, form, path)
                 form_inputs[form] = {"floats": floats, "ints": ints}
-            elif path not in Ort.built:
+            elif path not in OnnxPeer.built:
                 onnx_models.build(cfg, form, path)
-                Ort.built.add(path)
+                OnnxPeer.built.add(path)
             models[form] = path
         inputs = {"x": [cfg.b, cfg.sq, cfg.e]}
         if cfg.cross:
             inputs["kv"] = [cfg.b, cfg.sk, cfg.e]
+        # IREE's first calls are slower for longer (its thread pool).
         spec = {"threads": threads, "models": models, "inputs": inputs,
-                "form_inputs": form_inputs, "warmup": args.warmup}
+                "form_inputs": form_inputs,
+                "warmup": max(args.warmup, 5) if key == "iree" else args.warmup,
+                "workdir": os.path.join(workdir, "models")}
         if not os.access(args.ort_python, os.X_OK):
-            raise PeerError(f"no Python with onnxruntime at {args.ort_python} "
+            raise PeerError(f"no Python with {what} at {args.ort_python} "
                             f"(bench/run.sh makes it)")
-        super().__init__("ort", "ONNX Runtime",
-                         [args.ort_python, os.path.join(BENCH, "ort_worker.py"),
+        super().__init__(key, label,
+                         [args.ort_python, os.path.join(BENCH, script),
                           json.dumps(spec)], dict(os.environ),
-                         _log_path(args, cfg, "ort", threads))
+                         _log_path(args, cfg, key, threads))
 
     def ready(self, msg):
-        self.info = {"onnxruntime": msg["version"]}
-        self.label = f"ONNX Runtime {msg['version']}"
+        self.info = {"version": msg["version"]}
+        self.label = f"{self.label} {msg['version']}"
         self.forms = [f for f, s in msg["forms"].items() if s == "ok"]
         self.form_errors = {f: s for f, s in msg["forms"].items() if s != "ok"}
         return {f: self.run(f, 1).median for f in self.forms}
@@ -507,15 +528,17 @@ def iterations(args, estimate_ms):
 def bench_one(args, cfg, threads):
     """Every peer at one configuration and thread count, interleaved."""
     factories = [("ours", lambda: Ours(args, cfg, threads, args.workdir))]
+    onnx_peer = lambda key: (key, lambda: OnnxPeer(key, args, cfg, threads,
+                                                   args.workdir))
     if cfg.cache and "ort" in args.peers:
-        factories.append(("ort", lambda: Ort(args, cfg, threads, args.workdir)))
+        factories.append(onnx_peer("ort"))
     if not cfg.core:
         if "torch" in args.peers:
             factories.append(("torch", lambda: Torch(args, cfg, threads, tuned=False)))
         if "torch-tuned" in args.peers:
             factories.append(("torch-tuned", lambda: Torch(args, cfg, threads, tuned=True)))
-        if "ort" in args.peers:
-            factories.append(("ort", lambda: Ort(args, cfg, threads, args.workdir)))
+        factories += [onnx_peer(key) for key in ("ort", "iree")
+                      if key in args.peers]
 
     peers, results, steps, errors, info = [], [], [], {}, {}
     for key, make in factories:
@@ -596,7 +619,7 @@ def best_per_peer(run):
 # Reports
 # --------------------------------------------------------------------------
 
-PEER_ORDER = ["ours", "torch", "torch-tuned", "ort"]
+PEER_ORDER = ["ours", "torch", "torch-tuned", "ort", "iree"]
 
 
 def gflops(cfg, ms):
@@ -792,7 +815,12 @@ def machine_header(args, peaks, runs):
                                  "(libblas3), not an optimized one: install "
                                  "libopenblas0-pthread (bench/run.sh does)")
             elif key == "ort":
-                lines.append(f"ort: onnxruntime {info['onnxruntime']} (PyPI)")
+                lines.append(f"ort: onnxruntime {info['version']} (PyPI)")
+            elif key == "iree":
+                lines.append(f"iree: iree-base-compiler and -runtime "
+                             f"{info['version']} (PyPI), llvm-cpu for the host "
+                             f"CPU, local-task with T workers; compile "
+                             f"times not timed")
     return lines
 
 
@@ -812,8 +840,8 @@ def main():
     p.add_argument("--warmup", type=int, default=2, help="untimed calls per worker form")
     p.add_argument("--gap", type=float, default=0.3,
                    help="pause in seconds between steps (idle thread pools settle)")
-    p.add_argument("--peers", default="torch,torch-tuned,ort",
-                   help="peers besides ours (default torch,torch-tuned,ort)")
+    p.add_argument("--peers", default="torch,torch-tuned,ort,iree",
+                   help="peers besides ours (default torch,torch-tuned,ort,iree)")
     p.add_argument("--quick", action="store_true",
                    help="smoke test: 1 round of 2 calls, short ceilings")
     p.add_argument("--markdown", metavar="OUT.md", help="also write a markdown report")
@@ -823,8 +851,9 @@ def main():
     p.add_argument("--mha-run", default=os.path.join(ROOT, "build", "bin", "mha-run"))
     p.add_argument("--ort-python",
                    default=os.path.join(BENCH, "work", "venv", "bin", "python"),
-                   help="the Python with onnxruntime the ort peer runs under "
-                        "(default: the environment bench/run.sh makes)")
+                   help="the Python with onnxruntime and IREE the ort and "
+                        "iree peers run under (default: the environment "
+                        "bench/run.sh makes)")
     p.add_argument("--cc", default="clang-22", help="C compiler for fma_peak.c")
     p.add_argument("--workdir", default=os.path.join(BENCH, "work"),
                    help="generated .mlir, .onnx and binaries (default bench/work)")
@@ -836,7 +865,7 @@ def main():
         args.peak_seconds, args.peak_repeats, args.sgemm_seconds = 0.1, 1, 0.05
     args.ort_python = os.path.abspath(args.ort_python)  # workers run in bench/
     args.peers = [x for x in args.peers.split(",") if x]
-    unknown = set(args.peers) - {"torch", "torch-tuned", "ort"}
+    unknown = set(args.peers) - {"torch", "torch-tuned", "ort", "iree"}
     if unknown:
         p.error(f"unknown peers {', '.join(sorted(unknown))}")
     threads = [int(t) for t in args.threads.split(",")]

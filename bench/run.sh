@@ -3,8 +3,8 @@
 #
 # One command: installs what is missing, builds, and runs bench/peers.py,
 # which times our layer (mha-run --pipeline=cpu), PyTorch 1.13 out of the box
-# and tuned, and ONNX Runtime (from PyPI) side by side in interleaved
-# rounds, against the measured FMA peak.
+# and tuned, ONNX Runtime and IREE (both from PyPI) side by side in
+# interleaved rounds, against the measured FMA peak.
 #
 #   bench/run.sh                                  every configuration, 1 and 2 threads
 #   bench/run.sh --quick --configs bert-s128      smoke test (seconds)
@@ -35,17 +35,19 @@ else
   source "$BENCH_DIR/../scripts/setup.sh"
 fi
 
-# ONNX Runtime from PyPI, pinned (python/requirements-onnx.txt), in a
-# virtual environment of the bench's own; rebuilt when the pins change.
+# ONNX Runtime and IREE from PyPI, pinned (python/requirements-onnx.txt,
+# bench/requirements-bench.txt), in a virtual environment of the bench's
+# own; rebuilt when the pins change.
 VENV=$BENCH_DIR/work/venv
-REQ=$BENCH_DIR/../python/requirements-onnx.txt
-if ! cmp -s "$REQ" "$VENV/requirements-onnx.txt"; then
-  step "PyPI: onnxruntime into bench/work/venv"
+REQS=("$BENCH_DIR/../python/requirements-onnx.txt" "$BENCH_DIR/requirements-bench.txt")
+if ! cat "${REQS[@]}" | cmp -s - "$VENV/requirements.txt"; then
+  step "PyPI: onnxruntime and IREE into bench/work/venv"
   rm -rf "$VENV"
   mkdir -p "$(dirname "$VENV")"
   python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check --no-input -r "$REQ"
-  cp "$REQ" "$VENV/requirements-onnx.txt"
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-input \
+    -r "${REQS[0]}" -r "${REQS[1]}"
+  cat "${REQS[@]}" > "$VENV/requirements.txt"
 fi
 
 step "Benchmark (bench/peers.py)"

@@ -38,13 +38,9 @@ import torch.nn.functional as F
 
 # Every reply goes to the real stdout; anything else a library prints must
 # not corrupt the protocol.
-_reply_stream = sys.stdout
+from worker_loop import reply, serve  # noqa: E402 (before the redirect)
+
 sys.stdout = sys.stderr
-
-
-def reply(obj):
-    _reply_stream.write(json.dumps(obj) + "\n")
-    _reply_stream.flush()
 
 
 def loaded_libraries(*needles):
@@ -168,26 +164,9 @@ def main():
             "blas": loaded_libraries("blas"),
             "jemalloc": bool(loaded_libraries("jemalloc")),
         }})
-        for line in sys.stdin:
-            if not line.strip():
-                continue
-            cmd = json.loads(line)
-            if cmd["cmd"] == "quit":
-                break
-            if cmd["cmd"] == "run":
-                fn = layer.forms[cmd["form"]]
-                ms = []
-                for _ in range(cmd["n"]):
-                    t0 = time.perf_counter()
-                    fn()
-                    ms.append((time.perf_counter() - t0) * 1e3)
-                reply({"ms": ms})
-            elif cmd["cmd"] == "sgemm":
-                gflops, how = sgemm(cmd["m"], cmd["n"], cmd["k"], cmd["seconds"])
-                reply({"gflops": gflops, "how": how})
-            else:
-                reply({"error": f"unknown command {cmd['cmd']!r}"})
-
+        serve(layer.forms, {"sgemm": lambda cmd: dict(zip(
+            ("gflops", "how"), sgemm(cmd["m"], cmd["n"], cmd["k"],
+                                     cmd["seconds"])))})
 
 if __name__ == "__main__":
     main()
