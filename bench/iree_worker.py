@@ -3,14 +3,15 @@
 IREE from PyPI (the pinned `iree-base-compiler` and `iree-base-runtime` of
 bench/requirements-bench.txt, in the environment bench/run.sh makes): an
 MLIR compiler with its own attention op, tiling and CPU code generation,
-the closest peer of this project. A persistent worker: it imports each
-form of one layer (the .onnx files onnx_models.py wrote) with
-`iree-import-onnx`, compiles it with `iree-compile` for `llvm-cpu` with the
-host's CPU features, loads it on the `local-task` device with T worker
+the closest peer of this project. A persistent worker: it compiles each
+form of one layer (an .onnx file onnx_models.py wrote, imported with
+`iree-import-onnx`, or the torch-dialect .mlir torch_ir.py wrote) with
+`iree-compile` for `llvm-cpu` with the host's CPU features, loads it on the `local-task` device with T worker
 threads, warms it up, then times calls when peers.py asks. Compile time is
 reported, never timed.
 
-    iree_worker.py '{"threads": T, "models": {"primitives": "p.onnx"},
+    iree_worker.py '{"threads": T, "models": {"primitives": "p.onnx",
+                                              "sdpa": "s.mlir"},
                      "inputs": {"x": [B, S, E], ...}, "warmup": 2,
                      "workdir": DIR}'
 
@@ -33,23 +34,32 @@ from worker_loop import reply, serve
 
 
 def compile_form(path, workdir, form):
-    """The .vmfb of the ONNX model at `path`, and its function's name."""
+    """The .vmfb of the model at `path` (an ONNX model, or torch-dialect
+    MLIR with a function @main), and its function's name."""
     bin_dir = os.path.dirname(sys.executable)
-    stem = os.path.join(workdir, os.path.basename(path)[:-len(".onnx")])
-    mlir, vmfb = stem + ".iree.mlir", stem + ".vmfb"
-    for cmd in ([os.path.join(bin_dir, "iree-import-onnx"), path, "-o", mlir],
-                [os.path.join(bin_dir, "iree-compile"), mlir,
-                 "--iree-hal-target-device=local",
-                 "--iree-hal-local-target-device-backends=llvm-cpu",
-                 "--iree-llvmcpu-target-cpu=host", "-o", vmfb]):
+    stem, ext = os.path.splitext(os.path.join(workdir, os.path.basename(path)))
+    vmfb = stem + ".vmfb"
+    commands, mlir, name = [], path, "main"
+    if ext == ".onnx":
+        import onnx
+        mlir = stem + ".iree.mlir"
+        commands.append([os.path.join(bin_dir, "iree-import-onnx"), path,
+                         "-o", mlir])
+        name = onnx.load(path, load_external_data=False).graph.name
+    commands.append([os.path.join(bin_dir, "iree-compile"), mlir,
+                     "--iree-input-type=" + ("onnx" if ext == ".onnx"
+                                             else "torch"),
+                     "--iree-hal-target-device=local",
+                     "--iree-hal-local-target-device-backends=llvm-cpu",
+                     "--iree-llvmcpu-target-cpu=host", "-o", vmfb])
+    for cmd in commands:
         p = subprocess.run(cmd, stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True)
         if p.returncode != 0:
             lines = [l for l in p.stdout.splitlines() if "error" in l]
             raise RuntimeError(f"{os.path.basename(cmd[0])}: " +
                                (lines[0] if lines else p.stdout[-300:]))
-    import onnx
-    return vmfb, onnx.load(path, load_external_data=False).graph.name
+    return vmfb, name
 
 
 def main():

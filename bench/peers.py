@@ -26,10 +26,13 @@ Peers, each at every thread count:
   iree          IREE from PyPI (iree-base-compiler and iree-base-runtime,
                 pinned in bench/requirements-bench.txt, in bench/work/venv):
                 the layer's ONNX model in plain ops (onnx_models.py's
-                `primitives`) imported by iree-import-onnx, compiled by
-                iree-compile for llvm-cpu with the host's CPU features, run
-                on its local-task device with T workers (iree_worker.py);
-                compile time excluded. Not on the cache rows.
+                `primitives`) imported by iree-import-onnx, and the layer
+                with scaled_dot_product_attention in the torch dialect
+                (torch_ir.py's `sdpa`, as iree-turbine exports a PyTorch 2
+                module; IREE's attention op), compiled by iree-compile for
+                llvm-cpu with the host's CPU features, run on its
+                local-task device with T workers (iree_worker.py); compile
+                time excluded. Not on the cache rows.
   ort           ONNX Runtime from PyPI (the onnxruntime pinned in
                 python/requirements-onnx.txt, in bench/work/venv) on the
                 layer as an ONNX model in two forms (onnx_models.py), the
@@ -387,9 +390,11 @@ class Torch(Worker):
 class OnnxPeer(Worker):
     """A peer that runs the layer's ONNX models (onnx_models.py) in a worker
     under the bench's PyPI environment: ONNX Runtime (ort_worker.py) on the
-    forms with an attention node, IREE (iree_worker.py) on the form in plain
+    forms with an attention node; IREE (iree_worker.py) on the form in plain
     ops, which its ONNX import takes (it has neither ONNX's Attention nor
-    ONNX Runtime's contrib ops)."""
+    ONNX Runtime's contrib ops), and on the layer with
+    `scaled_dot_product_attention` in the torch dialect (torch_ir.py: what
+    its PyTorch path hands it, which it maps to its attention op)."""
     built = set()  # models written by this run, shared by the thread counts
     PEERS = {"ort": ("ONNX Runtime", "ort_worker.py", "onnxruntime"),
              "iree": ("IREE", "iree_worker.py", "IREE")}
@@ -398,22 +403,33 @@ class OnnxPeer(Worker):
         import onnx_models  # only these peers need onnx
         label, script, what = self.PEERS[key]
         if key == "iree":
-            forms = onnx_models.PRIMITIVE_FORMS
+            forms = (() if cfg.core else onnx_models.PRIMITIVE_FORMS) + \
+                ("sdpa",)
         else:
             forms = onnx_models.CACHE_FORMS if cfg.cache else onnx_models.FORMS
         models, form_inputs = {}, {}
         for form in forms:
             path = os.path.join(workdir, "models", f"{cfg.name}-{form}.onnx")
+            if form == "sdpa":  # the torch dialect, IREE's PyTorch input
+                import torch_ir
+                path = path[:-len(".onnx")] + ".mlir"
+                if path not in OnnxPeer.built:
+                    torch_ir.build(cfg, path)
             if cfg.cache:
                 floats, ints = onnx_models.build_cache_step(cfg, form, path)
                 form_inputs[form] = {"floats": floats, "ints": ints}
             elif path not in OnnxPeer.built:
-                onnx_models.build(cfg, form, path)
+                if form != "sdpa":
+                    onnx_models.build(cfg, form, path)
                 OnnxPeer.built.add(path)
             models[form] = path
         inputs = {"x": [cfg.b, cfg.sq, cfg.e]}
         if cfg.cross:
             inputs["kv"] = [cfg.b, cfg.sk, cfg.e]
+        if cfg.core:
+            inputs = {"q": [cfg.b, cfg.h, cfg.sq, cfg.d],
+                      "k": [cfg.b, cfg.hkv, cfg.sk, cfg.d],
+                      "v": [cfg.b, cfg.hkv, cfg.sk, cfg.d]}
         # IREE's first calls are slower for longer (its thread pool).
         spec = {"threads": threads, "models": models, "inputs": inputs,
                 "form_inputs": form_inputs,
@@ -532,6 +548,8 @@ def bench_one(args, cfg, threads):
                                                    args.workdir))
     if cfg.cache and "ort" in args.peers:
         factories.append(onnx_peer("ort"))
+    if cfg.core and not cfg.cache and "iree" in args.peers:
+        factories.append(onnx_peer("iree"))
     if not cfg.core:
         if "torch" in args.peers:
             factories.append(("torch", lambda: Torch(args, cfg, threads, tuned=False)))
@@ -726,7 +744,7 @@ def summary_markdown(runs):
             cells += ["n/a"] * 3
         for p in peers:
             r = best.get(p)
-            if cfg.core and not (cfg.cache and r):
+            if cfg.core and not r:
                 cells.append("")
             elif not r:
                 cells.append("n/a")
