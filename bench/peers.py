@@ -17,6 +17,12 @@ Peers, each at every thread count:
                 and `prepared`, packed once beforehand (--prepare-weights:
                 the weights are marked mha.weight), as ONNX Runtime packs
                 its initializers when the session is made.
+  torch2        PyTorch 2 from PyPI (pinned in bench/requirements-bench.txt,
+                in bench/work/venv; MKL and oneDNN as shipped, threads set
+                to ours): nn.MultiheadAttention, and the layer written with
+                F.scaled_dot_product_attention (`sdpa`), the faster
+                reported; SDPA alone on the core rows (decoding and prefill
+                over a cache included).
   torch         PyTorch 1.13 (Debian's python3-torch) nn.MultiheadAttention,
                 in the environment as it is ("out of the box").
   torch-tuned   the same in a tuned environment, set for that process only:
@@ -349,7 +355,12 @@ def _log_path(args, cfg, key, threads):
 
 
 class Torch(Worker):
-    def __init__(self, args, cfg, threads, tuned):
+    """PyTorch: Debian's 1.13 out of the box (`torch`) and tuned
+    (`torch-tuned`), or PyTorch 2 from PyPI in the bench's environment
+    (`torch2`: oneDNN and MKL as shipped, the thread count set)."""
+
+    def __init__(self, args, cfg, threads, key):
+        tuned = key == "torch-tuned"
         env = dict(os.environ)
         # The thread count is the one thing set in both environments: ATen
         # takes it from set_num_threads, a threaded BLAS from its own variable.
@@ -365,16 +376,29 @@ class Torch(Worker):
             if os.path.exists(JEMALLOC):
                 env["LD_PRELOAD"] = " ".join(
                     filter(None, [JEMALLOC, env.get("LD_PRELOAD")]))
+        python = sys.executable
+        if key == "torch2":
+            env.pop("OPENBLAS_CORETYPE", None)
+            env.pop("OPENBLAS_L2_SIZE", None)
+            python = args.venv_python
+            if not os.access(python, os.X_OK):
+                raise PeerError(f"no Python with PyTorch 2 at {python} "
+                                f"(bench/run.sh makes it)")
         spec = {"threads": threads, "warmup": args.warmup,
                 "config": dataclasses.asdict(cfg) if cfg else None}
-        key = "torch-tuned" if tuned else "torch"
-        super().__init__(key, "PyTorch tuned" if tuned else "PyTorch",
-                         [sys.executable, os.path.join(BENCH, "torch_worker.py"),
+        super().__init__(key, {"torch": "PyTorch", "torch-tuned": "PyTorch tuned",
+                               "torch2": "PyTorch"}[key],
+                         [python, os.path.join(BENCH, "torch_worker.py"),
                           json.dumps(spec)], env,
                          _log_path(args, cfg, key, threads))
 
     def ready(self, msg):
         self.forms, self.info = msg["forms"], msg["info"]
+        if self.key == "torch2":
+            self.label = f"PyTorch {msg['info']['torch'].split('+')[0]}"
+        if not self.forms:
+            raise PeerError(f"torch {msg['info']['torch']} has no form for "
+                            f"this configuration")
         return self.time_forms()
 
     def time_forms(self):
@@ -435,11 +459,11 @@ class OnnxPeer(Worker):
                 "form_inputs": form_inputs,
                 "warmup": max(args.warmup, 5) if key == "iree" else args.warmup,
                 "workdir": os.path.join(workdir, "models")}
-        if not os.access(args.ort_python, os.X_OK):
-            raise PeerError(f"no Python with {what} at {args.ort_python} "
+        if not os.access(args.venv_python, os.X_OK):
+            raise PeerError(f"no Python with {what} at {args.venv_python} "
                             f"(bench/run.sh makes it)")
         super().__init__(key, label,
-                         [args.ort_python, os.path.join(BENCH, script),
+                         [args.venv_python, os.path.join(BENCH, script),
                           json.dumps(spec)], dict(os.environ),
                          _log_path(args, cfg, key, threads))
 
@@ -550,11 +574,12 @@ def bench_one(args, cfg, threads):
         factories.append(onnx_peer("ort"))
     if cfg.core and not cfg.cache and "iree" in args.peers:
         factories.append(onnx_peer("iree"))
+    torch_peer = lambda key: (key, lambda: Torch(args, cfg, threads, key))
+    if cfg.core and "torch2" in args.peers:
+        factories.append(torch_peer("torch2"))
     if not cfg.core:
-        if "torch" in args.peers:
-            factories.append(("torch", lambda: Torch(args, cfg, threads, tuned=False)))
-        if "torch-tuned" in args.peers:
-            factories.append(("torch-tuned", lambda: Torch(args, cfg, threads, tuned=True)))
+        factories += [torch_peer(key) for key in ("torch2", "torch", "torch-tuned")
+                      if key in args.peers]
         factories += [onnx_peer(key) for key in ("ort", "iree")
                       if key in args.peers]
 
@@ -637,7 +662,7 @@ def best_per_peer(run):
 # Reports
 # --------------------------------------------------------------------------
 
-PEER_ORDER = ["ours", "torch", "torch-tuned", "ort", "iree"]
+PEER_ORDER = ["ours", "torch2", "torch", "torch-tuned", "ort", "iree"]
 
 
 def gflops(cfg, ms):
@@ -820,7 +845,11 @@ def machine_header(args, peaks, runs):
             if key in seen or not info:
                 continue
             seen.add(key)
-            if key.startswith("torch"):
+            if key == "torch2":
+                lines.append(f"torch2: torch {info['torch']} (PyPI), kernels "
+                             f"{info['cpu_capability']}, MKL and oneDNN as "
+                             f"shipped, {info['threads']} threads")
+            elif key.startswith("torch"):
                 lines.append(f"{key}: torch {info['torch']}, kernels "
                              f"{info['cpu_capability']}, BLAS "
                              f"{', '.join(info['blas']) or 'none found'}, jemalloc "
@@ -858,8 +887,9 @@ def main():
     p.add_argument("--warmup", type=int, default=2, help="untimed calls per worker form")
     p.add_argument("--gap", type=float, default=0.3,
                    help="pause in seconds between steps (idle thread pools settle)")
-    p.add_argument("--peers", default="torch,torch-tuned,ort,iree",
-                   help="peers besides ours (default torch,torch-tuned,ort,iree)")
+    p.add_argument("--peers", default="torch2,torch,torch-tuned,ort,iree",
+                   help="peers besides ours (default "
+                        "torch2,torch,torch-tuned,ort,iree)")
     p.add_argument("--quick", action="store_true",
                    help="smoke test: 1 round of 2 calls, short ceilings")
     p.add_argument("--markdown", metavar="OUT.md", help="also write a markdown report")
@@ -867,10 +897,11 @@ def main():
     p.add_argument("-v", "--verbose", action="store_true",
                    help="every form of every peer, not only the fastest")
     p.add_argument("--mha-run", default=os.path.join(ROOT, "build", "bin", "mha-run"))
-    p.add_argument("--ort-python",
+    p.add_argument("--venv-python", "--ort-python", dest="venv_python",
                    default=os.path.join(BENCH, "work", "venv", "bin", "python"),
-                   help="the Python with onnxruntime and IREE the ort and "
-                        "iree peers run under (default: the environment "
+                   help="the Python of the bench's PyPI environment (ONNX "
+                        "Runtime, IREE, PyTorch 2), which the ort, iree and "
+                        "torch2 peers run under (default: the one "
                         "bench/run.sh makes)")
     p.add_argument("--cc", default="clang-22", help="C compiler for fma_peak.c")
     p.add_argument("--workdir", default=os.path.join(BENCH, "work"),
@@ -881,9 +912,9 @@ def main():
         args.rounds, args.round_seconds, args.min_iters, args.max_iters = 1, 0, 2, 2
         args.warmup, args.gap = 1, 0.05
         args.peak_seconds, args.peak_repeats, args.sgemm_seconds = 0.1, 1, 0.05
-    args.ort_python = os.path.abspath(args.ort_python)  # workers run in bench/
+    args.venv_python = os.path.abspath(args.venv_python)  # workers run in bench/
     args.peers = [x for x in args.peers.split(",") if x]
-    unknown = set(args.peers) - {"torch", "torch-tuned", "ort", "iree"}
+    unknown = set(args.peers) - {"torch2", "torch", "torch-tuned", "ort", "iree"}
     if unknown:
         p.error(f"unknown peers {', '.join(sorted(unknown))}")
     threads = [int(t) for t in args.threads.split(",")]

@@ -2,9 +2,10 @@
 #===- bench/run.sh - our layer against PyTorch and ONNX Runtime -----------===#
 #
 # One command: installs what is missing, builds, and runs bench/peers.py,
-# which times our layer (mha-run --pipeline=cpu), PyTorch 1.13 out of the box
-# and tuned, ONNX Runtime and IREE (both from PyPI) side by side in
-# interleaved rounds, against the measured FMA peak.
+# which times our layer (mha-run --pipeline=cpu), PyTorch 2 (from PyPI),
+# Debian's PyTorch 1.13 out of the box and tuned, ONNX Runtime and IREE
+# (from PyPI) side by side in interleaved rounds, against the measured FMA
+# peak.
 #
 #   bench/run.sh                                  every configuration, 1 and 2 threads
 #   bench/run.sh --quick --configs bert-s128      smoke test (seconds)
@@ -35,13 +36,15 @@ else
   source "$BENCH_DIR/../scripts/setup.sh"
 fi
 
-# ONNX Runtime and IREE from PyPI, pinned (python/requirements-onnx.txt,
-# bench/requirements-bench.txt), in a virtual environment of the bench's
-# own; rebuilt when the pins change.
+# ONNX Runtime, IREE and PyTorch 2 from PyPI, pinned
+# (python/requirements-onnx.txt, bench/requirements-bench.txt), in a virtual
+# environment of the bench's own (PyTorch's wheel pulls some 5 GB of CUDA
+# libraries: this environment only, never CI's); rebuilt when the pins
+# change.
 VENV=$BENCH_DIR/work/venv
 REQS=("$BENCH_DIR/../python/requirements-onnx.txt" "$BENCH_DIR/requirements-bench.txt")
 if ! cat "${REQS[@]}" | cmp -s - "$VENV/requirements.txt"; then
-  step "PyPI: onnxruntime and IREE into bench/work/venv"
+  step "PyPI: onnxruntime, IREE and PyTorch 2 into bench/work/venv"
   rm -rf "$VENV"
   mkdir -p "$(dirname "$VENV")"
   python3 -m venv "$VENV"
@@ -54,4 +57,4 @@ step "Benchmark (bench/peers.py)"
 # Debian's python3, which has python3-torch and python3-onnx, whatever
 # python3 comes first on PATH.
 exec /usr/bin/python3 "$BENCH_DIR/peers.py" --mha-run "$BUILD_DIR/bin/mha-run" \
-  --ort-python "$VENV/bin/python" "$@"
+  --venv-python "$VENV/bin/python" "$@"

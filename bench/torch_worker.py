@@ -15,7 +15,11 @@ and then answers each line read from stdin:
                                           -> {"gflops": X, "how": "torch.mm"}
     {"cmd": "quit"}                       -> exits
 
-Forms: what a PyTorch 1.13 user has for this layer. `nn.MultiheadAttention`
+Forms: what a PyTorch 1.13 user has for this layer, and with PyTorch 2 (the
+bench's PyPI environment) `sdpa`: the layer written with
+F.scaled_dot_product_attention (grouped-query natively), which is also the
+one form of the core-attention rows (decoding and prefill over a cache
+included). `nn.MultiheadAttention`
 (eval, no_grad, batch_first, need_weights=False; query is key is value for
 self-attention, which is what lets 1.13 take its fused fast path when no
 mask is given). Causal attention goes through `attn_mask`, either boolean
@@ -56,6 +60,37 @@ def loaded_libraries(*needles):
     return sorted(found)
 
 
+def sdpa(q, k, v, c):
+    """F.scaled_dot_product_attention (PyTorch 2) on head-split q [B, H, Sq,
+    d] and k, v [B, Hkv, Sk, d]: grouped-query heads natively, causal at the
+    bottom right (docs/Semantics.md): `is_causal` where Sq == Sk, an
+    explicit mask otherwise (a step at the end of a cache)."""
+    gqa = {"enable_gqa": True} if c["hkv"] != c["h"] else {}
+    sq, sk = c["sq"], c["sk"]
+    if not c["causal"] or sq == 1:
+        return F.scaled_dot_product_attention(q, k, v, **gqa)
+    if sq == sk:
+        return F.scaled_dot_product_attention(q, k, v, is_causal=True, **gqa)
+    visible = torch.ones(sq, sk, dtype=torch.bool).tril(sk - sq)
+    return F.scaled_dot_product_attention(q, k, v, attn_mask=visible, **gqa)
+
+
+class CoreAttention:
+    """The core-attention rows (mha.attention alone, decoding and prefill
+    over a cache included) as PyTorch 2 runs them: SDPA on head-split
+    tensors."""
+
+    def __init__(self, c):
+        torch.manual_seed(0)
+        b, h, hkv, sq, sk, d = c["b"], c["h"], c["hkv"], c["sq"], c["sk"], c["d"]
+        q = torch.rand(b, h, sq, d) * 2 - 1
+        k = torch.rand(b, hkv, sk, d) * 2 - 1
+        v = torch.rand(b, hkv, sk, d) * 2 - 1
+        self.forms = {}
+        if hasattr(F, "scaled_dot_product_attention"):
+            self.forms["sdpa"] = lambda: sdpa(q, k, v, c)
+
+
 class Layer:
     """The forms of one configuration, on fixed random inputs."""
 
@@ -87,6 +122,34 @@ class Layer:
             self.additive = additive
         if hkv != h:
             self.forms["manual"] = self.manual_gqa
+        if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2
+            self.forms["sdpa"] = self.sdpa_layer
+
+    def sdpa_layer(self):
+        """The layer as PyTorch 2 code writes it: F.linear projections (K/V
+        at Hkv*d), F.scaled_dot_product_attention, the output projection."""
+        c = self.c
+        q, k, v = self.project_gqa()
+        out = sdpa(q, k, v, c).transpose(1, 2).reshape(
+            c["b"], c["sq"], c["h"] * c["d"])
+        return self.mha.out_proj(out)
+
+    def project_gqa(self):
+        """q [B, H, Sq, d] and k, v [B, Hkv, Sk, d], projected with F.linear
+        by the first Hkv*d rows of the K and V blocks of the module's
+        weights, which stand for the GQA weights: the values do not matter
+        for timing, the shapes do."""
+        c = self.c
+        b, sq, sk, h, hkv, d, e = (c["b"], c["sq"], c["sk"], c["h"], c["hkv"],
+                                   c["d"], c["e"])
+        w, bias = self.mha.in_proj_weight, self.mha.in_proj_bias
+        wq, wk, wv = w[:e], w[e:e + hkv * d], w[2 * e:2 * e + hkv * d]
+        bq = bk = bv = None
+        if bias is not None:
+            bq, bk, bv = bias[:e], bias[e:e + hkv * d], bias[2 * e:2 * e + hkv * d]
+        return (F.linear(self.x, wq, bq).view(b, sq, h, d).transpose(1, 2),
+                F.linear(self.kv, wk, bk).view(b, sk, hkv, d).transpose(1, 2),
+                F.linear(self.kv, wv, bv).view(b, sk, hkv, d).transpose(1, 2))
 
     def manual_gqa(self):
         """GQA by hand: K/V projected to Hkv heads only, then each head
@@ -94,18 +157,7 @@ class Layer:
         nn.MultiheadAttention's slow path."""
         c = self.c
         b, sq, sk, h, hkv, d = c["b"], c["sq"], c["sk"], c["h"], c["hkv"], c["d"]
-        w = self.mha.in_proj_weight
-        bias = self.mha.in_proj_bias
-        e = c["e"]
-        # The first Hkv*d rows of the K and V blocks stand for the GQA
-        # weights: the values do not matter for timing, the shapes do.
-        wq, wk, wv = w[:e], w[e:e + hkv * d], w[2 * e:2 * e + hkv * d]
-        bq = bk = bv = None
-        if bias is not None:
-            bq, bk, bv = bias[:e], bias[e:e + hkv * d], bias[2 * e:2 * e + hkv * d]
-        q = F.linear(self.x, wq, bq).view(b, sq, h, d).transpose(1, 2)
-        k = F.linear(self.kv, wk, bk).view(b, sk, hkv, d).transpose(1, 2)
-        v = F.linear(self.kv, wv, bv).view(b, sk, hkv, d).transpose(1, 2)
+        q, k, v = self.project_gqa()
         k = k.repeat_interleave(h // hkv, dim=1).reshape(b * h, sk, d)
         v = v.repeat_interleave(h // hkv, dim=1).reshape(b * h, sk, d)
         q = q.reshape(b * h, sq, d)
@@ -146,7 +198,9 @@ def main():
     spec = json.loads(sys.argv[1])
     threads = spec["threads"]
     torch.set_num_threads(threads)
-    layer = Layer(spec["config"]) if spec.get("config") else None
+    config = spec.get("config")
+    layer = ((CoreAttention if config["core"] else Layer)(config)
+             if config else None)
     forms = list(layer.forms) if layer else []
     with torch.no_grad():
         for form in forms:
