@@ -749,7 +749,10 @@ def print_text(runs, header, verbose):
 
 
 def summary_markdown(runs):
-    peers = [p for p in PEER_ORDER if p != "ours"]
+    # The peers of this run: those with a result or an error somewhere.
+    peers = [p for p in PEER_ORDER if p != "ours" and any(
+        p in run["errors"] or any(r.peer == p for r in run["results"])
+        for run in runs)]
     labels = {}
     for run in runs:
         for r in run["results"]:
@@ -781,7 +784,7 @@ def summary_markdown(runs):
 
 
 def write_markdown(path, runs, header, args):
-    out = ["# Attention layer: ours against PyTorch and ONNX Runtime", ""]
+    out = ["# Attention layer: ours against PyTorch, ONNX Runtime and IREE", ""]
     out += [f"- {line}" for line in header]
     out += ["",
             f"{args.rounds} interleaved rounds per configuration and thread count; "
