@@ -126,16 +126,19 @@ LogicalResult mha::outlineWeightPreparation(func::FuncOp func) {
     auto it = source.find(value);
     return it == source.end() ? Source::Runtime : it->second;
   };
+  // An op's operands and the values its regions use from above.
+  auto usedValues = [](Operation *op) {
+    llvm::SetVector<Value> used(op->operand_begin(), op->operand_end());
+    getUsedValuesDefinedAbove(op->getRegions(), used);
+    return used;
+  };
   for (Operation &op : body.without_terminator()) {
     Source kind = Source::Invariant;
-    if (!hasNoMemoryEffects(&op)) {
+    if (!hasNoMemoryEffects(&op))
       kind = Source::Runtime;
-    } else {
-      llvm::SetVector<Value> used(op.operand_begin(), op.operand_end());
-      getUsedValuesDefinedAbove(op.getRegions(), used);
-      for (Value value : used)
+    else
+      for (Value value : usedValues(&op))
         kind = std::max(kind, sourceOf(value));
-    }
     for (Value result : op.getResults())
       source[result] = kind;
   }
@@ -144,11 +147,6 @@ LogicalResult mha::outlineWeightPreparation(func::FuncOp func) {
   // a weight, or a value that is no tensor, is computed by the rest itself
   // (as well as by the preparation, where it uses it) from what it is made
   // of.
-  auto usedValues = [](Operation *op) {
-    llvm::SetVector<Value> used(op->operand_begin(), op->operand_end());
-    getUsedValuesDefinedAbove(op->getRegions(), used);
-    return used;
-  };
   DenseSet<Value> takenPrepared;
   DenseSet<Operation *> recomputed;
   SmallVector<Value> worklist;
