@@ -433,17 +433,18 @@ class OnnxPeer(Worker):
             forms = onnx_models.CACHE_FORMS if cfg.cache else onnx_models.FORMS
         models, form_inputs = {}, {}
         for form in forms:
-            path = os.path.join(workdir, "models", f"{cfg.name}-{form}.onnx")
-            if form == "sdpa":  # the torch dialect, IREE's PyTorch input
-                import torch_ir
-                path = path[:-len(".onnx")] + ".mlir"
-                if path not in OnnxPeer.built:
-                    torch_ir.build(cfg, path)
+            # Each form's model: a cache step's (with its own inputs), the
+            # torch dialect's (torch_ir.py: IREE's PyTorch input) or ONNX's.
+            ext = ".mlir" if form == "sdpa" else ".onnx"
+            path = os.path.join(workdir, "models", f"{cfg.name}-{form}{ext}")
             if cfg.cache:
                 floats, ints = onnx_models.build_cache_step(cfg, form, path)
                 form_inputs[form] = {"floats": floats, "ints": ints}
             elif path not in OnnxPeer.built:
-                if form != "sdpa":
+                if form == "sdpa":
+                    import torch_ir
+                    torch_ir.build(cfg, path)
+                else:
                     onnx_models.build(cfg, form, path)
                 OnnxPeer.built.add(path)
             models[form] = path

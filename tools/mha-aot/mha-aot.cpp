@@ -24,6 +24,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ToolSupport.h"
+#include "mha/Dialect/MHA/IR/MHADialect.h"
 
 #include "mha/Codegen/Common/Transforms.h"
 #include "mha/InitAll.h"
@@ -691,7 +692,7 @@ int compile(MLIRContext &context) {
       return badInput("'@" + entryName + "' has more than 64 " + what + "s");
   }
 
-  SmallVector<unsigned> weights = mha::weightArguments(func);
+  SmallVector<unsigned> weights = mha::getWeightArguments(func);
 
   SmallString<128> prefix(outputPrefix.empty()
                               ? llvm::sys::path::stem(inputFile)

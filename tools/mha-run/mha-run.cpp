@@ -838,7 +838,7 @@ int Runner::run(MLIRContext &context) {
     return error;
   double flops = countFlops(func, args);
   // The weights, marked in the input (lowering consumes the marks).
-  SmallVector<unsigned> weightArgs = mha::weightArguments(func);
+  SmallVector<unsigned> weightArgs = mha::getWeightArguments(func);
   if (prepareWeights && weightArgs.empty())
     return badInput("--prepare-weights: no argument of '@" + entryName +
                     "' is marked '" + mha::kWeightAttrName + "'");

@@ -7,7 +7,6 @@
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
-#include "mha/Dialect/MHA/IR/MHADialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -366,12 +365,4 @@ std::optional<SmallVector<int64_t>> mha::resultRanksOf(ModuleOp module,
   for (Type field : type.getBody())
     ranks.push_back(rankOf(cast<LLVM::LLVMStructType>(field)));
   return ranks;
-}
-
-SmallVector<unsigned> mha::weightArguments(func::FuncOp func) {
-  SmallVector<unsigned> weights;
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (func.getArgAttr(i, kWeightAttrName))
-      weights.push_back(i);
-  return weights;
 }

@@ -10,7 +10,6 @@
 #define MHA_TOOLS_SUPPORT_TOOLSUPPORT_H
 
 #include "mha/Pipelines/Pipelines.h"
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/Error.h"
@@ -142,9 +141,6 @@ void setDefaultCUDARoot();
 /// pipeline prepared (`NAME_prepare`) are known to the tools only thus.
 std::optional<SmallVector<int64_t>> resultRanksOf(ModuleOp module,
                                                   StringRef name);
-
-/// The indices of the arguments of `func` marked `mha.weight`.
-SmallVector<unsigned> weightArguments(func::FuncOp func);
 
 /// LLVM's OpenMP runtime, which the CPU pipeline's parallel loops call: the
 /// one in the library directory of the LLVM the tools were built with.

@@ -34,25 +34,6 @@ namespace {
 enum class Source { Invariant, Weight, Runtime };
 } // namespace
 
-/// Whether `op` has no effect on memory, its regions included. Parallel
-/// loops on tensors (the packing copies) qualify: their terminator's
-/// `tensor.parallel_insert_slice`s declare no effects and write tensors.
-static bool hasNoMemoryEffects(Operation *op) {
-  WalkResult result = op->walk([](Operation *nested) {
-    if (isa<scf::InParallelOp, tensor::ParallelInsertSliceOp>(nested))
-      return WalkResult::advance();
-    if (auto effects = dyn_cast<MemoryEffectOpInterface>(nested)) {
-      if (!effects.hasNoEffect())
-        return WalkResult::interrupt();
-      return WalkResult::advance();
-    }
-    if (!nested->hasTrait<OpTrait::HasRecursiveMemoryEffects>())
-      return WalkResult::interrupt();
-    return WalkResult::advance();
-  });
-  return !result.wasInterrupted();
-}
-
 /// Reshapes and slices: the prepared function takes their source (a view
 /// needs no preparing, and a function returning a view of its argument
 /// would return memory it does not own).
@@ -68,17 +49,14 @@ static void eraseDeadOps(Block &block) {
   for (Operation &op : block.without_terminator())
     ops.push_back(&op);
   for (Operation *op : llvm::reverse(ops))
-    if (op->use_empty() && hasNoMemoryEffects(op))
+    if (isOpTriviallyDead(op))
       op->erase();
 }
 
 LogicalResult mha::outlineWeightPreparation(func::FuncOp func) {
   if (func.isExternal())
     return success();
-  SmallVector<unsigned> weights;
-  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
-    if (func.getArgAttr(i, mha::kWeightAttrName))
-      weights.push_back(i);
+  SmallVector<unsigned> weights = mha::getWeightArguments(func);
   if (weights.empty())
     return success();
   for (unsigned i : weights)
@@ -134,7 +112,7 @@ LogicalResult mha::outlineWeightPreparation(func::FuncOp func) {
   };
   for (Operation &op : body.without_terminator()) {
     Source kind = Source::Invariant;
-    if (!hasNoMemoryEffects(&op))
+    if (!isMemoryEffectFree(&op))
       kind = Source::Runtime;
     else
       for (Value value : usedValues(&op))

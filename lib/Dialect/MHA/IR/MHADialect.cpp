@@ -155,6 +155,14 @@ LoweringConfigAttr mha::getLoweringConfig(Operation *op) {
   return merged;
 }
 
+SmallVector<unsigned> mha::getWeightArguments(FunctionOpInterface func) {
+  SmallVector<unsigned> weights;
+  for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+    if (func.getArgAttr(i, kWeightAttrName))
+      weights.push_back(i);
+  return weights;
+}
+
 LogicalResult MHADialect::verifyRegionArgAttribute(Operation *op,
                                                    unsigned regionIndex,
                                                    unsigned argIndex,

@@ -9,6 +9,7 @@
 
 #include "mlir/Dialect/SCF/IR/DeviceMappingInterface.h"
 #include "mlir/IR/Dialect.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 
 #include "mha/Dialect/MHA/IR/MHADialect.h.inc"
 #include "mha/Dialect/MHA/IR/MHAEnums.h.inc"
@@ -28,6 +29,9 @@ inline constexpr llvm::StringLiteral kLoweringConfigAttrName =
 /// value is the same on every call, which the CPU pipelines prepare once
 /// (mha-outline-weight-preparation).
 inline constexpr llvm::StringLiteral kWeightAttrName = "mha.weight";
+
+/// The indices of the arguments of `func` marked `mha.weight`.
+SmallVector<unsigned> getWeightArguments(FunctionOpInterface func);
 
 /// The nearest `mha.target` on `op` or an op around it; null if none.
 TargetAttr getTarget(Operation *op);
