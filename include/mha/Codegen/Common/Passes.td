@@ -120,7 +120,7 @@ def MHAOutlineWeightPreparationPass
     own, called once, and gives the rest of the function its results.
 
     For every function with such arguments, two functions are added beside
-    it, which is left as it was:
+    it:
 
     - `@NAME_prepare(weights...) -> (prepared...)`: the ops of the function
       whose operands come from the weights and constants alone (and that
@@ -131,13 +131,16 @@ def MHAOutlineWeightPreparationPass
     - `@NAME_prepared(prepared..., other arguments...)`: the function with
       those values as arguments (read-only), the weights gone.
 
+    `NAME` itself becomes the call of the two, so that their code is
+    compiled once, unless it updates an argument in place (a KV cache: the
+    called function would return a copy of it), which keeps its body.
     `NAME_prepared(NAME_prepare(w), x)` computes what `NAME(w, x)` does, by
     the same code. mha-run (`--prepare-weights`) and mha-aot's entries
     (`NAME_prepare`, `NAME_prepared`) call the pair. The CPU pipelines run
     the pass before bufferization, after the vectorizer made its packing
-    copies; it fails, naming the argument, on a weight the function updates
-    in place, and on a function of several blocks or whose names for the
-    two functions are taken.
+    copies; it fails, naming the argument, on a weight that is no ranked
+    tensor or that the function updates in place, and on a function of
+    several blocks or whose names for the two functions are taken.
   }];
   let dependentDialects = ["::mlir::bufferization::BufferizationDialect",
                            "::mlir::linalg::LinalgDialect",
