@@ -51,8 +51,9 @@ Ceilings: the measured f32 FMA peak per thread count (fma_peak.c), which
 every GFLOP/s figure is also given as a percentage of, and the best sgemm
 PyTorch reaches on the layer's projection shape [B*S, E] x [E, E]. Decode
 rows (one query per head against a long K/V, bound by reading it) are given
-as GB/s of K/V read per call too, and as a percentage of the measured read
-bandwidth at that thread count (bw_probe.c).
+as GB/s of K/V read per call too, and as a percentage of the read
+bandwidth at that thread count (bw_probe.c), which runs in every round of
+those rows beside the peers: the percentage is the median of the rounds'.
 
 Interleaving. Machine speed drifts (turbo, other load, thermal), so peers
 are never timed one after the other in long blocks: for each configuration
@@ -117,6 +118,8 @@ class Config:
     # A step over a K/V cache (decoding, prefill with a cache): ONNX
     # Runtime's forms are the cache ones (onnx_models.CACHE_FORMS).
     cache: bool = False
+    # Element type of every input and the output (core rows): f32 or bf16.
+    dtype: str = "f32"
 
     def shape(self):
         s = f"Sq={self.sq} Sk={self.sk}" if self.sk != self.sq else f"S={self.sq}"
@@ -133,6 +136,8 @@ class Config:
             parts.append("cross")
         if self.bias and not self.core:
             parts.append("biases")
+        if self.dtype != "f32":
+            parts.append(self.dtype)
         return " ".join(parts)
 
     def pairs(self):
@@ -144,8 +149,9 @@ class Config:
         return sum(max(0, min(self.sk, i + off + 1)) for i in range(self.sq))
 
     def kv_bytes(self):
-        """Bytes of keys and values (f32) one call reads."""
-        return 2 * self.b * self.hkv * self.sk * self.d * 4
+        """Bytes of keys and values one call reads."""
+        return 2 * self.b * self.hkv * self.sk * self.d * (
+            2 if self.dtype == "bf16" else 4)
 
     def flops(self):
         attention = 2 * self.b * self.h * self.pairs() * (2 * self.d)
@@ -185,6 +191,12 @@ CONFIGS = [
            decode=True, cache=True)
     for b, sk in ((1, 4096), (1, 32768), (8, 4096), (8, 32768))
 ] + [
+    Config(f"decode-b{b}-{sk // 1024}k-bf16",
+           "decoding with bf16 inputs and caches",
+           b, 1, sk, 0, 32, 8, 128, bias=False, causal=True, core=True,
+           decode=True, cache=True, dtype="bf16")
+    for b, sk in ((1, 32768), (8, 4096))
+] + [
     Config("prefill-cache-512x4k",
            "prefill with a cache (mha.attention, 512 new queries at the end "
            "of 4096 keys, grouped-query)",
@@ -196,7 +208,8 @@ CONFIGS = [
 def mlir_for(c):
     """The .mlir mha-run times: the layer as one mha.multi_head_attention
     (as examples/bert-base.mlir), or the core op alone for `core` rows."""
-    t = lambda *dims: "tensor<" + "x".join(map(str, dims)) + "xf32>"
+    t = lambda *dims: ("tensor<" + "x".join(map(str, dims)) +
+                       f"x{c.dtype}>")
     if c.core:
         q, kv, out = (t(c.b, c.h, c.sq, c.d), t(c.b, c.hkv, c.sk, c.d),
                       t(c.b, c.h, c.sq, c.d))
@@ -489,10 +502,10 @@ def host_cpu_flags():
     return set()
 
 
-def probe_runs(args, name, argv):
-    """The outputs of args.peak_repeats runs of bench/NAME.c with `argv`
-    (built here when missing or older than its source), a pause between
-    them."""
+def probe_runs(args, name, argv, repeats=None):
+    """The outputs of `repeats` (default args.peak_repeats) runs of
+    bench/NAME.c with `argv` (built here when missing or older than its
+    source), a pause between them."""
     binary = os.path.join(args.workdir, name)
     source = os.path.join(BENCH, name + ".c")
     if (not os.path.exists(binary)
@@ -500,7 +513,7 @@ def probe_runs(args, name, argv):
         subprocess.run([args.cc, "-O2", "-pthread", "-o", binary, source],
                        check=True)
     outs = []
-    for _ in range(args.peak_repeats):
+    for _ in range(repeats or args.peak_repeats):
         outs.append(subprocess.run([binary] + argv, check=True,
                                    stdout=subprocess.PIPE, text=True).stdout)
         time.sleep(args.gap)
@@ -508,10 +521,11 @@ def probe_runs(args, name, argv):
 
 
 def bw_probe(args, threads):
-    """Best of a few runs of bw_probe.c (1 GiB read by `threads` threads),
-    GB/s."""
-    return max(float(re.search(r"([\d.]+) GB/s", out)[1]) for out in
-               probe_runs(args, "bw_probe", [str(threads), "1024", "5"]))
+    """One run of bw_probe.c (1 GiB read by `threads` threads, best of 3
+    passes), GB/s: run in every round of a decode row, beside its peers."""
+    out = probe_runs(args, "bw_probe", [str(threads), "1024", "3"],
+                     repeats=1)[0]
+    return float(re.search(r"([\d.]+) GB/s", out)[1])
 
 
 def fma_peak(args, threads):
@@ -571,7 +585,11 @@ def bench_one(args, cfg, threads):
     factories = [("ours", lambda: Ours(args, cfg, threads, args.workdir))]
     onnx_peer = lambda key: (key, lambda: OnnxPeer(key, args, cfg, threads,
                                                    args.workdir))
-    if cfg.cache and "ort" in args.peers:
+    refused = {}  # peers that cannot run this configuration, and why
+    if cfg.cache and "ort" in args.peers and cfg.dtype != "f32":
+        refused["ort"] = (f"ONNX Runtime's CPU Attention and "
+                         f"GroupQueryAttention have no {cfg.dtype} kernels")
+    elif cfg.cache and "ort" in args.peers:
         factories.append(onnx_peer("ort"))
     if cfg.core and not cfg.cache and "iree" in args.peers:
         factories.append(onnx_peer("iree"))
@@ -584,7 +602,8 @@ def bench_one(args, cfg, threads):
         factories += [onnx_peer(key) for key in ("ort", "iree")
                       if key in args.peers]
 
-    peers, results, steps, errors, info = [], [], [], {}, {}
+    peers, results, steps, errors, info = [], [], [], dict(refused), {}
+    bandwidth = []  # bw_probe.c's GB/s per round (decode rows)
     for key, make in factories:
         peer = None
         try:
@@ -637,6 +656,11 @@ def bench_one(args, cfg, threads):
             time.sleep(args.gap)
         done = [f"{x.peer}/{x.form} {x.rounds[-1].median:.2f}"
                 for x in results if x.rounds and not x.error]
+        # A decode row's ceiling, measured in the same round as the peers.
+        if cfg.decode:
+            bandwidth.append(bw_probe(args, threads))
+            done.append(f"bw_probe {bandwidth[-1]:.1f} GB/s")
+            time.sleep(args.gap)
         log(f"  T={threads} round {r + 1}/{args.rounds} (ms): " + ", ".join(done))
 
     for peer in peers:
@@ -646,7 +670,7 @@ def bench_one(args, cfg, threads):
                   if ours and ours.compile_ms else None)
     return {"config": cfg, "threads": threads, "results": results,
             "errors": errors, "info": info, "sgemm": sgemm,
-            "peak": None, "bandwidth": None, "compile_ms": compile_ms}
+            "peak": None, "bandwidth": bandwidth, "compile_ms": compile_ms}
 
 
 def best_per_peer(run):
@@ -677,9 +701,15 @@ def kv_read(run):
     if not cfg.decode or not ours:
         return None
     gbs = cfg.kv_bytes() / (ours.median * 1e-3) / 1e9
+    pct = ""
     bw = run["bandwidth"]
-    pct = f" = {100 * gbs / bw:.0f}% of the read bandwidth ({bw:.1f} GB/s, " \
-          f"bw_probe.c)" if bw else ""
+    if bw and len(bw) == len(ours.rounds):
+        # Round by round: ours and the probe ran minutes apart otherwise.
+        shares = [cfg.kv_bytes() / (x.median * 1e-3) / 1e9 / b
+                  for x, b in zip(ours.rounds, bw)]
+        pct = (f" = {100 * statistics.median(shares):.0f}% of the read "
+               f"bandwidth (bw_probe.c in the same rounds: "
+               f"{statistics.median(bw):.1f} GB/s median)")
     return (f"K/V {cfg.kv_bytes() / 1e6:.0f} MB per call, ours "
             f"{gbs:.1f} GB/s{pct}")
 
@@ -950,20 +980,18 @@ def main():
         log("FMA peak again ...")
         peaks = {t: max(g, fma_peak(args, t)) for t, g in peaks.items()}
         log("  " + ", ".join(f"T={t}: {g:.1f} GFLOP/s" for t, g in peaks.items()))
-    bandwidth = {}
-    if any(cfg.decode for cfg in configs):
-        log("read bandwidth ...")
-        bandwidth = {t: bw_probe(args, t) for t in threads}
-        log("  " + ", ".join(f"T={t}: {g:.1f} GB/s"
-                             for t, g in bandwidth.items()))
     for run in runs:
         run["peak"] = peaks[run["threads"]]
-        run["bandwidth"] = bandwidth.get(run["threads"])
 
     header = machine_header(args, peaks, runs)
-    if bandwidth:
-        header.append("read bandwidth (bw_probe.c, 1 GiB): " + ", ".join(
-            f"T={t} {g:.1f} GB/s" for t, g in bandwidth.items()))
+    bandwidth = {}
+    for run in runs:
+        bandwidth.setdefault(run["threads"], []).extend(run["bandwidth"])
+    if any(bandwidth.values()):
+        header.append(
+            "read bandwidth (bw_probe.c, 1 GiB, in every round of the decode "
+            "rows): " + ", ".join(f"T={t} {min(g):.1f}-{max(g):.1f} GB/s"
+                                  for t, g in bandwidth.items() if g))
     print_text(runs, header, args.verbose)
     if args.markdown:
         write_markdown(args.markdown, runs, header, args)
@@ -971,7 +999,7 @@ def main():
     if args.json:
         raw = [{"config": dataclasses.asdict(r["config"]), "threads": r["threads"],
                 "flops": r["config"].flops(), "peak_gflops": r["peak"],
-                "bandwidth_gbs": r["bandwidth"],
+                "bandwidth_gbs_per_round": r["bandwidth"],
                 "sgemm": r["sgemm"], "compile_ms": r["compile_ms"],
                 "errors": r["errors"], "info": r["info"],
                 "results": [{"peer": x.peer, "form": x.form, "error": x.error,

@@ -83,9 +83,11 @@ class CoreAttention:
     def __init__(self, c):
         torch.manual_seed(0)
         b, h, hkv, sq, sk, d = c["b"], c["h"], c["hkv"], c["sq"], c["sk"], c["d"]
-        q = torch.rand(b, h, sq, d) * 2 - 1
-        k = torch.rand(b, hkv, sk, d) * 2 - 1
-        v = torch.rand(b, hkv, sk, d) * 2 - 1
+        dtype = {"f32": torch.float32, "bf16": torch.bfloat16}[
+            c.get("dtype", "f32")]
+        q = (torch.rand(b, h, sq, d) * 2 - 1).to(dtype)
+        k = (torch.rand(b, hkv, sk, d) * 2 - 1).to(dtype)
+        v = (torch.rand(b, hkv, sk, d) * 2 - 1).to(dtype)
         self.forms = {}
         if hasattr(F, "scaled_dot_product_attention"):
             self.forms["sdpa"] = lambda: sdpa(q, k, v, c)

@@ -8,6 +8,8 @@
 //                  upstream's contraction lowering turns into `cols`-wide
 //                  FMAs with the tile's accumulator hoisted out of the
 //                  reduction loop (held in registers across it);
+//   decode scores  few rows against a key block read once: dot products
+//                  of the key rows as they are (splitScoresIntoDotProducts);
 //   transposes     [16 x 16] blocks (vector.transpose, shuffles);
 //   anything else  rows of up to `chunk` elements along the innermost loop
 //                  (elementwise ops, row reductions, fills).
@@ -37,6 +39,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
 #include "mlir/Dialect/SCF/Utils/AffineCanonicalizationUtils.h"
@@ -118,6 +121,17 @@ static void setTile(RegisterTiling &tiling, ArrayRef<int64_t> ranges,
   tiling.tileSizes[loop] = size;
 }
 
+/// Whether `op` is in a key loop whose blocks one query tile reads
+/// (kKeyBlocksReadOnceAttrName): a blocked copy would not save work there, and the loop is bound by reading
+/// the blocks.
+static bool isInKeyLoopReadOnce(Operation *op) {
+  for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
+       loop = loop->getParentOfType<scf::ForOp>())
+    if (loop->hasAttr(kKeyBlocksReadOnceAttrName))
+      return true;
+  return false;
+}
+
 static RegisterTiling chooseRegisterTiling(linalg::LinalgOp op,
                                            const VectorizeOptions &options) {
   unsigned numLoops = op.getNumLoops();
@@ -161,8 +175,22 @@ static RegisterTiling chooseRegisterTiling(linalg::LinalgOp op,
   } else if (linalg::isaContractionOpInterface(op) && col && row &&
              iterators[*col] == utils::IteratorType::parallel &&
              iterators[*row] == utils::IteratorType::parallel) {
-    setTile(tiling, ranges, *row, options.registerTileRows, /*halve=*/false);
-    setTile(tiling, ranges, *col, options.registerTileCols, /*halve=*/true);
+    int64_t rows = options.registerTileRows, cols = options.registerTileCols;
+    // Few rows in a key loop read once (decoding: P·V of a group's heads):
+    // whole rows of the block (the values), as many rows as the
+    // accumulator's registers allow, so that each row of the block is read
+    // in one sweep, in order, where column panels would read every row in
+    // pieces, one panel after another (strides the prefetchers do not
+    // follow; the loop is bound by reading the block).
+    int64_t accumulators = rows * cols;
+    if (isInKeyLoopReadOnce(op) && !ShapedType::isDynamic(ranges[*col]) &&
+        !ShapedType::isDynamic(ranges[*row]) && ranges[*row] <= rows &&
+        ranges[*col] > cols && ranges[*col] <= accumulators) {
+      cols = ranges[*col];
+      rows = accumulators / cols;
+    }
+    setTile(tiling, ranges, *row, rows, /*halve=*/false);
+    setTile(tiling, ranges, *col, cols, /*halve=*/true);
   } else {
     setTile(tiling, ranges, numLoops - 1, options.chunk, /*halve=*/true);
   }
@@ -434,36 +462,6 @@ static bool isMultipleOf(OpFoldResult offset, int64_t size) {
   return lb && step && *lb % size == 0 && *step % size == 0;
 }
 
-/// `block`, a value made in loops by a chain of unit-stride slices of a
-/// value `src` defined outside every loop (a weight, the keys), with its
-/// dims in the order `order` (the identity, or a transpose's permutation):
-/// read from a copy of the whole of `src` made once, before the loops, in
-/// which every such block is contiguous. Each dim of `src` the block takes
-/// part of is split into (blocks, block size) (the block's offsets along it
-/// must be multiples of its size); dims it takes one index of, and the
-/// block indices, go first, then the block's dims in `order`:
-///
-///   a [k, w] column panel of a weight [E, H, d] sliced [k, 1, w]:
-///     copy [H, d/w, k, w];
-///   a key block kᵀ [1, 1, d, kv] of keys [B, H, Sk, d] sliced [1, 1, kv, d]:
-///     copy [H, Sk/kv, 1, d, kv].
-///
-/// The copy is a linalg.transpose (of `src` reshaped to its split dims)
-/// tiled as an scf.forall over its first dim, so that it runs on threads;
-/// it is appended to `created` for vectorization, and shared by every block
-/// of `src` of the same shape and order (`copies`). Returns the block read
-/// from it (a slice, reshaped to the block's shape in `order`), or nothing
-/// when `block` is not such a slice.
-/// Whether `op` is in a key loop whose blocks one query tile reads
-/// (kKeyBlocksReadOnceAttrName): a blocked copy would not save work there.
-static bool isInKeyLoopReadOnce(Operation *op) {
-  for (auto loop = op->getParentOfType<scf::ForOp>(); loop;
-       loop = loop->getParentOfType<scf::ForOp>())
-    if (loop->hasAttr(kKeyBlocksReadOnceAttrName))
-      return true;
-  return false;
-}
-
 /// The blocked copy of a constant `src` (a weight given in the IR: a dense
 /// or dense_resource elements attribute, or a reshape of one), computed here: `src` reshaped to
 /// `split` and transposed by `permutation`, as a new constant of the same
@@ -545,6 +543,26 @@ static Value foldBlockedCopyOfConstant(RewriterBase &rewriter, Location loc,
                                    cast<TypedAttr>(folded));
 }
 
+/// `block`, a value made in loops by a chain of unit-stride slices of a
+/// value `src` defined outside every loop (a weight, the keys), with its
+/// dims in the order `order` (the identity, or a transpose's permutation):
+/// read from a copy of the whole of `src` made once, before the loops, in
+/// which every such block is contiguous. Each dim of `src` the block takes
+/// part of is split into (blocks, block size) (the block's offsets along it
+/// must be multiples of its size); dims it takes one index of, and the
+/// block indices, go first, then the block's dims in `order`:
+///
+///   a [k, w] column panel of a weight [E, H, d] sliced [k, 1, w]:
+///     copy [H, d/w, k, w];
+///   a key block kᵀ [1, 1, d, kv] of keys [B, H, Sk, d] sliced [1, 1, kv, d]:
+///     copy [H, Sk/kv, 1, d, kv].
+///
+/// The copy is a linalg.transpose (of `src` reshaped to its split dims)
+/// tiled as an scf.forall over its first dim, so that it runs on threads;
+/// it is appended to `created` for vectorization, and shared by every block
+/// of `src` of the same shape and order (`copies`). Returns the block read
+/// from it (a slice, reshaped to the block's shape in `order`), or nothing
+/// when `block` is not such a slice.
 static Value readFromBlockedCopy(RewriterBase &rewriter, Value block,
                                  ArrayRef<int64_t> order,
                                  BlockedCopies &copies,
@@ -815,6 +833,348 @@ packColumnPanels(RewriterBase &rewriter, linalg::LinalgOp op,
           chunkPanelReductions(rewriter, tiled, options.panelReductionTile)};
 }
 
+/// The keys of `op`, a contraction in a key loop read once, if its rhs is a
+/// key block transposed for the outer-product form (kᵀ: a linalg.transpose
+/// swapping the last two dims, possibly collapsed by a reshape that keeps
+/// them apart) and its lhs, the queries, is contiguous along the reduction:
+/// the block as it is in memory, reshaped as the transposed value was, and
+/// the rhs operand's number. Nothing otherwise.
+static std::optional<std::pair<Value, unsigned>>
+untransposedKeys(RewriterBase &rewriter, linalg::LinalgOp op) {
+  if (!linalg::isaContractionOpInterface(op) || op.getNumDpsInputs() != 2 ||
+      op.getNumReductionLoops() != 1 || !isInKeyLoopReadOnce(op))
+    return std::nullopt;
+  SmallVector<unsigned> reductions;
+  op.getReductionDims(reductions);
+  std::optional<unsigned> col = outputLoop(op, 0);
+  OpOperand *lhs = op.getDpsInputOperand(0), *rhs = op.getDpsInputOperand(1);
+  if (loopOfResult(op.getMatchingIndexingMap(lhs), 0) == col)
+    std::swap(lhs, rhs);
+  if (!col || loopOfResult(op.getMatchingIndexingMap(rhs), 0) != col ||
+      loopOfResult(op.getMatchingIndexingMap(rhs), 1) != reductions[0] ||
+      loopOfResult(op.getMatchingIndexingMap(lhs), 0) != reductions[0])
+    return std::nullopt;
+  Value value = rhs->get();
+  auto collapse = value.getDefiningOp<tensor::CollapseShapeOp>();
+  if (collapse)
+    value = collapse.getSrc();
+  auto transpose = value.getDefiningOp<linalg::TransposeOp>();
+  if (!transpose)
+    return std::nullopt;
+  ArrayRef<int64_t> permutation = transpose.getPermutation();
+  int64_t rank = permutation.size();
+  if (rank < 2 || permutation[rank - 1] != rank - 2 ||
+      permutation[rank - 2] != rank - 1)
+    return std::nullopt;
+  for (int64_t i = 0; i < rank - 2; ++i)
+    if (permutation[i] != i)
+      return std::nullopt;
+  Value keys = transpose.getInput();
+  if (collapse) {
+    SmallVector<ReassociationIndices> groups =
+        collapse.getReassociationIndices();
+    if (groups.size() < 2 || groups.back().size() != 1 ||
+        groups[groups.size() - 2].size() != 1)
+      return std::nullopt;
+    rewriter.setInsertionPoint(op);
+    keys = tensor::CollapseShapeOp::create(rewriter, collapse.getLoc(), keys,
+                                           groups);
+  }
+  return std::pair(keys, rhs->getOperandNumber());
+}
+
+namespace {
+/// What splitScoresIntoDotProducts made: register tiles to vectorize as they
+/// are, or (where the split did not apply after all) the contraction on the
+/// untransposed keys, to tile and vectorize as any other.
+struct DotProductScores {
+  SmallVector<linalg::LinalgOp> tiles;
+  linalg::LinalgOp untiled;
+};
+} // namespace
+
+/// Scores of few query rows (decoding: the heads of a group, one query
+/// each) in a key loop read once, as dot products of the keys' rows as they
+/// are in memory, in place of the outer-product form over a transposed key
+/// block: transposing a block costs more than the scores of a few rows, and
+/// its strided reads of the keys keep the hardware prefetchers from
+/// streaming them (the loop is bound by reading the keys and values).
+///
+/// `op` reads the keys untransposed, its reduction (the head dim) is split
+/// by the vector's lanes (upstream linalg::splitReduction, the lanes a
+/// parallel dim): per register tile of R rows x C keys, R·C = lanes, the
+/// lane-wise products accumulate in R·C vectors over the head dim, and a
+/// second op sums each vector's lanes (a [R·C x lanes] reduction that
+/// TreeReduceLanes lowers to shuffles). Returns the ops to vectorize, or
+/// nothing (and `op` untouched) when `op` is not such a contraction: more
+/// rows than lanes, a head dim that is not a multiple of the lanes.
+static std::optional<DotProductScores>
+splitScoresIntoDotProducts(RewriterBase &rewriter, linalg::LinalgOp op,
+                           const VectorizeOptions &options) {
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  Type element = getElementTypeOrSelf(op.getDpsInitOperand(0)->get());
+  if (!generic || !element.isF32())
+    return std::nullopt;
+  int64_t lanes = options.vectorWidth / 32;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<unsigned> reductions;
+  op.getReductionDims(reductions);
+  if (reductions.size() != 1 || ShapedType::isDynamic(ranges[reductions[0]]) ||
+      lanes < 2 || ranges[reductions[0]] % lanes != 0)
+    return std::nullopt;
+  // The rows: every output dim but the keys' (the heads of a group, the
+  // queries of a step), static, R of them in all; their positions in the
+  // output.
+  AffineMap output = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  int64_t rows = 1;
+  SmallVector<unsigned> rowPositions;
+  for (unsigned i = 0; i + 1 < output.getNumResults(); ++i) {
+    auto dim = dyn_cast<AffineDimExpr>(output.getResult(i));
+    if (!dim || ShapedType::isDynamic(ranges[dim.getPosition()]))
+      return std::nullopt;
+    rows *= ranges[dim.getPosition()];
+    rowPositions.push_back(i);
+  }
+  if (rows > lanes || !llvm::isPowerOf2_64(rows))
+    return std::nullopt;
+  std::optional<std::pair<Value, unsigned>> keys =
+      untransposedKeys(rewriter, op);
+  if (!keys)
+    return std::nullopt;
+
+  // The contraction on the keys as they are: the rhs map's last two results
+  // swapped.
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  AffineMap rhsMap = maps[keys->second];
+  SmallVector<AffineExpr> results(rhsMap.getResults());
+  std::swap(results[results.size() - 1], results[results.size() - 2]);
+  maps[keys->second] =
+      AffineMap::get(rhsMap.getNumDims(), 0, results, op.getContext());
+  SmallVector<Value> inputs = op.getDpsInputs();
+  inputs[keys->second] = keys->first;
+  rewriter.setInsertionPoint(op);
+  auto dot = linalg::GenericOp::create(
+      rewriter, op.getLoc(), op->getResultTypes(), inputs, op.getDpsInits(),
+      maps, op.getIteratorTypesArray());
+  rewriter.cloneRegionBefore(generic.getRegion(), dot.getRegion(),
+                             dot.getRegion().begin());
+  rewriter.replaceOp(op, dot->getResults());
+  linalg::LinalgOp padded =
+      padToStaticShape(rewriter, cast<linalg::LinalgOp>(dot.getOperation()));
+  if (padded.hasDynamicShape())
+    return DotProductScores{{}, padded};
+
+  // Lanes as the intermediate's last dim.
+  int64_t outputRank = padded.getRank(padded.getDpsInitOperand(0));
+  FailureOr<linalg::SplitReductionResult> split = linalg::splitReduction(
+      rewriter, padded, [&](linalg::LinalgOp) {
+        return linalg::SplitReductionOptions{lanes, unsigned(outputRank),
+                                             /*innerParallel=*/true};
+      });
+  if (failed(split))
+    return DotProductScores{{}, padded};
+
+  // Register tiles of R' rows x C keys x all lanes, R'·C = lanes, R' about
+  // the square root of the lanes (each step reads R' + C lane vectors of
+  // the queries and keys for R'·C FMAs), one lane vector of the head dim
+  // per step (the products), and of R' x C x lanes for the sums.
+  int64_t tileRows = 1;
+  while (tileRows * 2 <= rows && tileRows * tileRows * 4 <= lanes)
+    tileRows *= 2;
+  auto tilingOf = [&](linalg::LinalgOp part, unsigned lane, unsigned key) {
+    RegisterTiling tiling;
+    SmallVector<int64_t> partRanges = part.getStaticLoopRanges();
+    SmallVector<utils::IteratorType> iterators =
+        part.getIteratorTypesArray();
+    for (int64_t range : partRanges)
+      tiling.tileSizes.push_back(range == 1 ? 0 : 1);
+    for (unsigned i = 0; i < partRanges.size(); ++i)
+      if (iterators[i] == utils::IteratorType::parallel)
+        tiling.interchange.push_back(i);
+    for (unsigned i = 0; i < partRanges.size(); ++i)
+      if (iterators[i] != utils::IteratorType::parallel)
+        tiling.interchange.push_back(i);
+    tiling.tileSizes[lane] = 0;
+    setTile(tiling, partRanges, key, lanes / tileRows, /*halve=*/true);
+    // R' rows, found where they are in the output, innermost first (powers
+    // of two: their product is).
+    AffineMap map = part.getMatchingIndexingMap(part.getDpsInitOperand(0));
+    int64_t left = tileRows;
+    for (unsigned position : llvm::reverse(rowPositions)) {
+      unsigned loop =
+          cast<AffineDimExpr>(map.getResult(position)).getPosition();
+      int64_t size = std::min(partRanges[loop], left);
+      tiling.tileSizes[loop] = size == partRanges[loop] ? 0 : size;
+      left /= size;
+    }
+    return tiling;
+  };
+  SmallVector<linalg::LinalgOp> toVectorize;
+  linalg::LinalgOp products = split->splitLinalgOp;
+  RegisterTiling productTiling =
+      tilingOf(products, *outputLoop(products, 0), *outputLoop(products, 1));
+  if (auto fused = tileWithFusedInit(rewriter, products, productTiling)) {
+    if (fused->second)
+      toVectorize.push_back(fused->second);
+    products = fused->first;
+  } else {
+    products = tileOp(rewriter, products, productTiling);
+  }
+  // The tile without its unit loops, the step of the head dim included: an
+  // elementwise multiply-add of [R x C x lanes] (not a contraction, which
+  // would lower lane by lane).
+  linalg::ControlDropUnitDims control;
+  control.rankReductionStrategy =
+      linalg::ControlDropUnitDims::RankReductionStrategy::ExtractInsertSlice;
+  if (auto tile = dyn_cast<linalg::GenericOp>(products.getOperation())) {
+    rewriter.setInsertionPoint(tile);
+    FailureOr<linalg::DropUnitDimsResult> dropped =
+        linalg::dropUnitDims(rewriter, tile, control);
+    if (succeeded(dropped)) {
+      rewriter.replaceOp(tile, dropped->replacements);
+      products = cast<linalg::LinalgOp>(dropped->resultOp.getOperation());
+    }
+  }
+  // Its body a fused multiply-add (the contractions' outer products lower to
+  // FMAs too; a separate multiply and add would stay two instructions).
+  if (auto tile = dyn_cast<linalg::GenericOp>(products.getOperation())) {
+    Block &body = tile.getRegion().front();
+    auto yield = cast<linalg::YieldOp>(body.getTerminator());
+    auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
+    if (add) {
+      auto mul = add.getRhs().getDefiningOp<arith::MulFOp>();
+      Value acc = add.getLhs();
+      if (!mul) {
+        mul = add.getLhs().getDefiningOp<arith::MulFOp>();
+        acc = add.getRhs();
+      }
+      if (mul && mul->hasOneUse()) {
+        rewriter.setInsertionPoint(add);
+        rewriter.replaceOpWithNewOp<math::FmaOp>(add, mul.getLhs(),
+                                                 mul.getRhs(), acc);
+        rewriter.eraseOp(mul);
+      }
+    }
+  }
+  // Its loops in the order of the output's dims (the lanes last), the
+  // order the vectorizer gives its vectors.
+  if (auto tile = dyn_cast<linalg::GenericOp>(products.getOperation())) {
+    AffineMap map = tile.getMatchingIndexingMap(tile.getDpsInitOperand(0));
+    if (map.isPermutation() && !map.isIdentity()) {
+      SmallVector<unsigned> order;
+      for (AffineExpr e : map.getResults())
+        order.push_back(cast<AffineDimExpr>(e).getPosition());
+      FailureOr<linalg::GenericOp> interchanged =
+          linalg::interchangeGenericOp(rewriter, tile, order);
+      if (succeeded(interchanged))
+        products = *interchanged;
+    }
+  }
+  toVectorize.push_back(products);
+  linalg::LinalgOp sums = split->resultCombiningLinalgOp;
+  SmallVector<unsigned> sumLanes;
+  sums.getReductionDims(sumLanes);
+  toVectorize.push_back(tileOp(
+      rewriter, sums, tilingOf(sums, sumLanes[0], *outputLoop(sums, 0))));
+  return DotProductScores{toVectorize, nullptr};
+}
+
+/// vector.multi_reduction <add> of the innermost dim of a [P x L] vector
+/// (leading dims flattened; P and L powers of two, 2 <= P <= L) as a tree of
+/// two-vector shuffles: each level pairs the vectors and adds, lane by lane,
+/// the low halves of each pair's segments to the high halves, so that P
+/// vectors become one whose P segments each hold a row's partial sums; the
+/// segments are then summed within (log2(L/P) shuffles) and the P sums
+/// gathered. P - 1 + log2(L/P) + 1 vector adds and about twice as many
+/// shuffles, where reducing each row on its own takes log2(L) of each per
+/// row (upstream's lowering).
+namespace {
+struct TreeReduceLanes final
+    : OpRewritePattern<vector::MultiDimReductionOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(vector::MultiDimReductionOp op,
+                                PatternRewriter &rewriter) const override {
+    VectorType type = op.getSourceVectorType();
+    if (op.getKind() != vector::CombiningKind::ADD ||
+        !isa<FloatType>(type.getElementType()) || type.isScalable() ||
+        type.getRank() < 2 || op.isMasked())
+      return failure();
+    SmallVector<bool> reduced = op.getReductionMask();
+    for (int64_t i = 0, e = type.getRank(); i < e; ++i)
+      if (reduced[i] != (i == e - 1))
+        return failure();
+    int64_t lanes = type.getShape().back();
+    int64_t rows = type.getNumElements() / lanes;
+    if (rows < 2 || rows > lanes || !llvm::isPowerOf2_64(rows) ||
+        !llvm::isPowerOf2_64(lanes))
+      return failure();
+    Location loc = op.getLoc();
+    Type element = type.getElementType();
+    auto flat = vector::ShapeCastOp::create(
+        rewriter, loc, VectorType::get({rows, lanes}, element),
+        op.getSource());
+    // The vectors, and for each the row every lane belongs to.
+    SmallVector<Value> vectors;
+    SmallVector<SmallVector<int64_t>> owner;
+    for (int64_t r = 0; r < rows; ++r) {
+      vectors.push_back(vector::ExtractOp::create(rewriter, loc, flat, r));
+      owner.push_back(SmallVector<int64_t>(lanes, r));
+    }
+    int64_t segment = lanes;
+    while (vectors.size() > 1) {
+      int64_t half = segment / 2;
+      SmallVector<Value> next;
+      SmallVector<SmallVector<int64_t>> nextOwner;
+      for (size_t k = 0; k + 1 < vectors.size(); k += 2) {
+        SmallVector<int64_t> low, high, own;
+        for (int64_t s = 0; s < lanes; s += segment) {
+          for (int64_t p = 0; p < half; ++p) {
+            low.push_back(s + p);
+            high.push_back(s + half + p);
+            own.push_back(owner[k][s + p]);
+          }
+          for (int64_t p = 0; p < half; ++p) {
+            low.push_back(lanes + s + p);
+            high.push_back(lanes + s + half + p);
+            own.push_back(owner[k + 1][s + p]);
+          }
+        }
+        Value a = vectors[k], b = vectors[k + 1];
+        next.push_back(arith::AddFOp::create(
+            rewriter, loc,
+            vector::ShuffleOp::create(rewriter, loc, a, b, low),
+            vector::ShuffleOp::create(rewriter, loc, a, b, high)));
+        nextOwner.push_back(own);
+      }
+      vectors = next;
+      owner = nextOwner;
+      segment = half;
+    }
+    Value sum = vectors.front();
+    SmallVector<int64_t> first(rows, -1);
+    for (int64_t lane = 0; lane < lanes; lane += segment)
+      first[owner.front()[lane]] = lane;
+    for (; segment > 1; segment /= 2) {
+      SmallVector<int64_t> shifted;
+      for (int64_t lane = 0; lane < lanes; ++lane)
+        shifted.push_back(lane % segment < segment / 2 ? lane + segment / 2
+                                                       : lane);
+      sum = arith::AddFOp::create(
+          rewriter, loc, sum,
+          vector::ShuffleOp::create(rewriter, loc, sum, sum, shifted));
+    }
+    Value gathered = vector::ShuffleOp::create(rewriter, loc, sum, sum, first);
+    Value acc = vector::ShapeCastOp::create(
+        rewriter, loc, VectorType::get({rows}, element), op.getAcc());
+    Value result = arith::AddFOp::create(rewriter, loc, gathered, acc);
+    rewriter.replaceOpWithNewOp<vector::ShapeCastOp>(op, op.getDestType(),
+                                                     result);
+    return success();
+  }
+};
+} // namespace
+
 /// `loop` rebuilt with the bounds `lbs`/`ubs` and the initial values
 /// `outputs`, its body moved over.
 static scf::ForallOp rebound(RewriterBase &rewriter, scf::ForallOp loop,
@@ -993,10 +1353,17 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
   // vectorized on their own.
   SmallVector<linalg::LinalgOp> rest;
   for (linalg::LinalgOp op : ops) {
-    if (linalg::isaContractionOpInterface(op))
-      padPackAndVectorize(op);
-    else
+    if (!linalg::isaContractionOpInterface(op)) {
       rest.push_back(op);
+    } else if (std::optional<DotProductScores> scores =
+                   splitScoresIntoDotProducts(rewriter, op, options)) {
+      for (linalg::LinalgOp tile : scores->tiles)
+        vectorizeTile(tile);
+      if (scores->untiled)
+        padPackAndVectorize(scores->untiled);
+    } else {
+      padPackAndVectorize(op);
+    }
   }
   for (linalg::LinalgOp op : rest) {
     if (op->use_empty()) {
@@ -1036,6 +1403,7 @@ LogicalResult mha::vectorizeLinalgOps(RewriterBase &rewriter, Operation *root,
   });
   apply([](RewritePatternSet &p) {
     vector::populateVectorReductionToContractPatterns(p);
+    p.add<TreeReduceLanes>(p.getContext());
   });
   apply([&](RewritePatternSet &p) {
     vector::populateCastAwayVectorLeadingOneDimPatterns(p);

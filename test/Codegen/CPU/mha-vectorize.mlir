@@ -577,3 +577,126 @@ func.func @one_query_rows(%q: tensor<1x4x1x64xf32>, %kt: tensor<1x64x64xf32>, %s
   } -> tensor<1x4x1x64xf32>
   return %r : tensor<1x4x1x64xf32>
 }
+
+// -----
+
+// Scores of few rows (decoding: 4 heads of a group, one query each) in a key
+// loop read once: dot products of the keys' rows as they are, without the
+// transposed block. The head dim is split by the lanes (upstream
+// splitReduction): [4 x 4 x 16] FMAs per 16 channels, then each vector's
+// lanes summed by a tree of shuffles (4 rows x 4 keys = 16 sums per tile).
+
+// CHECK-LABEL: func.func @decode_scores_as_dot_products
+// CHECK-NOT: linalg.transpose
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c64
+// CHECK:   %[[Q:.+]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [4, 2, 16]
+// CHECK:   %[[K:.+]] = tensor.expand_shape %{{.*}} {{\[\[}}0], [1, 2]] output_shape [64, 2, 16]
+// CHECK:   scf.for %[[J:.+]] = %c0 to %c64 step %c4 iter_args(%{{.*}}) -> (tensor<4x64x16xf32>)
+// CHECK:     scf.for %[[C:.+]] = %c0 to %c2 step %c1 iter_args(%[[ACC:.+]] = %{{.*}}) -> (vector<4x4x16xf32>)
+// CHECK-DAG:   vector.transfer_read %[[Q]][%c0, %[[C]], %c0]{{.*}} vector<4x16xf32>
+// CHECK-DAG:   vector.transfer_read %[[K]][%[[J]], %[[C]], %c0]{{.*}} vector<4x16xf32>
+// CHECK:       math.fma %{{.*}}, %{{.*}}, %[[ACC]] : vector<4x4x16xf32>
+// CHECK:   scf.for %{{.*}} = %c0 to %c64 step %c4
+// CHECK-COUNT-15: vector.shuffle {{.*}} : vector<16xf32>, vector<16xf32>
+// CHECK-NOT: vector.transpose
+// CHECK: } {mha.key_blocks_read_once}
+// SSE-LABEL: func.func @decode_scores_as_dot_products
+// SSE: math.fma %{{.*}}, %{{.*}}, %{{.*}} : vector<2x2x4xf32>
+// SSE: vector.shuffle {{.*}} : vector<4xf32>, vector<4xf32>
+#dq = affine_map<(g, d, j) -> (g, d)>
+#dk = affine_map<(g, d, j) -> (d, j)>
+#ds = affine_map<(g, d, j) -> (g, j)>
+func.func @decode_scores_as_dot_products(%q: tensor<4x32xf32>, %k: tensor<256x32xf32>, %out: tensor<4x256xf32>) -> tensor<4x256xf32> {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c256 = arith.constant 256 : index
+  %zero = arith.constant 0.0 : f32
+  %r = scf.for %j = %c0 to %c256 step %c64 iter_args(%acc = %out) -> (tensor<4x256xf32>) {
+    %kb = tensor.extract_slice %k[%j, 0] [64, 32] [1, 1] : tensor<256x32xf32> to tensor<64x32xf32>
+    %e = tensor.empty() : tensor<32x64xf32>
+    %kt = linalg.transpose ins(%kb : tensor<64x32xf32>) outs(%e : tensor<32x64xf32>) permutation = [1, 0]
+    %e2 = tensor.empty() : tensor<4x64xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e2 : tensor<4x64xf32>) -> tensor<4x64xf32>
+    %s = linalg.generic {indexing_maps = [#dq, #dk, #ds], iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%q, %kt : tensor<4x32xf32>, tensor<32x64xf32>) outs(%z : tensor<4x64xf32>) {
+    ^bb0(%a: f32, %b: f32, %c: f32):
+      %m = arith.mulf %a, %b : f32
+      %p = arith.addf %c, %m : f32
+      linalg.yield %p : f32
+    } -> tensor<4x64xf32>
+    %next = tensor.insert_slice %s into %acc[0, %j] [4, 64] [1, 1] : tensor<4x64xf32> into tensor<4x256xf32>
+    scf.yield %next : tensor<4x256xf32>
+  } {mha.key_blocks_read_once}
+  return %r : tensor<4x256xf32>
+}
+
+// -----
+
+// More rows than lanes (a prefill's query tile): the outer-product form over
+// the key block transposed where it is read.
+
+// CHECK-LABEL: func.func @many_rows_stay_outer_products
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c64
+// CHECK:   vector.transpose
+// CHECK-NOT: math.fma
+// CHECK: } {mha.key_blocks_read_once}
+#dq = affine_map<(g, d, j) -> (g, d)>
+#dk = affine_map<(g, d, j) -> (d, j)>
+#ds = affine_map<(g, d, j) -> (g, j)>
+func.func @many_rows_stay_outer_products(%q: tensor<32x32xf32>, %k: tensor<256x32xf32>, %out: tensor<32x256xf32>) -> tensor<32x256xf32> {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c256 = arith.constant 256 : index
+  %zero = arith.constant 0.0 : f32
+  %r = scf.for %j = %c0 to %c256 step %c64 iter_args(%acc = %out) -> (tensor<32x256xf32>) {
+    %kb = tensor.extract_slice %k[%j, 0] [64, 32] [1, 1] : tensor<256x32xf32> to tensor<64x32xf32>
+    %e = tensor.empty() : tensor<32x64xf32>
+    %kt = linalg.transpose ins(%kb : tensor<64x32xf32>) outs(%e : tensor<32x64xf32>) permutation = [1, 0]
+    %e2 = tensor.empty() : tensor<32x64xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e2 : tensor<32x64xf32>) -> tensor<32x64xf32>
+    %s = linalg.generic {indexing_maps = [#dq, #dk, #ds], iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%q, %kt : tensor<32x32xf32>, tensor<32x64xf32>) outs(%z : tensor<32x64xf32>) {
+    ^bb0(%a: f32, %b: f32, %c: f32):
+      %m = arith.mulf %a, %b : f32
+      %p = arith.addf %c, %m : f32
+      linalg.yield %p : f32
+    } -> tensor<32x64xf32>
+    %next = tensor.insert_slice %s into %acc[0, %j] [32, 64] [1, 1] : tensor<32x64xf32> into tensor<32x256xf32>
+    scf.yield %next : tensor<32x256xf32>
+  } {mha.key_blocks_read_once}
+  return %r : tensor<32x256xf32>
+}
+
+// -----
+
+// P·V of few rows in a key loop read once: tiles of whole value rows (2 x
+// 128: the 16 accumulators of the default 8 x 32 tile), so that each row of
+// the block is read in one sweep, in order.
+
+// CHECK-LABEL: func.func @decode_values_whole_rows
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c64
+// CHECK:   scf.for %{{.*}} = %c0 to %c4 step %c2
+// CHECK:     scf.for %{{.*}} = %c0 to %c64 step %c1 iter_args(%{{.*}}) -> (vector<2x128xf32>)
+// CHECK:       vector.contract {{.*}} : vector<2x1xf32>, vector<1x128xf32> into vector<2x128xf32>
+// CHECK: } {mha.key_blocks_read_once}
+#vp = affine_map<(g, j, d) -> (g, j)>
+#vv = affine_map<(g, j, d) -> (j, d)>
+#vo = affine_map<(g, j, d) -> (g, d)>
+func.func @decode_values_whole_rows(%p: tensor<4x256xf32>, %v: tensor<256x128xf32>, %out: tensor<4x128xf32>) -> tensor<4x128xf32> {
+  %c0 = arith.constant 0 : index
+  %c64 = arith.constant 64 : index
+  %c256 = arith.constant 256 : index
+  %r = scf.for %j = %c0 to %c256 step %c64 iter_args(%acc = %out) -> (tensor<4x128xf32>) {
+    %vb = tensor.extract_slice %v[%j, 0] [64, 128] [1, 1] : tensor<256x128xf32> to tensor<64x128xf32>
+    %pb = tensor.extract_slice %p[0, %j] [4, 64] [1, 1] : tensor<4x256xf32> to tensor<4x64xf32>
+    %s = linalg.generic {indexing_maps = [#vp, #vv, #vo], iterator_types = ["parallel", "reduction", "parallel"]}
+        ins(%pb, %vb : tensor<4x64xf32>, tensor<64x128xf32>) outs(%acc : tensor<4x128xf32>) {
+    ^bb0(%a: f32, %b: f32, %c: f32):
+      %m = arith.mulf %a, %b : f32
+      %q = arith.addf %c, %m : f32
+      linalg.yield %q : f32
+    } -> tensor<4x128xf32>
+    scf.yield %s : tensor<4x128xf32>
+  } {mha.key_blocks_read_once}
+  return %r : tensor<4x128xf32>
+}

@@ -58,6 +58,21 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
       every row tile reads it); 0, the default, keeps the whole reduction
       (no gain measured on an AVX2 host, where a [768 x 16] panel is 48 KiB;
       AVX-512's [768 x 32] panels are 96 KiB).
+    - in a key loop whose blocks one query tile reads
+      (`mha.key_blocks_read_once`: decoding), where the loop is bound by
+      reading the keys and values: the scores of at most as many rows as a
+      vector has lanes (the heads of a group, the queries of a step) are
+      dot products of the key rows as they are in memory, instead of outer
+      products over a transposed key block (whose transposes cost more
+      than such scores, and whose strided reads the prefetchers do not
+      follow). The head dim is split by the lanes (upstream
+      `linalg::splitReduction`): tiles of R x C x lanes FMAs, R·C = lanes,
+      then the lanes of each of the R·C vectors summed by a tree of
+      two-vector shuffles (a `vector.multi_reduction` of the innermost dim
+      of [R·C x lanes], rewritten here). A contraction with few rows there
+      (`p·v`) takes tiles of whole rows of its contiguous operand (the
+      values), as many rows as the default tile's accumulators allow, so
+      that each row is read once, in order.
     - `linalg.transpose`: 16x16 blocks (`vector.transpose`, shuffles), in
       the order of its input's dims. A
       transpose of a block the loops slice out of a value defined outside
@@ -111,6 +126,8 @@ def MHAVectorizePass : Pass<"mha-vectorize"> {
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
+    // The fused multiply-adds of one-row scores.
+    "::mlir::math::MathDialect",
     // The #mha.peeled mapping of peeled loops.
     "::mlir::mha::MHADialect",
     "::mlir::scf::SCFDialect",
