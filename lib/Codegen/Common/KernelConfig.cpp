@@ -86,6 +86,27 @@ static int64_t cpuQueryTile(Operation *op) {
   return 64;
 }
 
+/// CPU: the key tile of an attention. 64 keys; 128 when it decodes (static
+/// rows, query rows times the query heads of a key/value head, of at most
+/// a vector's f32 lanes: mha-vectorize then computes its scores as dot
+/// products and the key loop is bound by reading the keys and values),
+/// where fewer, longer blocks halve the per-block work around the reads
+/// (B=1, Sk=32768, H=32, Hkv=8, d=128 on 2 threads: bf16 caches 5.8-6.4 ->
+/// 4.7-5.2 ms, f32 unchanged).
+static int64_t cpuKeyTile(Operation *op, TargetAttr target) {
+  auto attention = dyn_cast<AttentionOp>(op);
+  if (!attention)
+    return 64;
+  auto query = cast<ShapedType>(attention.getQuery().getType());
+  auto key = cast<ShapedType>(attention.getKey().getType());
+  int64_t rows = query.getDimSize(2), heads = query.getDimSize(1),
+          kvHeads = key.getDimSize(1);
+  if (ShapedType::isDynamic(rows) || ShapedType::isDynamic(heads) ||
+      ShapedType::isDynamic(kvHeads) || kvHeads == 0)
+    return 64;
+  return rows * (heads / kvHeads) <= target.getVectorBits() / 32 ? 128 : 64;
+}
+
 /// GPU: one thread per query row of a workgroup, 32 rows and keys per tile;
 /// the projections' workgroup tiles are as many rows by 64 columns.
 static constexpr int64_t kGPUQueryTile = 32, kGPUKeyTile = 32,
@@ -360,7 +381,8 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
   if (isConfigured(op))
     return gpu ? LoweringConfigAttr::get(ctx, kGPUQueryTile, kGPUKeyTile, {},
                                          {}, {}, {}, {}, {})
-               : LoweringConfigAttr::get(ctx, cpuQueryTile(op), 64, {}, {},
+               : LoweringConfigAttr::get(ctx, cpuQueryTile(op),
+                                         cpuKeyTile(op, target), {}, {},
                                          {}, {}, {}, {});
   if (!isa<FunctionOpInterface>(op))
     return {};

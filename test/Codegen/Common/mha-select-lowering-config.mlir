@@ -8,7 +8,8 @@
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="overrides={#mha.lowering_config<q_tile = 16, register_tile = [2, 16]>}" | FileCheck %s --check-prefix=OVER
 
 // The rules of the CPU (q_tile from B·Sq of a layer: 512 and more -> 128,
-// else 64; register tiles from the vector width) and of the GPU (a thread per
+// else 64; kv_tile 128 when decoding, else 64; register tiles from the
+// vector width) and of the GPU (a thread per
 // query row of 32; workgroup tiles of as many rows); the target is recorded
 // on the module; overrides replace any field.
 
@@ -58,4 +59,23 @@ func.func @layer_511(%x: tensor<1x511x64xf32>, %d: tensor<?x600x64xf32>, %w: ten
 func.func @attention(%q: tensor<1x2x100x16xf32>, %init: tensor<1x2x100x16xf32>) -> tensor<1x2x100x16xf32> {
   %o = mha.attention ins(%q, %q, %q : tensor<1x2x100x16xf32>, tensor<1x2x100x16xf32>, tensor<1x2x100x16xf32>) outs(%init : tensor<1x2x100x16xf32>) -> tensor<1x2x100x16xf32>
   return %o : tensor<1x2x100x16xf32>
+}
+
+// -----
+
+// Decoding on the CPU (query rows x query heads per key/value head of at
+// most a vector's f32 lanes): 128 keys per tile; a longer step keeps 64.
+// AVX512-LABEL: func.func @decode
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64>
+// AVX2-LABEL: func.func @decode
+// AVX2: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128>
+// AVX2: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64>
+// SSE-LABEL: func.func @decode
+// SSE: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128>
+// SSE: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64>
+func.func @decode(%q: tensor<2x8x1x64xf32>, %k: tensor<2x2x4096x64xf32>, %q4: tensor<2x8x8x64xf32>) -> (tensor<2x8x1x64xf32>, tensor<2x8x8x64xf32>) {
+  %o = mha.attention ins(%q, %k, %k : tensor<2x8x1x64xf32>, tensor<2x2x4096x64xf32>, tensor<2x2x4096x64xf32>) outs(%q : tensor<2x8x1x64xf32>) {causal} -> tensor<2x8x1x64xf32>
+  %o4 = mha.attention ins(%q4, %k, %k : tensor<2x8x8x64xf32>, tensor<2x2x4096x64xf32>, tensor<2x2x4096x64xf32>) outs(%q4 : tensor<2x8x8x64xf32>) {causal} -> tensor<2x8x8x64xf32>
+  return %o, %o4 : tensor<2x8x1x64xf32>, tensor<2x8x8x64xf32>
 }
