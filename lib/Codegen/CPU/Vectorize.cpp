@@ -132,21 +132,29 @@ static bool isInKeyLoopReadOnce(Operation *op) {
   return false;
 }
 
+/// The tiling every register tiling starts from: unit loops stay, every
+/// other loop one step at a time, the reductions innermost.
+static RegisterTiling stepByStepTiling(linalg::LinalgOp op) {
+  RegisterTiling tiling;
+  for (int64_t range : op.getStaticLoopRanges())
+    tiling.tileSizes.push_back(range == 1 ? 0 : 1);
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  for (unsigned i = 0; i < iterators.size(); ++i)
+    if (iterators[i] == utils::IteratorType::parallel)
+      tiling.interchange.push_back(i);
+  for (unsigned i = 0; i < iterators.size(); ++i)
+    if (iterators[i] != utils::IteratorType::parallel)
+      tiling.interchange.push_back(i);
+  return tiling;
+}
+
 static RegisterTiling chooseRegisterTiling(linalg::LinalgOp op,
                                            const VectorizeOptions &options) {
   unsigned numLoops = op.getNumLoops();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  RegisterTiling tiling;
-  // Unit loops stay; every other loop is one step at a time unless chosen.
-  for (int64_t range : ranges)
-    tiling.tileSizes.push_back(range == 1 ? 0 : 1);
+  // Every loop but those chosen below one step at a time.
+  RegisterTiling tiling = stepByStepTiling(op);
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  for (unsigned i = 0; i < numLoops; ++i)
-    if (iterators[i] == utils::IteratorType::parallel)
-      tiling.interchange.push_back(i);
-  for (unsigned i = 0; i < numLoops; ++i)
-    if (iterators[i] != utils::IteratorType::parallel)
-      tiling.interchange.push_back(i);
 
   std::optional<unsigned> col = outputLoop(op, 0), row = outputLoop(op, 1);
   // Rows of one (a single query: decoding): the tile's rows come from the
@@ -197,22 +205,14 @@ static RegisterTiling chooseRegisterTiling(linalg::LinalgOp op,
   return tiling;
 }
 
-/// A contraction tile without its unit loops but its last reduction (one step
-/// of it): upstream's lowering of vector.contract to outer products takes a
-/// [rows, 1] x [1, cols] contraction, and the unit reductions of a tile
-/// (e.g. the head of the output projection) would otherwise send it to the
-/// scalar dot-product lowering. Returns `op` when there is nothing to drop.
-static linalg::LinalgOp dropUnitLoopsOfContraction(RewriterBase &rewriter,
-                                                   linalg::LinalgOp op) {
+/// `op` without its unit loops but `kept` (upstream linalg::dropUnitDims);
+/// `op` itself when it is no linalg.generic or nothing is dropped.
+static linalg::LinalgOp dropUnitLoops(RewriterBase &rewriter,
+                                      linalg::LinalgOp op,
+                                      std::optional<unsigned> kept) {
   auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
   if (!generic)
     return op;
-  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
-  auto lastReduction = llvm::find_if(llvm::reverse(iterators), [](auto it) {
-    return it == utils::IteratorType::reduction;
-  });
-  unsigned kept = iterators.size() - 1 -
-                  std::distance(iterators.rbegin(), lastReduction);
   linalg::ControlDropUnitDims control;
   control.rankReductionStrategy =
       linalg::ControlDropUnitDims::RankReductionStrategy::ExtractInsertSlice;
@@ -231,6 +231,22 @@ static linalg::LinalgOp dropUnitLoopsOfContraction(RewriterBase &rewriter,
     return op;
   rewriter.replaceOp(generic, dropped->replacements);
   return cast<linalg::LinalgOp>(dropped->resultOp.getOperation());
+}
+
+/// A contraction tile without its unit loops but its last reduction (one step
+/// of it): upstream's lowering of vector.contract to outer products takes a
+/// [rows, 1] x [1, cols] contraction, and the unit reductions of a tile
+/// (e.g. the head of the output projection) would otherwise send it to the
+/// scalar dot-product lowering. Returns `op` when there is nothing to drop.
+static linalg::LinalgOp dropUnitLoopsOfContraction(RewriterBase &rewriter,
+                                                   linalg::LinalgOp op) {
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  auto lastReduction = llvm::find_if(llvm::reverse(iterators), [](auto it) {
+    return it == utils::IteratorType::reduction;
+  });
+  unsigned kept = iterators.size() - 1 -
+                  std::distance(iterators.rbegin(), lastReduction);
+  return dropUnitLoops(rewriter, op, kept);
 }
 
 /// The value padding the input of `op` along its reductions must take when
@@ -982,18 +998,8 @@ splitScoresIntoDotProducts(RewriterBase &rewriter, linalg::LinalgOp op,
   while (tileRows * 2 <= rows && tileRows * tileRows * 4 <= lanes)
     tileRows *= 2;
   auto tilingOf = [&](linalg::LinalgOp part, unsigned lane, unsigned key) {
-    RegisterTiling tiling;
+    RegisterTiling tiling = stepByStepTiling(part);
     SmallVector<int64_t> partRanges = part.getStaticLoopRanges();
-    SmallVector<utils::IteratorType> iterators =
-        part.getIteratorTypesArray();
-    for (int64_t range : partRanges)
-      tiling.tileSizes.push_back(range == 1 ? 0 : 1);
-    for (unsigned i = 0; i < partRanges.size(); ++i)
-      if (iterators[i] == utils::IteratorType::parallel)
-        tiling.interchange.push_back(i);
-    for (unsigned i = 0; i < partRanges.size(); ++i)
-      if (iterators[i] != utils::IteratorType::parallel)
-        tiling.interchange.push_back(i);
     tiling.tileSizes[lane] = 0;
     setTile(tiling, partRanges, key, lanes / tileRows, /*halve=*/true);
     // R' rows, found where they are in the output, innermost first (powers
@@ -1022,26 +1028,15 @@ splitScoresIntoDotProducts(RewriterBase &rewriter, linalg::LinalgOp op,
   }
   // The tile without its unit loops, the step of the head dim included: an
   // elementwise multiply-add of [R x C x lanes] (not a contraction, which
-  // would lower lane by lane).
-  linalg::ControlDropUnitDims control;
-  control.rankReductionStrategy =
-      linalg::ControlDropUnitDims::RankReductionStrategy::ExtractInsertSlice;
-  if (auto tile = dyn_cast<linalg::GenericOp>(products.getOperation())) {
-    rewriter.setInsertionPoint(tile);
-    FailureOr<linalg::DropUnitDimsResult> dropped =
-        linalg::dropUnitDims(rewriter, tile, control);
-    if (succeeded(dropped)) {
-      rewriter.replaceOp(tile, dropped->replacements);
-      products = cast<linalg::LinalgOp>(dropped->resultOp.getOperation());
-    }
-  }
-  // Its body a fused multiply-add (the contractions' outer products lower to
-  // FMAs too; a separate multiply and add would stay two instructions).
+  // would lower lane by lane), its body a fused multiply-add (as the
+  // contractions' outer products lower to; a multiply and an add would stay
+  // two instructions), its loops in the order of the output's dims (the
+  // lanes last), the order the vectorizer gives its vectors.
+  products = dropUnitLoops(rewriter, products, std::nullopt);
   if (auto tile = dyn_cast<linalg::GenericOp>(products.getOperation())) {
     Block &body = tile.getRegion().front();
     auto yield = cast<linalg::YieldOp>(body.getTerminator());
-    auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>();
-    if (add) {
+    if (auto add = yield.getValues()[0].getDefiningOp<arith::AddFOp>()) {
       auto mul = add.getRhs().getDefiningOp<arith::MulFOp>();
       Value acc = add.getLhs();
       if (!mul) {
@@ -1055,10 +1050,6 @@ splitScoresIntoDotProducts(RewriterBase &rewriter, linalg::LinalgOp op,
         rewriter.eraseOp(mul);
       }
     }
-  }
-  // Its loops in the order of the output's dims (the lanes last), the
-  // order the vectorizer gives its vectors.
-  if (auto tile = dyn_cast<linalg::GenericOp>(products.getOperation())) {
     AffineMap map = tile.getMatchingIndexingMap(tile.getDpsInitOperand(0));
     if (map.isPermutation() && !map.isIdentity()) {
       SmallVector<unsigned> order;
