@@ -191,6 +191,12 @@ CONFIGS = [
            decode=True, cache=True)
     for b, sk in ((1, 4096), (1, 32768), (8, 4096), (8, 32768))
 ] + [
+    Config("decode-mqa-b1-32k",
+           "decoding, multi-query (one key/value head): the key split "
+           "across threads",
+           1, 1, 32768, 0, 16, 1, 128, bias=False, causal=True, core=True,
+           decode=True, cache=True),
+] + [
     Config(f"decode-b{b}-{sk // 1024}k-bf16",
            "decoding with bf16 inputs and caches",
            b, 1, sk, 0, 32, 8, 128, bias=False, causal=True, core=True,

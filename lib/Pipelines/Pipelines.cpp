@@ -74,11 +74,14 @@ void mha::buildEntryStage(OpPassManager &pm, bool raiseAttention,
 
 /// The text of a #mha.lowering_config of the given fields (0: not given);
 /// empty when none is.
-static std::string overridesText(int64_t qTile, int64_t kvTile) {
+static std::string overridesText(int64_t qTile, int64_t kvTile,
+                                 int64_t kvSplits) {
   std::string fields;
   llvm::raw_string_ostream os(fields);
   for (auto [name, value] :
-       {std::pair<StringRef, int64_t>{"q_tile", qTile}, {"kv_tile", kvTile}})
+       {std::pair<StringRef, int64_t>{"q_tile", qTile},
+        {"kv_tile", kvTile},
+        {"kv_splits", kvSplits}})
     // A size that is not positive stays with the passes, whose error names
     // the op.
     if (value > 0)
@@ -95,10 +98,11 @@ void mha::buildStrategyStage(OpPassManager &pm, StringRef target,
 }
 
 void mha::buildTilingStage(OpPassManager &pm, int64_t qTileSize,
-                           int64_t kvTileSize, bool raiseAttention,
-                           StringRef target) {
+                           int64_t kvTileSize, int64_t kvSplits,
+                           bool raiseAttention, StringRef target) {
   buildEntryStage(pm, raiseAttention);
-  buildStrategyStage(pm, target, overridesText(qTileSize, kvTileSize));
+  buildStrategyStage(pm, target,
+                     overridesText(qTileSize, kvTileSize, kvSplits));
   pm.addPass(createMHAFuseLayerPass(
       MHAFuseLayerPassOptions{qTileSize, kvTileSize, /*decompose=*/false}));
   pm.addPass(createMHATileAttentionPass(
@@ -242,7 +246,7 @@ void mha::buildLowerToCPUPipeline(OpPassManager &pm,
   if (options.vectorWidth.hasValue())
     target = "#mha.target<kind = cpu, vector_bits = " +
              std::to_string(options.vectorWidth) + ">";
-  buildTilingStage(pm, options.qTileSize, options.kvTileSize,
+  buildTilingStage(pm, options.qTileSize, options.kvTileSize, options.kvSplits,
                    options.raiseAttention, target);
   buildDecompositionStage(pm);
   buildVectorizationStage(pm, options);

@@ -88,6 +88,14 @@ struct LowerToCPUOptions
       llvm::cl::desc("Keys per online-softmax step; 0 (the default): the "
                      "op's mha.lowering_config, else 64"),
       llvm::cl::init(0)};
+  PassOptions::Option<int64_t> kvSplits{
+      *this, "kv-splits",
+      llvm::cl::desc("Chunks the keys of each mha.attention are split into, "
+                     "folded in parallel and merged exactly (flash-decoding); "
+                     "0 (the default): the op's mha.lowering_config, else "
+                     "chosen from the shape (decoding with fewer batches "
+                     "times key/value heads than 16), 1: not split"),
+      llvm::cl::init(0)};
   PassOptions::Option<int64_t> vectorWidth{
       *this, "vector-width",
       llvm::cl::desc("Bits of the target's vector registers (512: AVX-512, "
@@ -164,8 +172,8 @@ void buildEntryStage(OpPassManager &pm, bool raiseAttention,
 /// mha.attention), leaving each key block as an mha.online_attention in the
 /// key loops.
 void buildTilingStage(OpPassManager &pm, int64_t qTileSize,
-                      int64_t kvTileSize, bool raiseAttention = true,
-                      StringRef target = "");
+                      int64_t kvTileSize, int64_t kvSplits = 0,
+                      bool raiseAttention = true, StringRef target = "");
 
 /// The strategy, chosen once: mha-select-lowering-config for `target` (the
 /// text of a #mha.target; empty: the module's mha.target, else a CPU with

@@ -44,10 +44,11 @@ mha::defaultRegisterTile(int64_t vectorBits) {
 /// A configuration of the op fields only, or of the function fields only.
 static LoweringConfigAttr opFields(LoweringConfigAttr c) {
   if (!c || (!c.getQTile() && !c.getKvTile() && c.getMma().empty() &&
-             !c.getWarps()))
+             !c.getWarps() && !c.getKvSplits()))
     return {};
   return LoweringConfigAttr::get(c.getContext(), c.getQTile(), c.getKvTile(),
-                                 {}, {}, {}, {}, c.getMma(), c.getWarps());
+                                 {}, {}, {}, {}, c.getMma(), c.getWarps(),
+                                 c.getKvSplits());
 }
 static LoweringConfigAttr functionFields(LoweringConfigAttr c) {
   if (!c || (c.getRegisterTile().empty() && !c.getChunk() &&
@@ -55,7 +56,7 @@ static LoweringConfigAttr functionFields(LoweringConfigAttr c) {
     return {};
   return LoweringConfigAttr::get(c.getContext(), {}, {}, c.getRegisterTile(),
                                  c.getChunk(), c.getWorkgroupTile(),
-                                 c.getThreads(), {}, {});
+                                 c.getThreads(), {}, {}, {});
 }
 
 /// Whether `op` runs as the warp-level tensor-core kernel.
@@ -105,6 +106,38 @@ static int64_t cpuKeyTile(Operation *op, TargetAttr target) {
       ShapedType::isDynamic(kvHeads) || kvHeads == 0)
     return 64;
   return rows * (heads / kvHeads) <= target.getVectorBits() / 32 ? 128 : 64;
+}
+
+/// CPU: the parallel iterations the flash-decoding split aims at, and the
+/// fewest keys of a chunk.
+static constexpr int64_t kCPUParallelIterations = 16, kMinChunkKeys = 512;
+
+/// CPU: the chunks an attention's keys are split into (flash-decoding).
+/// Decoding (the queries one tile) runs a parallel iteration per batch and
+/// key/value head, each reading its keys and values; with fewer such
+/// iterations than cores (B=1, few key/value heads), cores would idle while
+/// the others read the whole cache. The keys are then split into chunks
+/// that run in parallel too, for kCPUParallelIterations in all (the number
+/// of cores is only known at run time), of at least kMinChunkKeys keys (a
+/// chunk's state, [heads of a group, dv] in f32, is then a small part of
+/// its K and V rows). Static batch and heads only; with a dynamic key
+/// length, chunks of at least one key tile.
+static std::optional<int64_t> cpuKeySplits(Operation *op, int64_t qTile) {
+  auto attention = dyn_cast<AttentionOp>(op);
+  if (!attention)
+    return std::nullopt;
+  auto query = cast<ShapedType>(attention.getQuery().getType());
+  auto key = cast<ShapedType>(attention.getKey().getType());
+  int64_t batch = query.getDimSize(0), rows = query.getDimSize(2),
+          kvHeads = key.getDimSize(1),
+          keys = key.getDimSize(attention.getKeySeqDim());
+  if (ShapedType::isDynamic(batch) || ShapedType::isDynamic(rows) ||
+      ShapedType::isDynamic(kvHeads) || rows > qTile || batch * kvHeads == 0)
+    return std::nullopt;
+  int64_t splits = llvm::divideCeil(kCPUParallelIterations, batch * kvHeads);
+  if (!ShapedType::isDynamic(keys))
+    splits = std::min(splits, keys / kMinChunkKeys);
+  return splits > 1 ? std::optional<int64_t>(splits) : std::nullopt;
 }
 
 /// GPU: one thread per query row of a workgroup, 32 rows and keys per tile;
@@ -373,17 +406,17 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
   if (isConfigured(op) && gpu && mmaAttentionUnsupported(op, target).empty())
     return LoweringConfigAttr::get(ctx, 16 * kMMAWarps,
                                    mmaKeyTile(cast<AttentionOp>(op), target),
-                                   {}, {}, {}, {}, {16, 8, 16}, kMMAWarps);
+                                   {}, {}, {}, {}, {16, 8, 16}, kMMAWarps, {});
   if (isConfigured(op) && gpu) {
     int64_t tile = simtTile(op, target);
-    return LoweringConfigAttr::get(ctx, tile, tile, {}, {}, {}, {}, {}, {});
+    return LoweringConfigAttr::get(ctx, tile, tile, {}, {}, {}, {}, {}, {}, {});
   }
   if (isConfigured(op))
     return gpu ? LoweringConfigAttr::get(ctx, kGPUQueryTile, kGPUKeyTile, {},
-                                         {}, {}, {}, {}, {})
-               : LoweringConfigAttr::get(ctx, cpuQueryTile(op),
-                                         cpuKeyTile(op, target), {}, {},
-                                         {}, {}, {}, {});
+                                         {}, {}, {}, {}, {}, {})
+               : LoweringConfigAttr::get(
+                     ctx, cpuQueryTile(op), cpuKeyTile(op, target), {}, {},
+                     {}, {}, {}, {}, cpuKeySplits(op, cpuQueryTile(op)));
   if (!isa<FunctionOpInterface>(op))
     return {};
   if (!gpu) {
@@ -392,7 +425,7 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
     if (failed(tile))
       return {};
     return LoweringConfigAttr::get(ctx, {}, {}, {tile->first, tile->second},
-                                   /*chunk=*/64, {}, {}, {}, {});
+                                   /*chunk=*/64, {}, {}, {}, {}, {});
   }
   // As many threads as the smallest query tile has rows (the tensor-core
   // kernels state their own: 32 per warp).
@@ -409,7 +442,7 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
     threads = kGPUQueryTile;
   return LoweringConfigAttr::get(ctx, {}, {}, {}, {},
                                  {threads, workgroupCols(op)}, threads, {},
-                                 {});
+                                 {}, {});
 }
 
 std::pair<int64_t, int64_t> mha::resolveTileSizes(Operation *op,
@@ -421,6 +454,13 @@ std::pair<int64_t, int64_t> mha::resolveTileSizes(Operation *op,
   };
   return {resolve(qTile, config ? config.getQTile() : std::nullopt),
           resolve(kvTile, config ? config.getKvTile() : std::nullopt)};
+}
+
+int64_t mha::resolveKeySplits(Operation *op, int64_t given) {
+  if (given)
+    return given;
+  LoweringConfigAttr config = getLoweringConfig(op);
+  return config ? config.getKvSplits().value_or(1) : 1;
 }
 
 SmallVector<FunctionOpInterface> mha::functionsUnder(Operation *root) {
@@ -465,6 +505,26 @@ LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
                                         TargetAttr target) {
   LoweringConfigAttr config = getLoweringConfig(func);
   StringRef kind = stringifyTargetKind(target.getKind());
+  // The key split is built by mha-tile-attention on CPU only.
+  WalkResult splits = func->walk([&](Operation *op) {
+    LoweringConfigAttr own = getLoweringConfig(op);
+    if (!isConfigured(op) || !own || own.getKvSplits().value_or(1) == 1)
+      return WalkResult::advance();
+    if (target.isGPU())
+      op->emitError() << "lowering_config: kv_splits (the key split of "
+                         "decoding) is implemented on cpu targets only, not "
+                         "on a "
+                      << kind << " target";
+    else if (!isa<AttentionOp>(op))
+      op->emitError() << "lowering_config: kv_splits applies to "
+                         "mha.attention only (a layer's attention is fused "
+                         "with its projections)";
+    else
+      return WalkResult::advance();
+    return WalkResult::interrupt();
+  });
+  if (splits.wasInterrupted())
+    return failure();
   if (!target.isGPU()) {
     if (config && (config.getThreads() || !config.getWorkgroupTile().empty()))
       return func.emitError()
@@ -530,8 +590,14 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
   root->walk([&](Operation *op) {
     if (!isConfigured(op))
       return;
-    LoweringConfigAttr given =
-        opFields(getLoweringConfig(op)).merge(opFields(overrides));
+    // A pipeline's kv_splits is for the standalone attentions (a layer's
+    // attention is fused with its projections, unsplit).
+    LoweringConfigAttr over = opFields(overrides);
+    if (over && over.getKvSplits() && !isa<AttentionOp>(op))
+      over = opFields(LoweringConfigAttr::get(
+          op->getContext(), over.getQTile(), over.getKvTile(), {}, {}, {}, {},
+          over.getMma(), over.getWarps(), {}));
+    LoweringConfigAttr given = opFields(getLoweringConfig(op)).merge(over);
     LoweringConfigAttr selected = selectLoweringConfig(op, target);
     // Tile sizes given for a tensor-core kernel the rules chose: its warps
     // follow the rows, or, for sizes it cannot take, the op keeps the
@@ -542,11 +608,11 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
       if (rows % 16 == 0 && keys % 16 == 0 && !given.getWarps())
         selected = LoweringConfigAttr::get(op->getContext(), rows, keys, {},
                                            {}, {}, {}, selected.getMma(),
-                                           rows / 16);
+                                           rows / 16, {});
       else if (!given.getWarps())
         selected = LoweringConfigAttr::get(op->getContext(), kGPUQueryTile,
                                            kGPUKeyTile, {}, {}, {}, {}, {},
-                                           {});
+                                           {}, {});
     }
     op->setAttr(kLoweringConfigAttrName, selected.merge(given));
   });
@@ -557,7 +623,7 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
         mmaContractionUnsupported(op, target).empty())
       op->setAttr(kLoweringConfigAttrName,
                   LoweringConfigAttr::get(op->getContext(), {}, {}, {}, {},
-                                          {}, {}, {16, 8, 16}, kMMAWarps));
+                                          {}, {}, {16, 8, 16}, kMMAWarps, {}));
   });
   WalkResult walk = root->walk([&](FunctionOpInterface func) {
     if (func.isExternal())
@@ -576,7 +642,7 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
       selected = selected.merge(LoweringConfigAttr::get(
           func->getContext(), {}, {}, {}, {},
           {*given.getThreads(), selected.getWorkgroupTile()[1]}, {}, {},
-          {}));
+          {}, {}));
     LoweringConfigAttr config = selected.merge(given);
     func->setAttr(kLoweringConfigAttrName, config);
     if (failed(verifyLoweringConfig(func, target)))

@@ -65,17 +65,49 @@ func.func @attention(%q: tensor<1x2x100x16xf32>, %init: tensor<1x2x100x16xf32>) 
 
 // Decoding on the CPU (query rows x query heads per key/value head of at
 // most a vector's f32 lanes): 128 keys per tile; a longer step keeps 64.
+// Both split their keys in 4 (2 batches x 2 key/value heads x 4 chunks:
+// 16 parallel iterations).
 // AVX512-LABEL: func.func @decode
-// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128>
-// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 4>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64, kv_splits = 4>
 // AVX2-LABEL: func.func @decode
-// AVX2: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128>
-// AVX2: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64>
+// AVX2: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 4>
+// AVX2: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64, kv_splits = 4>
 // SSE-LABEL: func.func @decode
-// SSE: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128>
-// SSE: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64>
+// SSE: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 4>
+// SSE: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64, kv_splits = 4>
 func.func @decode(%q: tensor<2x8x1x64xf32>, %k: tensor<2x2x4096x64xf32>, %q4: tensor<2x8x8x64xf32>) -> (tensor<2x8x1x64xf32>, tensor<2x8x8x64xf32>) {
   %o = mha.attention ins(%q, %k, %k : tensor<2x8x1x64xf32>, tensor<2x2x4096x64xf32>, tensor<2x2x4096x64xf32>) outs(%q : tensor<2x8x1x64xf32>) {causal} -> tensor<2x8x1x64xf32>
   %o4 = mha.attention ins(%q4, %k, %k : tensor<2x8x8x64xf32>, tensor<2x2x4096x64xf32>, tensor<2x2x4096x64xf32>) outs(%q4 : tensor<2x8x8x64xf32>) {causal} -> tensor<2x8x8x64xf32>
   return %o, %o4 : tensor<2x8x1x64xf32>, tensor<2x8x8x64xf32>
+}
+
+// -----
+
+// The key split (flash-decoding) on the CPU: the queries one tile, chunks
+// for 16 parallel iterations with the batches and key/value heads, of at
+// least 512 keys; none with 16 such iterations already, with keys for one
+// chunk only, with a dynamic batch, or with more queries than a tile. A
+// dynamic key length splits (chunks of at least a key tile).
+// AVX512-LABEL: func.func @splits
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 16>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 2>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 16>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64>
+func.func @splits(%q: tensor<1x8x1x128xf32>, %k: tensor<1x1x32768x128xf32>,
+                  %k1k: tensor<1x1x1024x128xf32>, %k1000: tensor<1x1x1000x128xf32>, %qb: tensor<16x8x1x128xf32>,
+                  %kb: tensor<16x1x32768x128xf32>, %kd: tensor<1x1x?x128xf32>,
+                  %qd: tensor<?x8x1x128xf32>, %kdb: tensor<?x1x4096x128xf32>,
+                  %qp: tensor<1x8x100x128xf32>) {
+  %mqa = mha.attention ins(%q, %k, %k : tensor<1x8x1x128xf32>, tensor<1x1x32768x128xf32>, tensor<1x1x32768x128xf32>) outs(%q : tensor<1x8x1x128xf32>) -> tensor<1x8x1x128xf32>
+  %two = mha.attention ins(%q, %k1k, %k1k : tensor<1x8x1x128xf32>, tensor<1x1x1024x128xf32>, tensor<1x1x1024x128xf32>) outs(%q : tensor<1x8x1x128xf32>) -> tensor<1x8x1x128xf32>
+  %one = mha.attention ins(%q, %k1000, %k1000 : tensor<1x8x1x128xf32>, tensor<1x1x1000x128xf32>, tensor<1x1x1000x128xf32>) outs(%q : tensor<1x8x1x128xf32>) -> tensor<1x8x1x128xf32>
+  %batches = mha.attention ins(%qb, %kb, %kb : tensor<16x8x1x128xf32>, tensor<16x1x32768x128xf32>, tensor<16x1x32768x128xf32>) outs(%qb : tensor<16x8x1x128xf32>) -> tensor<16x8x1x128xf32>
+  %dynkeys = mha.attention ins(%q, %kd, %kd : tensor<1x8x1x128xf32>, tensor<1x1x?x128xf32>, tensor<1x1x?x128xf32>) outs(%q : tensor<1x8x1x128xf32>) -> tensor<1x8x1x128xf32>
+  %dynbatch = mha.attention ins(%qd, %kdb, %kdb : tensor<?x8x1x128xf32>, tensor<?x1x4096x128xf32>, tensor<?x1x4096x128xf32>) outs(%qd : tensor<?x8x1x128xf32>) -> tensor<?x8x1x128xf32>
+  %prefill = mha.attention ins(%qp, %k, %k : tensor<1x8x100x128xf32>, tensor<1x1x32768x128xf32>, tensor<1x1x32768x128xf32>) outs(%qp : tensor<1x8x100x128xf32>) -> tensor<1x8x100x128xf32>
+  return
 }

@@ -206,6 +206,12 @@ def draw_trial(rng, targets, long_ok, repeat, thread_counts):
             config["prepare"] = 1
         elif draw < 0.45:
             config["weights"] = "const"
+    # The key split of decoding (flash-decoding), forced on any core op the
+    # CPU pipelines tile, whatever its shape (the rules choose it for long
+    # caches only): 2 to 9 chunks of whole key tiles.
+    if target in ("cpu", "aot") and config.get("core") and \
+            rng.random() < 0.25:
+        config["kv_splits"] = rng.randint(2, 9)
     threads = 1
     if target in ("cpu", "aot") and "openmp=false" not in pipeline:
         threads = rng.choice(thread_counts)
@@ -272,7 +278,7 @@ def simpler(trial):
         out.append(dict(trial, threads=2))
     for key in ("mask", "dynamic", "scale", "key_transposed", "softcap",
                 "key_lengths", "window_left", "window_right", "kv_cache",
-                "rotary", "prepare", "weights"):
+                "rotary", "prepare", "weights", "kv_splits"):
         if key in c:
             extra = {"mask_shape": None, "masked_row": None} \
                 if key == "mask" else {}

@@ -511,6 +511,89 @@ OnlineAttentionOp::decomposeOperation(OpBuilder &b) {
   return SmallVector<Value>{newAcc, newMax, newSum};
 }
 
+// PartialReductionOpInterface::mergeReductions: the states of key chunks
+// folded independently (partial tensors [chunks, B, H, Sq(, dv)], see
+// TilingInterfaceImpl.cpp) combined with the op's own state, exactly, as the
+// online update combines two blocks: m = max(max, max_c m_c), then
+// sum' = a · sum + Σ_c a_c · sum_c and acc' = a · acc + Σ_c a_c · acc_c with
+// a = exp(max - m), a_c = exp(m_c - m) (0 for a state that saw no key).
+FailureOr<MergeResult>
+OnlineAttentionOp::mergeReductions(OpBuilder &b, Location loc,
+                                   ValueRange partialReduce,
+                                   const SetVector<unsigned> &reductionDims) {
+  if (reductionDims.size() != 1 || reductionDims.front() != kKeys)
+    return emitOpError("merges partial states of its key dimension (3) only");
+  MLIRContext *ctx = b.getContext();
+  Value partialAcc = partialReduce[0], partialMax = partialReduce[1],
+        partialSum = partialReduce[2];
+  // Loops (b, h, i, c, d): batch, head, query, chunk, value channel.
+  AffineExpr bb, h, i, c, d;
+  bindDims(ctx, bb, h, i, c, d);
+  auto map4 = [&](ArrayRef<AffineExpr> e) {
+    return AffineMap::get(4, 0, e, ctx);
+  };
+  auto map5 = [&](ArrayRef<AffineExpr> e) {
+    return AffineMap::get(5, 0, e, ctx);
+  };
+  using IteratorType = utils::IteratorType;
+  IteratorType par = IteratorType::parallel, red = IteratorType::reduction;
+  SmallVector<Operation *> mergeOps;
+  auto record = [&](Value v) {
+    mergeOps.push_back(v.getDefiningOp());
+    return v;
+  };
+
+  // The chunks' maximum, then the op's state rescaled to the overall one
+  // (every read of the op's max before the max is written in place).
+  Value chunksMax = record(buildCombine(
+      b, loc, partialMax,
+      record(buildIdentityFill(b, loc, tensor::getMixedSizes(b, loc, getMax()),
+                               Combine::Max)),
+      {map4({c, bb, h, i}), map4({bb, h, i})}, {par, par, par, red},
+      Combine::Max));
+  auto rescaleOwn = [&](Value state, ArrayRef<AffineMap> maps,
+                        ArrayRef<IteratorType> iterators) {
+    return record(buildGeneric(
+        b, loc, ValueRange{getMax(), chunksMax}, state, maps, iterators,
+        [](OpBuilder &gb, Location gloc, ValueRange args) {
+          Value max = arith::MaxNumFOp::create(gb, gloc, args[0], args[1]);
+          Value scaled = arith::MulFOp::create(
+              gb, gloc, args[2], buildSafeExp(gb, gloc, args[0], max));
+          linalg::YieldOp::create(gb, gloc, scaled);
+        }));
+  };
+  AffineMap rows3 = AffineMap::get(3, 0, {bb, h, i}, ctx),
+            rows4 = map4({bb, h, i});
+  Value sum = rescaleOwn(getSum(), {rows3, rows3, rows3}, {par, par, par});
+  // (Over acc's loops (b, h, i, d), d bound to the fourth dim here.)
+  Value acc = rescaleOwn(getAcc(), {rows4, rows4, map4({bb, h, i, c})},
+                         {par, par, par, par});
+  Value max = record(buildCombine(b, loc, chunksMax, getMax(),
+                                  {rows3, rows3}, {par, par, par},
+                                  Combine::Max));
+  // Each chunk's state rescaled to the overall max, added.
+  auto addChunks = [&](Value partial, Value state, ArrayRef<AffineMap> maps,
+                       ArrayRef<IteratorType> iterators) {
+    return record(buildGeneric(
+        b, loc, ValueRange{partial, partialMax, max}, state, maps, iterators,
+        [](OpBuilder &gb, Location gloc, ValueRange args) {
+          Value scaled = arith::MulFOp::create(
+              gb, gloc, args[0], buildSafeExp(gb, gloc, args[1], args[2]));
+          linalg::YieldOp::create(
+              gb, gloc,
+              arith::AddFOp::create(gb, gloc, args[3], scaled).getResult());
+        }));
+  };
+  AffineMap chunks4 = map4({c, bb, h, i});
+  sum = addChunks(partialSum, sum, {chunks4, chunks4, rows4, rows4},
+                  {par, par, par, red});
+  acc = addChunks(partialAcc, acc,
+                  {map5({c, bb, h, i, d}), map5({c, bb, h, i}),
+                   map5({bb, h, i}), map5({bb, h, i, d})},
+                  {par, par, par, red, par});
+  return MergeResult{mergeOps, {acc, max, sum}};
+}
+
 //===----------------------------------------------------------------------===//
 // AttentionWeightsOp -> linalg
 //===----------------------------------------------------------------------===//

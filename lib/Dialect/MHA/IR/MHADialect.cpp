@@ -82,10 +82,12 @@ LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                            ArrayRef<int64_t> workgroupTile,
                            std::optional<int64_t> threads,
                            ArrayRef<int64_t> mma,
-                           std::optional<int64_t> warps) {
+                           std::optional<int64_t> warps,
+                           std::optional<int64_t> kvSplits) {
   for (auto [name, value] :
        {std::pair<StringRef, std::optional<int64_t>>{"q_tile", qTile},
         {"kv_tile", kvTile},
+        {"kv_splits", kvSplits},
         {"chunk", chunk},
         {"threads", threads},
         {"warps", warps}})
@@ -132,7 +134,8 @@ LoweringConfigAttr LoweringConfigAttr::merge(LoweringConfigAttr overrides) const
       pickTile(overrides.getWorkgroupTile(), getWorkgroupTile()),
       pick(overrides.getThreads(), getThreads()),
       pickTile(overrides.getMma(), getMma()),
-      pick(overrides.getWarps(), getWarps()));
+      pick(overrides.getWarps(), getWarps()),
+      pick(overrides.getKvSplits(), getKvSplits()));
 }
 
 TargetAttr mha::getTarget(Operation *op) {

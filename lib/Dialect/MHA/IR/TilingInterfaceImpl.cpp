@@ -9,10 +9,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "mha/Dialect/MHA/IR/MHAOps.h"
+#include "mha/Dialect/MHA/Utils/LinalgBuilders.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Arith/Utils/Utils.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
 #include "mlir/IR/Builders.h"
@@ -300,28 +302,43 @@ LogicalResult OnlineAttentionOp::getResultTilePosition(
   return success();
 }
 
+/// The tile `offsets` / `sizes` of `op`, its state destinations given by
+/// `sliceInit` (the tile of each of acc, max and sum, in that order).
+static FailureOr<TilingResult>
+tileOnlineAttention(OnlineAttentionOp op, OpBuilder &b,
+                    ArrayRef<OpFoldResult> offsets,
+                    ArrayRef<OpFoldResult> sizes,
+                    function_ref<Value(unsigned, SmallVector<Operation *> &)>
+                        sliceInit) {
+  FailureOr<AttentionTile> tile = sliceAttentionOperands(
+      b, op, op.getQuery(), op.getKey(), op.getKeyTransposed(), op.getValue(),
+      op.getMask(), op.getKeyLengths(), op.getKeyOffset(),
+      op.hasDiagonal() ? op.getCausalOffsetOrDefault(b) : Value(), offsets,
+      sizes);
+  if (failed(tile))
+    return failure();
+  SmallVector<Value> inits;
+  for (unsigned i = 0; i < 3; ++i)
+    inits.push_back(sliceInit(i, tile->slices));
+  auto tiled = OnlineAttentionOp::create(
+      b, op.getLoc(), TypeRange(ValueRange(inits)), tile->query, tile->key,
+      tile->value, tile->mask, tile->keyLengths, tile->keyOffset,
+      tile->causalOffset, inits[0], inits[1], inits[2], op.getScaleAttr(),
+      op.getCausalAttr(), op.getKeyTransposedAttr(), op.getSoftcapAttr(),
+      op.getWindowLeftAttr(), op.getWindowRightAttr());
+  return TilingResult{
+      {tiled}, SmallVector<Value>(tiled->getResults()), tile->slices};
+}
+
 FailureOr<TilingResult>
 OnlineAttentionOp::getTiledImplementation(OpBuilder &b,
                                           ArrayRef<OpFoldResult> offsets,
                                           ArrayRef<OpFoldResult> sizes) {
-  Location loc = getLoc();
-  FailureOr<AttentionTile> tile = sliceAttentionOperands(
-      b, getOperation(), getQuery(), getKey(), getKeyTransposed(), getValue(),
-      getMask(), getKeyLengths(), getKeyOffset(),
-      hasDiagonal() ? getCausalOffsetOrDefault(b) : Value(), offsets, sizes);
-  if (failed(tile))
-    return failure();
-  SmallVector<Value> inits;
-  for (Value init : getDpsInits())
-    inits.push_back(sliceOut(b, loc, init, offsets, sizes, tile->slices));
-  auto tiled = OnlineAttentionOp::create(
-      b, loc, TypeRange(ValueRange(inits)), tile->query, tile->key,
-      tile->value, tile->mask, tile->keyLengths, tile->keyOffset,
-      tile->causalOffset, inits[0], inits[1], inits[2], getScaleAttr(),
-      getCausalAttr(), getKeyTransposedAttr(), getSoftcapAttr(),
-      getWindowLeftAttr(), getWindowRightAttr());
-  return TilingResult{
-      {tiled}, SmallVector<Value>(tiled->getResults()), tile->slices};
+  return tileOnlineAttention(
+      *this, b, offsets, sizes,
+      [&](unsigned i, SmallVector<Operation *> &slices) {
+        return sliceOut(b, getLoc(), getDpsInits()[i], offsets, sizes, slices);
+      });
 }
 
 LogicalResult OnlineAttentionOp::getIterationDomainTileFromResultTile(
@@ -352,6 +369,113 @@ bool OnlineAttentionOp::isOpFusableWithConsumerSlice(
     ArrayRef<OpFoldResult> sizes) {
   return coversHeadDim(cast<ShapedType>(getResult(resultNumber).getType()),
                        offsets, sizes);
+}
+
+// PartialReductionOpInterface: chunks of keys folded independently, each
+// from the empty state, into partial states with a leading chunk dim
+// (acc [chunks, B, H, Sq, dv], max and sum [chunks, B, H, Sq]), merged after
+// (mergeReductions, in Decompositions.cpp). Only upstream's
+// PartialReductionOuterParallel (chunks as iterations of a parallel loop):
+// the other strategy would keep a state per key of a tile. The chunk dim
+// leads so that a chunk's slice, rank-reduced, drops the first of its unit
+// dims: MLIR 22's folding of constant offsets into a rank-reducing
+// tensor.extract_slice re-derives the sizes as if the leading unit dims
+// were the dropped ones.
+
+static constexpr unsigned kChunkDim = 0;
+
+static LogicalResult checkKeySplit(OnlineAttentionOp op,
+                                   const SetVector<unsigned> &reductionDims,
+                                   ReductionTilingStrategy strategy) {
+  if (reductionDims.size() == 1 && reductionDims.front() == kKeys &&
+      strategy == ReductionTilingStrategy::PartialReductionOuterParallel)
+    return success();
+  return op.emitOpError(
+      "splits only its key dimension (3), in chunks folded in parallel "
+      "(PartialReductionOuterParallel)");
+}
+
+/// The slice of the partial state of a state of type `stateType` (acc, max
+/// or sum) that the tile `offsets` / `sizes` of the iteration domain writes
+/// as chunk `chunk`.
+static void getPartialStateTile(OpBuilder &b, ShapedType stateType,
+                                ArrayRef<OpFoldResult> offsets,
+                                ArrayRef<OpFoldResult> sizes,
+                                OpFoldResult chunk,
+                                SmallVector<OpFoldResult> &tileOffsets,
+                                SmallVector<OpFoldResult> &tileSizes) {
+  tileOffsets = {chunk};
+  tileSizes = {b.getIndexAttr(1)};
+  tileOffsets.append(offsets.begin(), offsets.begin() + kKeys);
+  tileSizes.append(sizes.begin(), sizes.begin() + kKeys);
+  if (stateType.getRank() == 4) {
+    tileOffsets.push_back(b.getIndexAttr(0));
+    tileSizes.push_back(b.getIndexAttr(stateType.getDimSize(3)));
+  }
+}
+
+FailureOr<SmallVector<Value>>
+OnlineAttentionOp::generateInitialTensorForPartialReduction(
+    OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
+    const SetVector<unsigned> &reductionDims) {
+  if (failed(checkKeySplit(
+          *this, reductionDims,
+          ReductionTilingStrategy::PartialReductionOuterParallel)))
+    return failure();
+  // `sizes[kKeys]` is the number of chunks; each chunk starts empty.
+  SmallVector<Value> inits;
+  const Combine identities[] = {Combine::Add, Combine::Max, Combine::Add};
+  for (auto [init, combine] : llvm::zip_equal(getDpsInits(), identities)) {
+    SmallVector<OpFoldResult> shape = tensor::getMixedSizes(b, loc, init);
+    shape.insert(shape.begin() + kChunkDim, sizes[kKeys]);
+    inits.push_back(buildIdentityFill(b, loc, shape, combine));
+  }
+  return inits;
+}
+
+FailureOr<TilingResult> OnlineAttentionOp::tileToPartialReduction(
+    OpBuilder &b, Location loc, ReductionTilingStrategy strategy,
+    ValueRange init, ArrayRef<OpFoldResult> offsets,
+    ArrayRef<OpFoldResult> sizes, const SetVector<unsigned> &reductionDims,
+    ArrayRef<OpFoldResult> splitReductionIvs) {
+  if (failed(checkKeySplit(*this, reductionDims, strategy)))
+    return failure();
+  return tileOnlineAttention(
+      *this, b, offsets, sizes,
+      [&](unsigned i, SmallVector<Operation *> &slices) -> Value {
+        auto partialType = cast<RankedTensorType>(init[i].getType());
+        SmallVector<OpFoldResult> tileOffsets, tileSizes;
+        getPartialStateTile(
+            b, cast<ShapedType>(getDpsInits()[i].getType()), offsets, sizes,
+            splitReductionIvs.front(), tileOffsets, tileSizes);
+        // The chunk's state: the tile without the chunk dim.
+        SmallVector<int64_t> shape;
+        for (auto [d, size] : llvm::enumerate(tileSizes))
+          if (d != kChunkDim)
+            shape.push_back(
+                getConstantIntValue(size).value_or(ShapedType::kDynamic));
+        auto slice = tensor::ExtractSliceOp::create(
+            b, loc, RankedTensorType::get(shape, partialType.getElementType()),
+            init[i], tileOffsets, tileSizes,
+            SmallVector<OpFoldResult>(tileSizes.size(), b.getIndexAttr(1)));
+        slices.push_back(slice);
+        return slice;
+      });
+}
+
+LogicalResult OnlineAttentionOp::getPartialResultTilePosition(
+    OpBuilder &b, unsigned resultNumber, ReductionTilingStrategy strategy,
+    ArrayRef<OpFoldResult> offsets, ArrayRef<OpFoldResult> sizes,
+    const SetVector<unsigned> &reductionDims,
+    ArrayRef<OpFoldResult> splitReductionIvs,
+    SmallVector<OpFoldResult> &resultOffsets,
+    SmallVector<OpFoldResult> &resultSizes) {
+  if (failed(checkKeySplit(*this, reductionDims, strategy)))
+    return failure();
+  getPartialStateTile(b, cast<ShapedType>(getResult(resultNumber).getType()),
+                      offsets, sizes, splitReductionIvs.front(),
+                      resultOffsets, resultSizes);
+  return success();
 }
 
 #define GET_OP_CLASSES

@@ -102,10 +102,10 @@ DiagnosedSilenceableFailure transform::MHATileAttentionOp::applyToOne(
     transform::TransformRewriter &rewriter, AttentionOp target,
     transform::ApplyToEachResultList &results,
     transform::TransformState &state) {
-  FailureOr<TiledAttention> tiled = tileAttention(
-      rewriter, target,
-      TileOptions{static_cast<int64_t>(getQTileSize()),
-                  static_cast<int64_t>(getKvTileSize())});
+  TileOptions options{static_cast<int64_t>(getQTileSize()),
+                      static_cast<int64_t>(getKvTileSize())};
+  options.kvSplits = static_cast<int64_t>(getKvSplits());
+  FailureOr<TiledAttention> tiled = tileAttention(rewriter, target, options);
   if (failed(tiled))
     return emitDefaultDefiniteFailure(target);
   if (!tiled->parallelLoop)

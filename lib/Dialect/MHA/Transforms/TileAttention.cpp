@@ -93,19 +93,13 @@ LogicalResult mha::sliceToVisibleKeys(RewriterBase &rewriter,
   return success();
 }
 
-FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
-                                                   AttentionOp op,
-                                                   int64_t kvTileSize,
-                                                   bool decompose,
-                                                   bool keyBlocksReadOnce) {
+FailureOr<AttentionKeyLoop>
+mha::tileOnlineAttentionKeys(RewriterBase &rewriter, OnlineAttentionOp online,
+                             int64_t kvTileSize, bool decompose,
+                             bool keyBlocksReadOnce) {
   assert(kvTileSize > 0 && "the key tile size must be positive");
   OpBuilder::InsertionGuard guard(rewriter);
-  bool causal = op.getCausal(); // `op` is replaced next.
-  FailureOr<OnlineAttentionOp> online = convertToOnlineAttention(rewriter, op);
-  if (failed(online))
-    return failure();
-  // The normalization that replaced `op` reads the online op's results.
-  Operation *normalize = *online->getResult(0).getUsers().begin();
+  bool causal = online.getCausal();
 
   // A left window: the keys before the first one the first row sees are
   // sliced off first (the op's own tile of those keys, which moves its
@@ -113,8 +107,8 @@ FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
   // of what is left. The iteration domain cannot start there itself:
   // upstream's tiling reads a range's size as the loop's upper bound when
   // it tiles a dim and as the tile's size when it does not.
-  rewriter.setInsertionPoint(*online);
-  if (failed(sliceToVisibleKeys(rewriter, *online)))
+  rewriter.setInsertionPoint(online);
+  if (failed(sliceToVisibleKeys(rewriter, online)))
     return failure();
 
   // Keys are the online op's reduction dim (3): tiling it carries the state.
@@ -123,14 +117,14 @@ FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
                        rewriter.getIndexAttr(0),
                        rewriter.getIndexAttr(kvTileSize)});
   FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
-      rewriter, cast<TilingInterface>(online->getOperation()), tiling);
+      rewriter, cast<TilingInterface>(online.getOperation()), tiling);
   if (failed(tiled))
     return failure();
-  rewriter.replaceOp(*online, tiled->replacements);
+  rewriter.replaceOp(online, tiled->replacements);
 
   auto block = cast<OnlineAttentionOp>(tiled->tiledOps.front());
   AttentionKeyLoop result{tiled->loops.front(), block,
-                          normalize->getResult(0)};
+                          tiled->replacements.front()};
   // The full key blocks get the loop to themselves, with static shapes
   // (what the vectorizer takes); the partial block at the end of the keys
   // (an odd length, or a causal bound), if any, is peeled off after it
@@ -175,11 +169,200 @@ FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
   return result;
 }
 
+FailureOr<AttentionKeyLoop> mha::tileAttentionKeys(RewriterBase &rewriter,
+                                                   AttentionOp op,
+                                                   int64_t kvTileSize,
+                                                   bool decompose,
+                                                   bool keyBlocksReadOnce) {
+  FailureOr<OnlineAttentionOp> online = convertToOnlineAttention(rewriter, op);
+  if (failed(online))
+    return failure();
+  // The normalization that replaced `op` reads the online op's results.
+  Operation *normalize = *online->getResult(0).getUsers().begin();
+  FailureOr<AttentionKeyLoop> keys = tileOnlineAttentionKeys(
+      rewriter, *online, kvTileSize, decompose, keyBlocksReadOnce);
+  if (failed(keys))
+    return failure();
+  keys->result = normalize->getResult(0);
+  return keys;
+}
+
+FailureOr<SplitAttentionKeys>
+mha::splitOnlineAttentionKeys(RewriterBase &rewriter, OnlineAttentionOp op,
+                              ArrayRef<int64_t> rowTiles,
+                              OpFoldResult chunkKeys) {
+  assert(rowTiles.size() == kKeys && "a tile size per (B, H, Sq) dim");
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPoint(op);
+  Location loc = op.getLoc();
+  MLIRContext *ctx = rewriter.getContext();
+  auto partial = cast<PartialReductionOpInterface>(op.getOperation());
+  SmallVector<Range> domain = partial.getIterationDomain(rewriter);
+  SetVector<unsigned> reductionDims;
+  reductionDims.insert(kKeys);
+  constexpr auto strategy =
+      ReductionTilingStrategy::PartialReductionOuterParallel;
+  AffineExpr d0, s0, s1;
+  bindDims(ctx, d0);
+  bindSymbols(ctx, s0, s1);
+
+  // The partial states: a chunk dim of ceil(keys / chunk).
+  SmallVector<OpFoldResult> extents =
+      llvm::map_to_vector(domain, [](Range r) { return r.size; });
+  extents[kKeys] = affine::makeComposedFoldedAffineApply(
+      rewriter, loc, s0.ceilDiv(s1), {domain[kKeys].size, chunkKeys});
+  FailureOr<SmallVector<Value>> inits =
+      partial.generateInitialTensorForPartialReduction(rewriter, loc, extents,
+                                                       reductionDims);
+  if (failed(inits))
+    return failure();
+
+  // One loop over the row tiles (dims with one tile are left out) and the
+  // chunks: a single parallel region however the work is cut. The chunks
+  // are iterated by their index (step 1), which the vectorizer does not
+  // peel: a chunk's key loop takes its partial block itself.
+  SmallVector<OpFoldResult> lbs, ubs, steps;
+  SmallVector<unsigned> loopDims;
+  for (unsigned d = 0; d < kKeys; ++d) {
+    std::optional<int64_t> extent = getConstantIntValue(domain[d].size);
+    if (rowTiles[d] == 0 || (extent && *extent <= rowTiles[d]))
+      continue;
+    lbs.push_back(domain[d].offset);
+    ubs.push_back(domain[d].size);
+    steps.push_back(rewriter.getIndexAttr(rowTiles[d]));
+    loopDims.push_back(d);
+  }
+  lbs.push_back(rewriter.getIndexAttr(0));
+  ubs.push_back(extents[kKeys]);
+  steps.push_back(rewriter.getIndexAttr(1));
+  auto forall = scf::ForallOp::create(rewriter, loc, lbs, ubs, steps, *inits,
+                                      /*mapping=*/std::nullopt);
+  rewriter.setInsertionPointToStart(forall.getBody());
+  SmallVector<OpFoldResult> offsets, sizes;
+  for (const Range &r : domain) {
+    offsets.push_back(r.offset);
+    sizes.push_back(r.size);
+  }
+  for (auto [i, d] : llvm::enumerate(loopDims)) {
+    Value iv = forall.getInductionVars()[i];
+    offsets[d] = iv;
+    // min(step, ub - iv); the step where it divides a static extent.
+    std::optional<int64_t> step = getConstantIntValue(steps[i]),
+                           extent = getConstantIntValue(ubs[i]);
+    sizes[d] = step && extent && *extent % *step == 0
+                   ? steps[i]
+                   : affine::makeComposedFoldedAffineMin(
+                         rewriter, loc,
+                         AffineMap::get(1, 2, {s0, s1 - d0}, ctx),
+                         {iv, steps[i], ubs[i]});
+  }
+  // Chunk c: keys [c * chunk, min((c + 1) * chunk, keys)).
+  Value chunk = forall.getInductionVars().back();
+  // (A dynamic chunk size makes the product no affine expression.)
+  if (std::optional<int64_t> keysPerChunk = getConstantIntValue(chunkKeys))
+    offsets[kKeys] = affine::makeComposedFoldedAffineApply(
+        rewriter, loc, d0 * *keysPerChunk, {chunk});
+  else
+    offsets[kKeys] =
+        arith::MulIOp::create(rewriter, loc, chunk,
+                              getValueOrCreateConstantIndexOp(
+                                  rewriter, loc, chunkKeys))
+            .getResult();
+  sizes[kKeys] = affine::makeComposedFoldedAffineMin(
+      rewriter, loc, AffineMap::get(1, 2, {s0, s1 - d0}, ctx),
+      {offsets[kKeys], chunkKeys, domain[kKeys].size});
+  ValueRange partialStates = forall.getRegionIterArgs();
+  FailureOr<TilingResult> tiled = partial.tileToPartialReduction(
+      rewriter, loc, strategy, partialStates, offsets, sizes, reductionDims,
+      {OpFoldResult(chunk)});
+  if (failed(tiled))
+    return failure();
+  rewriter.setInsertionPointToStart(forall.getTerminator().getBody());
+  for (auto [i, value, state] :
+       llvm::enumerate(tiled->tiledValues, partialStates)) {
+    SmallVector<OpFoldResult> stateOffsets, stateSizes;
+    if (failed(partial.getPartialResultTilePosition(
+            rewriter, i, strategy, offsets, sizes, reductionDims,
+            {OpFoldResult(chunk)}, stateOffsets, stateSizes)))
+      return failure();
+    tensor::ParallelInsertSliceOp::create(
+        rewriter, loc, value, state, stateOffsets, stateSizes,
+        SmallVector<OpFoldResult>(stateOffsets.size(),
+                                  rewriter.getIndexAttr(1)));
+  }
+
+  rewriter.setInsertionPointAfter(forall);
+  FailureOr<MergeResult> merged = partial.mergeReductions(
+      rewriter, loc, forall.getResults(), reductionDims);
+  if (failed(merged))
+    return failure();
+  rewriter.replaceOp(op, merged->replacements);
+  return SplitAttentionKeys{
+      forall, cast<OnlineAttentionOp>(tiled->tiledOps.front()),
+      merged->mergeOps};
+}
+
 bool mha::hasStaticEmptyScores(AttentionOp op) {
   auto query = cast<ShapedType>(op.getQuery().getType());
   auto key = cast<ShapedType>(op.getKey().getType());
   return query.getDimSize(0) == 0 || query.getDimSize(2) == 0 ||
          key.getDimSize(op.getKeySeqDim()) == 0;
+}
+
+/// tileAttention with the keys split into `options.kvSplits` chunks of
+/// whole key tiles (flash-decoding): the online form of `op`, one
+/// scf.forall over (batch, head tile, query tile, chunk) that folds each
+/// chunk from the empty state (splitOnlineAttentionKeys), each chunk's key
+/// loop (tileOnlineAttentionKeys), then a second scf.forall over (batch,
+/// head tile) with the exact merge of the chunks' states and the
+/// normalization fused.
+static FailureOr<TiledAttention>
+tileAttentionWithKeySplits(RewriterBase &rewriter, AttentionOp op,
+                           const TileOptions &options, int64_t headTile,
+                           int64_t qTile, bool oneQueryTile) {
+  if (options.workgroups)
+    return op.emitOpError()
+           << "cannot split its keys across GPU workgroups (kv_splits = "
+           << options.kvSplits << "): the split is implemented on CPU only";
+  Location loc = op.getLoc();
+  FailureOr<OnlineAttentionOp> online = convertToOnlineAttention(rewriter, op);
+  if (failed(online))
+    return failure();
+  Operation *normalize = *online->getResult(0).getUsers().begin();
+  // The chunks divide the keys some row sees (from a left window's first).
+  rewriter.setInsertionPoint(*online);
+  if (failed(sliceToVisibleKeys(rewriter, *online)))
+    return failure();
+  rewriter.setInsertionPoint(*online);
+  OpFoldResult keys =
+      cast<TilingInterface>(online->getOperation())
+          .getIterationDomain(rewriter)[kKeys]
+          .size;
+  // ceil(keys / splits) rounded up to whole key tiles, at least one tile.
+  int64_t kvTile = options.kvTileSize;
+  AffineExpr s0;
+  bindSymbols(rewriter.getContext(), s0);
+  OpFoldResult chunkKeys = affine::makeComposedFoldedAffineMax(
+      rewriter, loc,
+      AffineMap::get(0, 1,
+                     {s0.ceilDiv(options.kvSplits).ceilDiv(kvTile) * kvTile,
+                      rewriter.getAffineConstantExpr(kvTile)},
+                     rewriter.getContext()),
+      {keys});
+  FailureOr<SplitAttentionKeys> split = splitOnlineAttentionKeys(
+      rewriter, *online, {1, headTile, qTile}, chunkKeys);
+  if (failed(split))
+    return failure();
+  FailureOr<AttentionKeyLoop> keyLoop = tileOnlineAttentionKeys(
+      rewriter, split->chunk, kvTile, options.decompose, oneQueryTile);
+  if (failed(keyLoop))
+    return failure();
+  FailureOr<Operation *> mergeLoop =
+      tileAndFuseIntoForall(rewriter, normalize, {1, headTile});
+  if (failed(mergeLoop))
+    return failure();
+  return TiledAttention{split->loop, keyLoop->keyLoop,
+                        (*mergeLoop)->getResult(0)};
 }
 
 FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
@@ -213,6 +396,9 @@ FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
   int64_t group = cast<ShapedType>(op.getQuery().getType()).getDimSize(1) /
                   cast<ShapedType>(op.getKey().getType()).getDimSize(1);
   int64_t headTile = oneQueryTile && !options.workgroups ? group : 1;
+  if (options.kvSplits > 1)
+    return tileAttentionWithKeySplits(rewriter, op, options, headTile, qTile,
+                                      oneQueryTile);
   tiling.setTileSizes({rewriter.getIndexAttr(1),
                        rewriter.getIndexAttr(headTile),
                        rewriter.getIndexAttr(qTile)});
@@ -250,6 +436,7 @@ struct MHATileAttentionPass final
       TileOptions options{qTileSize, kvTileSize, decompose, workgroups};
       std::tie(options.qTileSize, options.kvTileSize) =
           resolveTileSizes(op, qTileSize, kvTileSize);
+      options.kvSplits = resolveKeySplits(op, kvSplits);
       if (failed(tileAttention(rewriter, op, options)))
         return signalPassFailure();
     }

@@ -133,6 +133,11 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
       bf16 operands, f32 accumulation), instead of a thread per row;
     - `warps` (with `mma`): warps per workgroup, 16 query rows each
       (`q_tile = 16 * warps`).
+    - `kv_splits` (CPU, `mha.attention`): chunks its keys are split into
+      (flash-decoding): each chunk is folded from the empty softmax state in
+      its own iteration of the parallel loop, and the chunks' states are
+      merged exactly after; for decoding, where batches times key/value
+      heads are fewer than the cores.
 
     On a function (they depend on the target):
     - `register_tile = [rows, cols]` (CPU): a contraction's register tile
@@ -157,7 +162,8 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
     MHA_TileParameter:$workgroup_tile,
     OptionalParameter<"std::optional<int64_t>">:$threads,
     MHA_TileParameter:$mma,
-    OptionalParameter<"std::optional<int64_t>">:$warps);
+    OptionalParameter<"std::optional<int64_t>">:$warps,
+    OptionalParameter<"std::optional<int64_t>">:$kv_splits);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

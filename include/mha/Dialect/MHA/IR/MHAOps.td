@@ -400,7 +400,10 @@ def MHA_OnlineAttentionOp : MHA_Op<"online_attention", [
         ["getLoopIteratorTypes", "getIterationDomain",
          "getTiledImplementation", "getResultTilePosition",
          "generateResultTileValue", "getIterationDomainTileFromResultTile",
-         "isOpFusableWithConsumerSlice"]>]> {
+         "isOpFusableWithConsumerSlice"]>,
+    DeclareOpInterfaceMethods<PartialReductionOpInterface,
+        ["generateInitialTensorForPartialReduction", "tileToPartialReduction",
+         "mergeReductions", "getPartialResultTilePosition"]>]> {
   let summary = "One step of the online softmax: attention state updated by "
                 "a block of keys";
   let description = [{
@@ -427,6 +430,17 @@ def MHA_OnlineAttentionOp : MHA_Op<"online_attention", [
     dimension produces the FlashAttention key loop, carrying the state.
     Starting from `acc = 0, max = -inf, sum = 0` and ending with
     `acc / sum` (0 where `sum = 0`) gives `mha.attention`.
+
+    Chunks of keys can also be folded independently, each from the empty
+    state, and their states combined afterwards (flash-decoding):
+    `PartialReductionOpInterface`, for upstream's
+    `PartialReductionOuterParallel` tiling of the key dimension
+    (the loop of `mha-tile-attention`'s `kv-splits`). The partial states
+    have a leading chunk dimension (`acc [chunks, B, H, Sq, dv]`, `max` and
+    `sum [chunks, B, H, Sq]`); the merge is exact: `m = max(max, max_c m_c)`,
+    `sum' = a · sum + Σ_c a_c · sum_c` and `acc' = a · acc + Σ_c a_c · acc_c`
+    with `a_c = exp(m_c - m)` (0 where `m_c = -inf`, a chunk with no visible
+    key).
 
     The key layout follows `mha.attention` (`key_transposed`: `[B, Hkv, dk,
     Sk]`).

@@ -118,6 +118,10 @@ def MHATileAttentionPass : Pass<"mha-tile-attention"> {
     tiles are smaller). Query head `h` reads key/value head `h / (H / Hkv)`.
   }];
   let options = MHA_AttentionTileOptions # [
+    Option<"kvSplits", "kv-splits", "int64_t", /*default=*/"0",
+           "Chunks the keys are split into, folded in parallel and merged "
+           "exactly (flash-decoding; CPU); 0: the op's mha.lowering_config "
+           "kv_splits, else 1 (not split)">,
     Option<"workgroups", "workgroups", "bool", /*default=*/"false",
            "Mark the loop over tiles as a grid of GPU workgroups "
            "(#gpu.block mapping), which canonicalization keeps even with "

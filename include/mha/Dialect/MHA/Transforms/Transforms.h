@@ -11,6 +11,7 @@
 #define MHA_DIALECT_MHA_TRANSFORMS_TRANSFORMS_H
 
 #include "mha/Dialect/MHA/IR/MHAOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
@@ -77,6 +78,9 @@ struct TileOptions {
   /// a mapped loop even when it has one iteration, where it would fold an
   /// unmapped one into its body and leave no kernel to launch.
   bool workgroups = false;
+  /// Chunks the keys of an mha.attention are split into, folded in parallel
+  /// and merged exactly after (flash-decoding); 0 or 1: not split. CPU only.
+  int64_t kvSplits = 0;
 };
 
 /// The mapping that marks an scf.forall of `rank` dimensions as a grid of
@@ -150,6 +154,37 @@ FailureOr<AttentionKeyLoop> tileAttentionKeys(RewriterBase &rewriter,
                                               int64_t kvTileSize,
                                               bool decompose = true,
                                               bool keyBlocksReadOnce = false);
+
+/// tileAttentionKeys on the online form itself: tiles the key dimension of
+/// `online` (its first visible key sliced off first) into the key loop,
+/// peels the partial block, and (with `decompose`) decomposes the blocks.
+/// The result's `result` is the loop's acc.
+FailureOr<AttentionKeyLoop>
+tileOnlineAttentionKeys(RewriterBase &rewriter, OnlineAttentionOp online,
+                        int64_t kvTileSize, bool decompose = true,
+                        bool keyBlocksReadOnce = false);
+
+/// What splitOnlineAttentionKeys made.
+struct SplitAttentionKeys {
+  /// The scf.forall over the row tiles and the key chunks.
+  scf::ForallOp loop;
+  /// The mha.online_attention of one tile of rows and one chunk of keys in
+  /// it, folding its keys from the empty state.
+  OnlineAttentionOp chunk;
+  /// The linalg ops after the loop that merge the chunks' states.
+  SmallVector<Operation *> mergeOps;
+};
+
+/// Replaces `op` by partial states (the op's PartialReductionOpInterface,
+/// upstream's PartialReductionOuterParallel form) computed by one scf.forall
+/// over tiles of `rowTiles` (B, H, Sq; 0: not tiled) and chunks of
+/// `chunkKeys` keys, and their exact merge after it. Upstream's
+/// scf::tileUsingSCF builds this loop for the chunks alone; here the row
+/// tiles are dims of the same loop, so that a CPU runs them all in one
+/// parallel region (a loop nested in another parallel loop runs serially).
+FailureOr<SplitAttentionKeys>
+splitOnlineAttentionKeys(RewriterBase &rewriter, OnlineAttentionOp op,
+                         ArrayRef<int64_t> rowTiles, OpFoldResult chunkKeys);
 
 /// The unit attribute tileAttentionKeys puts on the key loops of an op whose
 /// queries are one tile (Sq no more than the query tile size: decoding): each
