@@ -92,12 +92,16 @@ CONFIGS=(
   "d80|cpu||b=1 sq=130 eq=160 h=2 dk=80 dv=80 causal=1"
   "small-mqa|cpu{q-tile-size=16 kv-tile-size=8}||b=1 sq=33 sk=40 eq=24 h=6 hkv=1 dv=5 eo=7 mask=float"
   "bf16|cpu||--atol=2e-2 --rtol=3e-2 dtype=bf16 b=1 sq=128 eq=128 h=2 bias=1 causal=1"
+  # The key split of decoding: chunks of one head's keys in parallel
+  # iterations, each writing its slice of the partial states.
+  "split-mqa|cpu||core=1 b=1 h=8 hkv=1 sq=1 sk=3000 dk=64 causal=1"
+  "split-gqa|cpu||core=1 b=2 h=4 hkv=2 sq=2 sk=700 dk=32 kv_splits=5 causal=1"
 )
 
 # The arguments of @main in the order check_mha.py documents.
 inputs_of() {
   local n
-  for n in query key value w_q w_k w_v w_o b_q b_k b_v b_o mask; do
+  for n in query key value q k v w_q w_k w_v w_o b_q b_k b_v b_o mask; do
     [ -f "$1/$n.npy" ] && printf '%s\n' "$1/$n.npy"
   done
 }
