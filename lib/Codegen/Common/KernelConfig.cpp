@@ -44,11 +44,11 @@ mha::defaultRegisterTile(int64_t vectorBits) {
 /// A configuration of the op fields only, or of the function fields only.
 static LoweringConfigAttr opFields(LoweringConfigAttr c) {
   if (!c || (!c.getQTile() && !c.getKvTile() && c.getMma().empty() &&
-             !c.getWarps() && !c.getKvSplits()))
+             !c.getWarps() && !c.getKvSplits() && !c.getHeadTile()))
     return {};
   return LoweringConfigAttr::get(c.getContext(), c.getQTile(), c.getKvTile(),
                                  {}, {}, {}, {}, c.getMma(), c.getWarps(),
-                                 c.getKvSplits());
+                                 c.getKvSplits(), c.getHeadTile());
 }
 static LoweringConfigAttr functionFields(LoweringConfigAttr c) {
   if (!c || (c.getRegisterTile().empty() && !c.getChunk() &&
@@ -56,7 +56,7 @@ static LoweringConfigAttr functionFields(LoweringConfigAttr c) {
     return {};
   return LoweringConfigAttr::get(c.getContext(), {}, {}, c.getRegisterTile(),
                                  c.getChunk(), c.getWorkgroupTile(),
-                                 c.getThreads(), {}, {}, {});
+                                 c.getThreads(), {}, {}, {}, {});
 }
 
 /// Whether `op` runs as the warp-level tensor-core kernel.
@@ -106,6 +106,25 @@ static int64_t cpuKeyTile(Operation *op, TargetAttr target) {
       ShapedType::isDynamic(kvHeads) || kvHeads == 0)
     return 64;
   return rows * (heads / kvHeads) <= target.getVectorBits() / 32 ? 128 : 64;
+}
+
+/// CPU: the query heads of a tile of an attention. Decoding (the queries
+/// one tile, static query and key/value heads) takes the heads of a group
+/// (H / Hkv) as one tile, so that each key block is read once for all of
+/// them rather than once per head; otherwise unset (one head per tile).
+static std::optional<int64_t> cpuHeadTile(Operation *op, int64_t qTile) {
+  auto attention = dyn_cast<AttentionOp>(op);
+  if (!attention)
+    return std::nullopt;
+  auto query = cast<ShapedType>(attention.getQuery().getType());
+  int64_t rows = query.getDimSize(2), heads = query.getDimSize(1),
+          kvHeads = cast<ShapedType>(attention.getKey().getType())
+                        .getDimSize(1);
+  if (ShapedType::isDynamic(rows) || rows > qTile ||
+      ShapedType::isDynamic(heads) || ShapedType::isDynamic(kvHeads) ||
+      kvHeads <= 0 || heads / kvHeads <= 1)
+    return std::nullopt;
+  return heads / kvHeads;
 }
 
 /// CPU: the parallel iterations the flash-decoding split aims at, and the
@@ -406,17 +425,18 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
   if (isConfigured(op) && gpu && mmaAttentionUnsupported(op, target).empty())
     return LoweringConfigAttr::get(ctx, 16 * kMMAWarps,
                                    mmaKeyTile(cast<AttentionOp>(op), target),
-                                   {}, {}, {}, {}, {16, 8, 16}, kMMAWarps, {});
+                                   {}, {}, {}, {}, {16, 8, 16}, kMMAWarps, {}, {});
   if (isConfigured(op) && gpu) {
     int64_t tile = simtTile(op, target);
-    return LoweringConfigAttr::get(ctx, tile, tile, {}, {}, {}, {}, {}, {}, {});
+    return LoweringConfigAttr::get(ctx, tile, tile, {}, {}, {}, {}, {}, {}, {}, {});
   }
   if (isConfigured(op))
     return gpu ? LoweringConfigAttr::get(ctx, kGPUQueryTile, kGPUKeyTile, {},
-                                         {}, {}, {}, {}, {}, {})
+                                         {}, {}, {}, {}, {}, {}, {})
                : LoweringConfigAttr::get(
                      ctx, cpuQueryTile(op), cpuKeyTile(op, target), {}, {},
-                     {}, {}, {}, {}, cpuKeySplits(op, cpuQueryTile(op)));
+                     {}, {}, {}, {}, cpuKeySplits(op, cpuQueryTile(op)),
+                     cpuHeadTile(op, cpuQueryTile(op)));
   if (!isa<FunctionOpInterface>(op))
     return {};
   if (!gpu) {
@@ -425,7 +445,7 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
     if (failed(tile))
       return {};
     return LoweringConfigAttr::get(ctx, {}, {}, {tile->first, tile->second},
-                                   /*chunk=*/64, {}, {}, {}, {}, {});
+                                   /*chunk=*/64, {}, {}, {}, {}, {}, {});
   }
   // As many threads as the smallest query tile has rows (the tensor-core
   // kernels state their own: 32 per warp).
@@ -442,7 +462,7 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
     threads = kGPUQueryTile;
   return LoweringConfigAttr::get(ctx, {}, {}, {}, {},
                                  {threads, workgroupCols(op)}, threads, {},
-                                 {}, {});
+                                 {}, {}, {});
 }
 
 std::pair<int64_t, int64_t> mha::resolveTileSizes(Operation *op,
@@ -454,6 +474,11 @@ std::pair<int64_t, int64_t> mha::resolveTileSizes(Operation *op,
   };
   return {resolve(qTile, config ? config.getQTile() : std::nullopt),
           resolve(kvTile, config ? config.getKvTile() : std::nullopt)};
+}
+
+int64_t mha::resolveHeadTile(Operation *op) {
+  LoweringConfigAttr config = getLoweringConfig(op);
+  return config ? config.getHeadTile().value_or(1) : 1;
 }
 
 int64_t mha::resolveKeySplits(Operation *op, int64_t given) {
@@ -505,23 +530,31 @@ LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
                                         TargetAttr target) {
   LoweringConfigAttr config = getLoweringConfig(func);
   StringRef kind = stringifyTargetKind(target.getKind());
-  // The key split is built by mha-tile-attention on CPU only.
+  // The key split and head tiles are built by mha-tile-attention on CPU
+  // only.
   WalkResult splits = func->walk([&](Operation *op) {
     LoweringConfigAttr own = getLoweringConfig(op);
-    if (!isConfigured(op) || !own || own.getKvSplits().value_or(1) == 1)
+    if (!isConfigured(op) || !own)
       return WalkResult::advance();
-    if (target.isGPU())
-      op->emitError() << "lowering_config: kv_splits (the key split of "
-                         "decoding) is implemented on cpu targets only, not "
-                         "on a "
-                      << kind << " target";
-    else if (!isa<AttentionOp>(op))
-      op->emitError() << "lowering_config: kv_splits applies to "
-                         "mha.attention only (a layer's attention is fused "
-                         "with its projections)";
-    else
-      return WalkResult::advance();
-    return WalkResult::interrupt();
+    for (auto [name, value] :
+         {std::pair<StringRef, std::optional<int64_t>>{"kv_splits",
+                                                      own.getKvSplits()},
+          {"head_tile", own.getHeadTile()}}) {
+      if (value.value_or(1) == 1)
+        continue;
+      if (target.isGPU())
+        op->emitError() << "lowering_config: " << name
+                        << " is implemented on cpu targets only, not on a "
+                        << kind << " target";
+      else if (!isa<AttentionOp>(op))
+        op->emitError() << "lowering_config: " << name
+                        << " applies to mha.attention only (a layer's "
+                           "attention is fused with its projections)";
+      else
+        continue;
+      return WalkResult::interrupt();
+    }
+    return WalkResult::advance();
   });
   if (splits.wasInterrupted())
     return failure();
@@ -596,7 +629,7 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
     if (over && over.getKvSplits() && !isa<AttentionOp>(op))
       over = opFields(LoweringConfigAttr::get(
           op->getContext(), over.getQTile(), over.getKvTile(), {}, {}, {}, {},
-          over.getMma(), over.getWarps(), {}));
+          over.getMma(), over.getWarps(), {}, {}));
     LoweringConfigAttr given = opFields(getLoweringConfig(op)).merge(over);
     LoweringConfigAttr selected = selectLoweringConfig(op, target);
     // Tile sizes given for a tensor-core kernel the rules chose: its warps
@@ -608,11 +641,11 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
       if (rows % 16 == 0 && keys % 16 == 0 && !given.getWarps())
         selected = LoweringConfigAttr::get(op->getContext(), rows, keys, {},
                                            {}, {}, {}, selected.getMma(),
-                                           rows / 16, {});
+                                           rows / 16, {}, {});
       else if (!given.getWarps())
         selected = LoweringConfigAttr::get(op->getContext(), kGPUQueryTile,
                                            kGPUKeyTile, {}, {}, {}, {}, {},
-                                           {}, {});
+                                           {}, {}, {});
     }
     op->setAttr(kLoweringConfigAttrName, selected.merge(given));
   });
@@ -623,7 +656,7 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
         mmaContractionUnsupported(op, target).empty())
       op->setAttr(kLoweringConfigAttrName,
                   LoweringConfigAttr::get(op->getContext(), {}, {}, {}, {},
-                                          {}, {}, {16, 8, 16}, kMMAWarps, {}));
+                                          {}, {}, {16, 8, 16}, kMMAWarps, {}, {}));
   });
   WalkResult walk = root->walk([&](FunctionOpInterface func) {
     if (func.isExternal())
@@ -642,7 +675,7 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
       selected = selected.merge(LoweringConfigAttr::get(
           func->getContext(), {}, {}, {}, {},
           {*given.getThreads(), selected.getWorkgroupTile()[1]}, {}, {},
-          {}, {}));
+          {}, {}, {}));
     LoweringConfigAttr config = selected.merge(given);
     func->setAttr(kLoweringConfigAttrName, config);
     if (failed(verifyLoweringConfig(func, target)))

@@ -8,7 +8,7 @@
 // CHECK-LABEL: func.func @given
 // CHECK: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64, kv_splits = 3>
 // CHECK: mha.multi_head_attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64>,
-// GPU: error: lowering_config: kv_splits (the key split of decoding) is implemented on cpu targets only, not on a vulkan target
+// GPU: error: lowering_config: kv_splits is implemented on cpu targets only, not on a vulkan target
 // ZERO: error: kv_splits must be positive, found 0
 func.func @given(%q: tensor<1x2x100x16xf32>, %x: tensor<2x16x32xf32>, %w: tensor<32x32xf32>) -> (tensor<1x2x100x16xf32>, tensor<2x16x32xf32>) {
   %o = mha.attention ins(%q, %q, %q : tensor<1x2x100x16xf32>, tensor<1x2x100x16xf32>, tensor<1x2x100x16xf32>) outs(%q : tensor<1x2x100x16xf32>) -> tensor<1x2x100x16xf32>

@@ -66,16 +66,17 @@ func.func @attention(%q: tensor<1x2x100x16xf32>, %init: tensor<1x2x100x16xf32>) 
 // Decoding on the CPU (query rows x query heads per key/value head of at
 // most a vector's f32 lanes): 128 keys per tile; a longer step keeps 64.
 // Both split their keys in 4 (2 batches x 2 key/value heads x 4 chunks:
-// 16 parallel iterations).
+// 16 parallel iterations), and tile the 4 query heads of a key/value head
+// together (each key block read once for them).
 // AVX512-LABEL: func.func @decode
-// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 4>
-// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64, kv_splits = 4>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 4, head_tile = 4>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64, kv_splits = 4, head_tile = 4>
 // AVX2-LABEL: func.func @decode
-// AVX2: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 4>
-// AVX2: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64, kv_splits = 4>
+// AVX2: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 4, head_tile = 4>
+// AVX2: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64, kv_splits = 4, head_tile = 4>
 // SSE-LABEL: func.func @decode
-// SSE: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 4>
-// SSE: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64, kv_splits = 4>
+// SSE: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 4, head_tile = 4>
+// SSE: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64, kv_splits = 4, head_tile = 4>
 func.func @decode(%q: tensor<2x8x1x64xf32>, %k: tensor<2x2x4096x64xf32>, %q4: tensor<2x8x8x64xf32>) -> (tensor<2x8x1x64xf32>, tensor<2x8x8x64xf32>) {
   %o = mha.attention ins(%q, %k, %k : tensor<2x8x1x64xf32>, tensor<2x2x4096x64xf32>, tensor<2x2x4096x64xf32>) outs(%q : tensor<2x8x1x64xf32>) {causal} -> tensor<2x8x1x64xf32>
   %o4 = mha.attention ins(%q4, %k, %k : tensor<2x8x8x64xf32>, tensor<2x2x4096x64xf32>, tensor<2x2x4096x64xf32>) outs(%q4 : tensor<2x8x8x64xf32>) {causal} -> tensor<2x8x8x64xf32>
@@ -90,12 +91,12 @@ func.func @decode(%q: tensor<2x8x1x64xf32>, %k: tensor<2x2x4096x64xf32>, %q4: te
 // chunk only, with a dynamic batch, or with more queries than a tile. A
 // dynamic key length splits (chunks of at least a key tile).
 // AVX512-LABEL: func.func @splits
-// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 16>
-// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 2>
-// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128>
-// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128>
-// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 16>
-// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 16, head_tile = 8>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 2, head_tile = 8>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, head_tile = 8>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, head_tile = 8>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 16, head_tile = 8>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, head_tile = 8>
 // AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64>
 func.func @splits(%q: tensor<1x8x1x128xf32>, %k: tensor<1x1x32768x128xf32>,
                   %k1k: tensor<1x1x1024x128xf32>, %k1000: tensor<1x1x1000x128xf32>, %qb: tensor<16x8x1x128xf32>,

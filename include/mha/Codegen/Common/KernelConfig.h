@@ -84,6 +84,10 @@ int64_t mmaAttentionWorkgroupBytes(int64_t kvTile, int64_t dk, int64_t dv);
 std::pair<int64_t, int64_t> resolveTileSizes(Operation *op, int64_t qTile,
                                              int64_t kvTile);
 
+/// The query heads per tile of `op` (an mha.attention): its lowering
+/// configuration's head_tile, else 1.
+int64_t resolveHeadTile(Operation *op);
+
 /// The key splits of `op` (an mha.attention): `given` if non-zero, else its
 /// lowering configuration's kv_splits, else 1 (not split).
 int64_t resolveKeySplits(Operation *op, int64_t given);

@@ -83,11 +83,13 @@ LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
                            std::optional<int64_t> threads,
                            ArrayRef<int64_t> mma,
                            std::optional<int64_t> warps,
-                           std::optional<int64_t> kvSplits) {
+                           std::optional<int64_t> kvSplits,
+                           std::optional<int64_t> headTile) {
   for (auto [name, value] :
        {std::pair<StringRef, std::optional<int64_t>>{"q_tile", qTile},
         {"kv_tile", kvTile},
         {"kv_splits", kvSplits},
+        {"head_tile", headTile},
         {"chunk", chunk},
         {"threads", threads},
         {"warps", warps}})
@@ -135,7 +137,8 @@ LoweringConfigAttr LoweringConfigAttr::merge(LoweringConfigAttr overrides) const
       pick(overrides.getThreads(), getThreads()),
       pickTile(overrides.getMma(), getMma()),
       pick(overrides.getWarps(), getWarps()),
-      pick(overrides.getKvSplits(), getKvSplits()));
+      pick(overrides.getKvSplits(), getKvSplits()),
+      pick(overrides.getHeadTile(), getHeadTile()));
 }
 
 TargetAttr mha::getTarget(Operation *op) {

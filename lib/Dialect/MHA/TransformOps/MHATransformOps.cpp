@@ -105,6 +105,7 @@ DiagnosedSilenceableFailure transform::MHATileAttentionOp::applyToOne(
   TileOptions options{static_cast<int64_t>(getQTileSize()),
                       static_cast<int64_t>(getKvTileSize())};
   options.kvSplits = static_cast<int64_t>(getKvSplits());
+  options.headTile = static_cast<int64_t>(getHeadTile());
   FailureOr<TiledAttention> tiled = tileAttention(rewriter, target, options);
   if (failed(tiled))
     return emitDefaultDefiniteFailure(target);

@@ -390,12 +390,14 @@ FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
                             .value_or(64);
   int64_t queries = cast<ShapedType>(op.getQuery().getType()).getDimSize(2);
   bool oneQueryTile = !ShapedType::isDynamic(queries) && queries <= qTile;
-  // One query tile (decoding) of a grouped-query op: the query heads of a
-  // group are one tile, so that each key block is read once for all of
-  // them rather than once per head.
-  int64_t group = cast<ShapedType>(op.getQuery().getType()).getDimSize(1) /
-                  cast<ShapedType>(op.getKey().getType()).getDimSize(1);
-  int64_t headTile = oneQueryTile && !options.workgroups ? group : 1;
+  // The query heads of a group as one tile (decoding: each key block is
+  // then read once for all of them), as the configuration says.
+  int64_t headTile = std::max<int64_t>(options.headTile, 1);
+  if (headTile > 1 && options.workgroups)
+    return op.emitOpError()
+           << "cannot tile " << headTile
+           << " query heads per GPU workgroup (head_tile): head tiles are "
+              "implemented on CPU only";
   if (options.kvSplits > 1)
     return tileAttentionWithKeySplits(rewriter, op, options, headTile, qTile,
                                       oneQueryTile);
@@ -437,6 +439,7 @@ struct MHATileAttentionPass final
       std::tie(options.qTileSize, options.kvTileSize) =
           resolveTileSizes(op, qTileSize, kvTileSize);
       options.kvSplits = resolveKeySplits(op, kvSplits);
+      options.headTile = resolveHeadTile(op);
       if (failed(tileAttention(rewriter, op, options)))
         return signalPassFailure();
     }

@@ -56,12 +56,13 @@ func.func @decode_lengths(%q: tensor<4x2x1x16xf32>, %k: tensor<4x2x256x16xf32>, 
 // -----
 
 // Decoding with grouped-query heads: the query heads of a group (4 here) are
-// one tile, so each key block is read once for all of them.
+// one tile, so each key block is read once for all of them (head_tile, which
+// mha-select-lowering-config chooses for such an op).
 // CHECK-LABEL: func.func @decode_gqa
 // CHECK: scf.forall (%[[B:.+]], %[[H:.+]]) = (0, 0) to (2, 8) step (1, 4)
 // CHECK:   mha.online_attention ins(%{{.+}}, %{{.+}}, %{{.+}} : tensor<1x4x1x16xf32>, tensor<1x1x32x16xf32>, tensor<1x1x32x16xf32>)
 func.func @decode_gqa(%q: tensor<2x8x1x16xf32>, %k: tensor<2x2x256x16xf32>, %init: tensor<2x8x1x16xf32>) -> tensor<2x8x1x16xf32> {
   %o = mha.attention ins(%q, %k, %k : tensor<2x8x1x16xf32>, tensor<2x2x256x16xf32>, tensor<2x2x256x16xf32>)
-         outs(%init : tensor<2x8x1x16xf32>) -> tensor<2x8x1x16xf32>
+         outs(%init : tensor<2x8x1x16xf32>) {mha.lowering_config = #mha.lowering_config<head_tile = 4>} -> tensor<2x8x1x16xf32>
   return %o : tensor<2x8x1x16xf32>
 }

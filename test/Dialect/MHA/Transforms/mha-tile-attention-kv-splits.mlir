@@ -3,7 +3,7 @@
 // RUN: not mha-opt %s --split-input-file --mha-tile-attention="kv-splits=2 workgroups=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=GPU
 
 // The key split (flash-decoding): one scf.forall over batches, query head
-// tiles (the heads of a key/value head) and chunks of whole key tiles
+// tiles (the heads of a key/value head: head_tile) and chunks of whole key tiles
 // (ceil(1000 / 3) = 334 keys, rounded up to 384), by their index (a step of
 // 1, which mha-vectorize does not peel); each iteration folds its
 // chunk from the empty state (its key loop over 128-key blocks, the partial
@@ -51,7 +51,7 @@
 func.func @decode(%q: tensor<2x4x1x64xf32>, %k: tensor<2x2x1000x64xf32>, %v: tensor<2x2x1000x64xf32>) -> tensor<2x4x1x64xf32> {
   %init = tensor.empty() : tensor<2x4x1x64xf32>
   %o = mha.attention ins(%q, %k, %v : tensor<2x4x1x64xf32>, tensor<2x2x1000x64xf32>, tensor<2x2x1000x64xf32>)
-         outs(%init : tensor<2x4x1x64xf32>) {mha.lowering_config = #mha.lowering_config<kv_splits = 2>} -> tensor<2x4x1x64xf32>
+         outs(%init : tensor<2x4x1x64xf32>) {mha.lowering_config = #mha.lowering_config<kv_splits = 2, head_tile = 2>} -> tensor<2x4x1x64xf32>
   return %o : tensor<2x4x1x64xf32>
 }
 
@@ -70,8 +70,20 @@ func.func @decode(%q: tensor<2x4x1x64xf32>, %k: tensor<2x2x1000x64xf32>, %v: ten
 func.func @dynamic_keys(%q: tensor<1x8x1x64xf32>, %k: tensor<1x1x?x64xf32>, %v: tensor<1x1x?x64xf32>) -> tensor<1x8x1x64xf32> {
   %init = tensor.empty() : tensor<1x8x1x64xf32>
   %o = mha.attention ins(%q, %k, %v : tensor<1x8x1x64xf32>, tensor<1x1x?x64xf32>, tensor<1x1x?x64xf32>)
-         outs(%init : tensor<1x8x1x64xf32>) -> tensor<1x8x1x64xf32>
+         outs(%init : tensor<1x8x1x64xf32>) {mha.lowering_config = #mha.lowering_config<head_tile = 8>} -> tensor<1x8x1x64xf32>
   return %o : tensor<1x8x1x64xf32>
 }
 
+// -----
+
+// On GPU workgroups neither the key split nor head tiles are built.
+// GPU: error: 'mha.attention' op cannot tile 2 query heads per GPU workgroup (head_tile): head tiles are implemented on CPU only
+// GPU: error: 'mha.attention' op cannot tile 8 query heads per GPU workgroup (head_tile): head tiles are implemented on CPU only
 // GPU: error: 'mha.attention' op cannot split its keys across GPU workgroups (kv_splits = 2): the split is implemented on CPU only
+// CHECK-LABEL: func.func @one_head_per_tile
+// CHECK: scf.forall ({{.*}}) in (4, 3)
+func.func @one_head_per_tile(%q: tensor<1x4x1x16xf32>, %k: tensor<1x2x300x16xf32>) -> tensor<1x4x1x16xf32> {
+  %o = mha.attention ins(%q, %k, %k : tensor<1x4x1x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>)
+         outs(%q : tensor<1x4x1x16xf32>) -> tensor<1x4x1x16xf32>
+  return %o : tensor<1x4x1x16xf32>
+}

@@ -133,6 +133,11 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
       bf16 operands, f32 accumulation), instead of a thread per row;
     - `warps` (with `mma`): warps per workgroup, 16 query rows each
       (`q_tile = 16 * warps`).
+    - `head_tile` (CPU, `mha.attention`): query heads per tile of the
+      parallel loop; the heads of a key/value head's group, when the queries
+      are one tile (decoding), so that each key block is read once for all
+      of them rather than once per head. It must divide the group size or be
+      a multiple of it.
     - `kv_splits` (CPU, `mha.attention`): chunks its keys are split into
       (flash-decoding): each chunk is folded from the empty softmax state in
       its own iteration of the parallel loop, and the chunks' states are
@@ -163,7 +168,8 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
     OptionalParameter<"std::optional<int64_t>">:$threads,
     MHA_TileParameter:$mma,
     OptionalParameter<"std::optional<int64_t>">:$warps,
-    OptionalParameter<"std::optional<int64_t>">:$kv_splits);
+    OptionalParameter<"std::optional<int64_t>">:$kv_splits,
+    OptionalParameter<"std::optional<int64_t>">:$head_tile);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -57,7 +57,8 @@ def MHATileAttentionOp : MHA_TransformOp<"tile_attention"> {
     over tiles of `kv_tile_size` keys (see `--mha-tile-attention`). Returns a
     handle to the `scf.forall` and one to the key loop (`scf.for`) of each
     target, so that a schedule can map the first to threads or workgroups.
-    With `kv_splits` above 1 the keys are split into that many chunks as
+    `head_tile` query heads make a tile (the heads of a group, for
+    decoding). With `kv_splits` above 1 the keys are split into that many chunks as
     well (flash-decoding): the `scf.forall` then runs over (batch, head,
     query tile, chunk) and a second one merges the chunks' states.
 
@@ -69,7 +70,8 @@ def MHATileAttentionOp : MHA_TransformOp<"tile_attention"> {
   let arguments = (ins TransformHandleTypeInterface:$target,
                    DefaultValuedAttr<I64Attr, "64">:$q_tile_size,
                    DefaultValuedAttr<I64Attr, "64">:$kv_tile_size,
-                   DefaultValuedAttr<I64Attr, "1">:$kv_splits);
+                   DefaultValuedAttr<I64Attr, "1">:$kv_splits,
+                   DefaultValuedAttr<I64Attr, "1">:$head_tile);
   let results = (outs TransformHandleTypeInterface:$forall,
                       TransformHandleTypeInterface:$key_loop);
   let extraClassDeclaration = [{

@@ -78,6 +78,10 @@ struct TileOptions {
   /// a mapped loop even when it has one iteration, where it would fold an
   /// unmapped one into its body and leave no kernel to launch.
   bool workgroups = false;
+  /// Query heads per tile of the parallel loop of an mha.attention (its
+  /// lowering configuration's head_tile: the heads of a group when it
+  /// decodes); 0 or 1: one. CPU only.
+  int64_t headTile = 0;
   /// Chunks the keys of an mha.attention are split into, folded in parallel
   /// and merged exactly after (flash-decoding); 0 or 1: not split. CPU only.
   int64_t kvSplits = 0;
@@ -215,9 +219,8 @@ struct TiledAttention {
 /// and tiles of `qTileSize` queries (upstream scf::tileUsingSCF over the op's
 /// TilingInterface), and in each the key loop of tileAttentionKeys. Sizes
 /// that are not multiples of the tiles, and dynamic sizes, are handled.
-/// When the queries are one tile (decoding) and not mapped to workgroups,
-/// the query heads of a grouped-query op's group are one tile too, so that
-/// each key block is read once per group.
+/// Tiles of `options.headTile` query heads (the heads of a grouped-query
+/// op's group when it decodes: each key block is then read once per group).
 FailureOr<TiledAttention> tileAttention(RewriterBase &rewriter, AttentionOp op,
                                         const TileOptions &options);
 
