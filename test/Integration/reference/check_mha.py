@@ -417,7 +417,9 @@ def draw_rotary(c, rng, cast, arrays, key_lengths):
     if dim % 2 or not 2 <= dim <= c["dk"]:
         sys.exit(f"check_mha.py: rotary_dim {dim} must be even, in [2, dk]")
     span = max(c["sq"], c["sk"])
-    rows = (c["kv_cache"] or span) + 3
+    # With a cache, positions run from a batch's length (at most
+    # Smax - Sk) over the step's queries, which may outnumber its keys.
+    rows = (c["kv_cache"] or 0) + span + 3
     angles = np.arange(rows)[:, None] * 10000.0 ** (
         -np.arange(dim // 2) / (dim // 2))[None, :]
     tables = {}
