@@ -246,10 +246,11 @@ mha::splitOnlineAttentionKeys(RewriterBase &rewriter, OnlineAttentionOp op,
   for (auto [i, d] : llvm::enumerate(loopDims)) {
     Value iv = forall.getInductionVars()[i];
     offsets[d] = iv;
-    // min(step, ub - iv); the step where it divides a static extent.
+    // min(step, ub - iv); the step where it divides a static extent, and
+    // a step of 1 (iv < ub), so that a dynamic batch's tiles stay static.
     std::optional<int64_t> step = getConstantIntValue(steps[i]),
                            extent = getConstantIntValue(ubs[i]);
-    sizes[d] = step && extent && *extent % *step == 0
+    sizes[d] = step && (*step == 1 || (extent && *extent % *step == 0))
                    ? steps[i]
                    : affine::makeComposedFoldedAffineMin(
                          rewriter, loc,

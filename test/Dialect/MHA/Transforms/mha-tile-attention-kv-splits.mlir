@@ -87,3 +87,16 @@ func.func @one_head_per_tile(%q: tensor<1x4x1x16xf32>, %k: tensor<1x2x300x16xf32
          outs(%q : tensor<1x4x1x16xf32>) -> tensor<1x4x1x16xf32>
   return %o : tensor<1x4x1x16xf32>
 }
+
+// -----
+
+// A dynamic batch: its tiles of one stay static (the vectorizer takes
+// static shapes only).
+// CHECK-LABEL: func.func @dynamic_batch
+// CHECK: scf.forall ({{.*}}) = (0, 0, 0) to (%{{.+}}, 4, 3) step (1, 2, 1)
+// CHECK:   mha.online_attention ins(%{{.+}}, %{{.+}}, %{{.+}} : tensor<1x2x1x64xf32>, tensor<1x1x128x64xf32>, tensor<1x1x128x64xf32>)
+func.func @dynamic_batch(%q: tensor<?x4x1x64xf32>, %k: tensor<?x2x1000x64xf32>, %init: tensor<?x4x1x64xf32>) -> tensor<?x4x1x64xf32> {
+  %o = mha.attention ins(%q, %k, %k : tensor<?x4x1x64xf32>, tensor<?x2x1000x64xf32>, tensor<?x2x1000x64xf32>)
+         outs(%init : tensor<?x4x1x64xf32>) {mha.lowering_config = #mha.lowering_config<kv_splits = 2, head_tile = 2>} -> tensor<?x4x1x64xf32>
+  return %o : tensor<?x4x1x64xf32>
+}
