@@ -521,8 +521,10 @@ FailureOr<MergeResult>
 OnlineAttentionOp::mergeReductions(OpBuilder &b, Location loc,
                                    ValueRange partialReduce,
                                    const SetVector<unsigned> &reductionDims) {
-  if (reductionDims.size() != 1 || reductionDims.front() != kKeys)
-    return emitOpError("merges partial states of its key dimension (3) only");
+  if (failed(checkKeySplit(
+          reductionDims,
+          ReductionTilingStrategy::PartialReductionOuterParallel)))
+    return failure();
   MLIRContext *ctx = b.getContext();
   Value partialAcc = partialReduce[0], partialMax = partialReduce[1],
         partialSum = partialReduce[2];

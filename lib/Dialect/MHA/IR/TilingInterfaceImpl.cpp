@@ -384,13 +384,13 @@ bool OnlineAttentionOp::isOpFusableWithConsumerSlice(
 
 static constexpr unsigned kChunkDim = 0;
 
-static LogicalResult checkKeySplit(OnlineAttentionOp op,
-                                   const SetVector<unsigned> &reductionDims,
-                                   ReductionTilingStrategy strategy) {
+LogicalResult
+OnlineAttentionOp::checkKeySplit(const SetVector<unsigned> &reductionDims,
+                                 ReductionTilingStrategy strategy) {
   if (reductionDims.size() == 1 && reductionDims.front() == kKeys &&
       strategy == ReductionTilingStrategy::PartialReductionOuterParallel)
     return success();
-  return op.emitOpError(
+  return emitOpError(
       "splits only its key dimension (3), in chunks folded in parallel "
       "(PartialReductionOuterParallel)");
 }
@@ -419,7 +419,7 @@ OnlineAttentionOp::generateInitialTensorForPartialReduction(
     OpBuilder &b, Location loc, ArrayRef<OpFoldResult> sizes,
     const SetVector<unsigned> &reductionDims) {
   if (failed(checkKeySplit(
-          *this, reductionDims,
+          reductionDims,
           ReductionTilingStrategy::PartialReductionOuterParallel)))
     return failure();
   // `sizes[kKeys]` is the number of chunks; each chunk starts empty.
@@ -438,7 +438,7 @@ FailureOr<TilingResult> OnlineAttentionOp::tileToPartialReduction(
     ValueRange init, ArrayRef<OpFoldResult> offsets,
     ArrayRef<OpFoldResult> sizes, const SetVector<unsigned> &reductionDims,
     ArrayRef<OpFoldResult> splitReductionIvs) {
-  if (failed(checkKeySplit(*this, reductionDims, strategy)))
+  if (failed(checkKeySplit(reductionDims, strategy)))
     return failure();
   return tileOnlineAttention(
       *this, b, offsets, sizes,
@@ -470,7 +470,7 @@ LogicalResult OnlineAttentionOp::getPartialResultTilePosition(
     ArrayRef<OpFoldResult> splitReductionIvs,
     SmallVector<OpFoldResult> &resultOffsets,
     SmallVector<OpFoldResult> &resultSizes) {
-  if (failed(checkKeySplit(*this, reductionDims, strategy)))
+  if (failed(checkKeySplit(reductionDims, strategy)))
     return failure();
   getPartialStateTile(b, cast<ShapedType>(getResult(resultNumber).getType()),
                       offsets, sizes, splitReductionIvs.front(),

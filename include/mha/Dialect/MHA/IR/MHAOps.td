@@ -514,6 +514,12 @@ def MHA_OnlineAttentionOp : MHA_Op<"online_attention", [
     /// its upper bound, so the domain keeps offset 0).
     std::pair<OpFoldResult, OpFoldResult> getVisibleKeyRange(OpBuilder &b);
 
+    /// Success when `reductionDims` and `strategy` are the split of the
+    /// PartialReductionOpInterface methods (the keys, in chunks folded in
+    /// parallel); an error on the op otherwise.
+    LogicalResult checkKeySplit(const SetVector<unsigned> &reductionDims,
+                                ReductionTilingStrategy strategy);
+
     // DestinationStyleOpInterface: `acc`, `max` and `sum`.
     MutableOperandRange getDpsInitsMutable() {
       return MutableOperandRange(getOperation(),
