@@ -108,23 +108,35 @@ static int64_t cpuKeyTile(Operation *op, TargetAttr target) {
   return rows * (heads / kvHeads) <= target.getVectorBits() / 32 ? 128 : 64;
 }
 
-/// CPU: the query heads of a tile of an attention. Decoding (the queries
-/// one tile, static query and key/value heads) takes the heads of a group
-/// (H / Hkv) as one tile, so that each key block is read once for all of
-/// them rather than once per head; otherwise unset (one head per tile).
-static std::optional<int64_t> cpuHeadTile(Operation *op, int64_t qTile) {
+/// `op` when it is an mha.attention that decodes: its queries (static) one
+/// tile of `qTile`, its query and key/value heads static; null otherwise.
+static AttentionOp decodingAttention(Operation *op, int64_t qTile) {
   auto attention = dyn_cast<AttentionOp>(op);
   if (!attention)
-    return std::nullopt;
+    return {};
   auto query = cast<ShapedType>(attention.getQuery().getType());
   int64_t rows = query.getDimSize(2), heads = query.getDimSize(1),
           kvHeads = cast<ShapedType>(attention.getKey().getType())
                         .getDimSize(1);
   if (ShapedType::isDynamic(rows) || rows > qTile ||
       ShapedType::isDynamic(heads) || ShapedType::isDynamic(kvHeads) ||
-      kvHeads <= 0 || heads / kvHeads <= 1)
+      kvHeads <= 0)
+    return {};
+  return attention;
+}
+
+/// CPU: the query heads of a tile of an attention. Decoding takes the heads
+/// of a group (H / Hkv) as one tile, so that each key block is read once
+/// for all of them rather than once per head; otherwise unset (one head
+/// per tile).
+static std::optional<int64_t> cpuHeadTile(Operation *op, int64_t qTile) {
+  AttentionOp attention = decodingAttention(op, qTile);
+  if (!attention)
     return std::nullopt;
-  return heads / kvHeads;
+  int64_t group =
+      cast<ShapedType>(attention.getQuery().getType()).getDimSize(1) /
+      cast<ShapedType>(attention.getKey().getType()).getDimSize(1);
+  return group > 1 ? std::optional<int64_t>(group) : std::nullopt;
 }
 
 /// CPU: the parallel iterations the flash-decoding split aims at, and the
@@ -142,18 +154,17 @@ static constexpr int64_t kCPUParallelIterations = 16, kMinChunkKeys = 512;
 /// its K and V rows). Static batch and heads only; with a dynamic key
 /// length, chunks of at least one key tile.
 static std::optional<int64_t> cpuKeySplits(Operation *op, int64_t qTile) {
-  auto attention = dyn_cast<AttentionOp>(op);
+  AttentionOp attention = decodingAttention(op, qTile);
   if (!attention)
     return std::nullopt;
-  auto query = cast<ShapedType>(attention.getQuery().getType());
   auto key = cast<ShapedType>(attention.getKey().getType());
-  int64_t batch = query.getDimSize(0), rows = query.getDimSize(2),
-          kvHeads = key.getDimSize(1),
+  int64_t batch =
+              cast<ShapedType>(attention.getQuery().getType()).getDimSize(0),
           keys = key.getDimSize(attention.getKeySeqDim());
-  if (ShapedType::isDynamic(batch) || ShapedType::isDynamic(rows) ||
-      ShapedType::isDynamic(kvHeads) || rows > qTile || batch * kvHeads == 0)
+  if (ShapedType::isDynamic(batch) || batch == 0)
     return std::nullopt;
-  int64_t splits = llvm::divideCeil(kCPUParallelIterations, batch * kvHeads);
+  int64_t splits =
+      llvm::divideCeil(kCPUParallelIterations, batch * key.getDimSize(1));
   if (!ShapedType::isDynamic(keys))
     splits = std::min(splits, keys / kMinChunkKeys);
   return splits > 1 ? std::optional<int64_t>(splits) : std::nullopt;
