@@ -67,6 +67,11 @@ void mha::buildEntryStage(OpPassManager &pm, bool raiseAttention,
     // attention weights become linalg, which would read i1 in a kernel.
     pm.addPass(createMHADecomposePass());
     pm.addPass(createMHAAdditiveMaskPass());
+  } else {
+    // The layers not fused (KV caches, rotary, weights) decomposed before
+    // the strategy is chosen, so that their attention gets one (decoding:
+    // the key split) and their caches and rotations are decomposed below.
+    pm.addPass(createMHADecomposePass(MHADecomposePassOptions{true}));
   }
   pm.addPass(createMHADecomposeAggregatesPass());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());

@@ -255,6 +255,10 @@ double countFlops(func::FuncOp func, ArrayRef<NpyArray> args) {
                     (sq * eq * h * dk + sk * ek * hkv * dk + sk * ev * hkv * dv +
                      sq * h * dv * eo);
       causal = mhaOp.getCausal();
+      // On KV caches the attention reads the caches' keys (as the core op
+      // over a cache is counted: the whole Smax).
+      if (mhaOp.hasKvCache())
+        sk = dim(mhaOp.getKCache(), 2);
     } else if (auto attOp = dyn_cast<mha::AttentionOp>(op)) {
       b = dim(attOp.getQuery(), 0);
       h = dim(attOp.getQuery(), 1);

@@ -102,6 +102,14 @@ int64_t mha::getUpdatedArgument(func::FuncOp func, unsigned result) {
   Block &entry = func.getBody().front();
   Value value = entry.getTerminator()->getOperand(result);
   while (auto opResult = dyn_cast<OpResult>(value)) {
+    // A layer's updated caches: written into its caches once decomposed.
+    if (auto layer = dyn_cast<MultiHeadAttentionOp>(opResult.getOwner())) {
+      OpOperand *cache = layer.getTiedCache(opResult);
+      if (!cache)
+        return -1;
+      value = cache->get();
+      continue;
+    }
     auto dps = dyn_cast<DestinationStyleOpInterface>(opResult.getOwner());
     if (!dps || !dps.hasPureTensorSemantics())
       return -1;

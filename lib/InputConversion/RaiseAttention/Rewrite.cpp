@@ -311,12 +311,14 @@ applyLayerPlan(RewriterBase &rewriter, AttentionOp att, const LayerPlan &plan) {
       rewriter, loc, TypeRange{layerType}, query, k->input, v->input, inOut(*q),
       inOut(*k), inOut(*v), wo, biasOrZero(*q), biasOrZero(*k),
       biasOrZero(*v), biasOrZero(*o), att.getMask(), att.getKeyLengths(),
+      /*k_cache=*/Value(), /*v_cache=*/Value(), /*cache_lengths=*/Value(),
+      /*rotary_cos=*/Value(), /*rotary_sin=*/Value(),
       rewriter.getI64IntegerAttr(numHeads),
       numKvHeads == numHeads ? IntegerAttr()
                              : rewriter.getI64IntegerAttr(numKvHeads),
       att.getScaleAttr(), att.getCausalAttr(), /*return_weights=*/nullptr,
       att.getSoftcapAttr(), att.getWindowLeftAttr(),
-      att.getWindowRightAttr());
+      att.getWindowRightAttr(), /*rotary_interleaved=*/UnitAttr());
   Value result = layer.getResult();
   if (resultType.getRank() == 2) {
     // The 2-d result is usually expanded back to [B, S, E]: that is ours.

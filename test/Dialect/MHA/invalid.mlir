@@ -367,7 +367,7 @@ func.func @bias_dynamic(%q: tensor<2x16x64xf32>, %k: tensor<2x16x64xf32>, %v: te
 // case is in the generic form.
 func.func @bias_partial(%x: tensor<2x16x64xf32>, %w: tensor<64x64xf32>, %b: tensor<64xf32>) -> tensor<2x16x64xf32> {
   // expected-error @+1 {{bias operands 'b_q', 'b_k', 'b_v' and 'b_o' must be given all four or none, found 2}}
-  %y = "mha.multi_head_attention"(%x, %x, %x, %w, %w, %w, %w, %b, %b) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0>}>
+  %y = "mha.multi_head_attention"(%x, %x, %x, %w, %w, %w, %w, %b, %b) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0>}>
        : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64xf32>, tensor<64xf32>) -> tensor<2x16x64xf32>
   return %y : tensor<2x16x64xf32>
 }

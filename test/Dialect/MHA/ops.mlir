@@ -9,7 +9,7 @@
 // CHECK-SAME: (%[[X:.+]]: tensor<2x16x64xf32>, %[[WQ:.+]]: tensor<64x64xf32>, %[[WK:.+]]: tensor<64x64xf32>, %[[WV:.+]]: tensor<64x64xf32>, %[[WO:.+]]: tensor<64x64xf32>)
 // CHECK: mha.multi_head_attention %[[X]], %[[X]], %[[X]], %[[WQ]], %[[WK]], %[[WV]], %[[WO]] {num_heads = 4 : i64} : (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x16x64xf32>
 // GENERIC-LABEL: sym_name = "self_attention"
-// GENERIC: "mha.multi_head_attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0>}>
+// GENERIC: "mha.multi_head_attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{num_heads = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>}>
 func.func @self_attention(%x: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: tensor<64x64xf32>,
                           %wv: tensor<64x64xf32>, %wo: tensor<64x64xf32>) -> tensor<2x16x64xf32> {
   %y = mha.multi_head_attention %x, %x, %x, %wq, %wk, %wv, %wo {num_heads = 4 : i64}
@@ -23,7 +23,7 @@ func.func @self_attention(%x: tensor<2x16x64xf32>, %wq: tensor<64x64xf32>, %wk: 
 // CHECK: mha.multi_head_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} bias(%[[BQ:.+]], %[[BK:.+]], %[[BV:.+]], %[[BO:.+]]) {num_heads = 2 : i64}
 // CHECK-SAME: -> tensor<3x5x24xf32>
 // GENERIC-LABEL: sym_name = "cross_attention_bias"
-// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0>
+// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0>
 func.func @cross_attention_bias(%q: tensor<3x5x32xf32>, %k: tensor<3x7x20xf32>, %v: tensor<3x7x12xf32>,
                                 %wq: tensor<32x16xf32>, %wk: tensor<20x16xf32>, %wv: tensor<12x10xf32>,
                                 %wo: tensor<10x24xf32>, %bq: tensor<16xf32>, %bk: tensor<16xf32>,
@@ -43,7 +43,7 @@ func.func @cross_attention_bias(%q: tensor<3x5x32xf32>, %k: tensor<3x7x20xf32>, 
 // CHECK: mha.multi_head_attention {{.*}} mask(%{{.*}}) {num_heads = 4 : i64} : ({{.*}}, tensor<2x1x1x16xi1>) -> tensor<2x16x64xf32>
 // CHECK: mha.multi_head_attention {{.*}} mask(%{{.*}}) {num_heads = 4 : i64} : ({{.*}}, tensor<1x4x16x16xf32>) -> tensor<2x16x64xf32>
 // GENERIC-LABEL: sym_name = "masks"
-// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0>
+// GENERIC: operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0>
 func.func @masks(%x: tensor<2x16x64xf32>, %w: tensor<64x64xf32>, %m2: tensor<16x16xi1>,
                  %m3: tensor<2x16x16xf32>, %m4: tensor<2x1x1x16xi1>, %m4f: tensor<1x4x16x16xf32>)
     -> (tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>, tensor<2x16x64xf32>) {
@@ -68,7 +68,7 @@ func.func @masks(%x: tensor<2x16x64xf32>, %w: tensor<64x64xf32>, %m2: tensor<16x
 // CHECK: mha.multi_head_attention {{.*}} bias({{.*}}) mask(%{{.*}}) {causal, num_heads = 8 : i64, num_kv_heads = 2 : i64, scale = 1.250000e-01 : f32}
 // CHECK: mha.multi_head_attention {{.*}} {causal, num_heads = 8 : i64, num_kv_heads = 1 : i64}
 // GENERIC-LABEL: sym_name = "gqa_mqa"
-// GENERIC: <{causal, num_heads = 8 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0>, scale = 1.250000e-01 : f32}>
+// GENERIC: <{causal, num_heads = 8 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f32}>
 func.func @gqa_mqa(%x: tensor<1x32x128xf32>, %wq: tensor<128x128xf32>, %wk: tensor<128x32xf32>,
                    %wv: tensor<128x32xf32>, %wo: tensor<128x128xf32>, %bq: tensor<128xf32>,
                    %bk: tensor<32xf32>, %bv: tensor<32xf32>, %bo: tensor<128xf32>,
@@ -152,7 +152,7 @@ func.func @attention_causal_offset(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x16x8x
 // GENERIC-LABEL: sym_name = "attention_key_features"
 // GENERIC: "mha.attention"(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}) <{operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 0, 1, 1>, softcap = 3.000000e+01 : f32, window_left = 4 : i64, window_right = 1 : i64}>
 // GENERIC: "mha.online_attention"({{.*}}) <{causal, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1, 1, 1>, window_left = 2 : i64}>
-// GENERIC: "mha.multi_head_attention"({{.*}}) <{causal, num_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1>, softcap = 5.000000e+01 : f32, window_left = 8 : i64}>
+// GENERIC: "mha.multi_head_attention"({{.*}}) <{causal, num_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0>, softcap = 5.000000e+01 : f32, window_left = 8 : i64}>
 func.func @attention_key_features(%q: tensor<2x2x4x8xf32>, %k: tensor<2x2x16x8xf32>, %len: tensor<2xi32>,
                                   %off: index, %j0: index, %init: tensor<2x2x4x8xf32>,
                                   %acc: tensor<2x2x4x8xf32>, %row: tensor<2x2x4xf32>,
@@ -244,4 +244,36 @@ func.func @rotary(%x: tensor<?x8x?x64xf32>, %cos: tensor<?x32xf32>, %sin: tensor
   %b = mha.rotary ins(%y : tensor<2x4x3x16xf16>) cos_sin(%c, %s : tensor<10x4xf16>, tensor<10x4xf16>)
          positions(%pos : tensor<2x3xi64>) outs(%yinit : tensor<2x4x3x16xf16>) {interleaved} -> tensor<2x4x3x16xf16>
   return %a, %b : tensor<?x8x?x64xf32>, tensor<2x4x3x16xf16>
+}
+
+// A layer's decoding step on KV caches with rotary embeddings (GPT-J's
+// interleaved form): the updated caches are two more results.
+// CHECK-LABEL: func.func @layer_kv_cache_rotary
+// CHECK: %{{.*}}, %{{.*}}:2 = mha.multi_head_attention %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} kv_cache(%{{.*}}, %{{.*}}, %{{.*}}) rotary(%{{.*}}, %{{.*}}) {causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, rotary_interleaved}
+// CHECK-SAME: -> (tensor<?x1x64xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>)
+// CHECK: mha.multi_head_attention {{.*}} kv_cache({{.*}}) {num_heads = 4 : i64} : ({{.*}}) -> (tensor<2x3x64xbf16>, tensor<2x4x100x16xbf16>, tensor<2x4x100x16xbf16>)
+// GENERIC-LABEL: sym_name = "layer_kv_cache_rotary"
+// GENERIC: "mha.multi_head_attention"({{.*}}) <{causal, num_heads = 4 : i64, num_kv_heads = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1>, rotary_interleaved}>
+func.func @layer_kv_cache_rotary(%x: tensor<?x1x64xf32>, %wq: tensor<64x64xf32>, %wkv: tensor<64x32xf32>,
+                                 %wo: tensor<64x64xf32>, %kc: tensor<?x2x?x16xf32>, %vc: tensor<?x2x?x16xf32>,
+                                 %len: tensor<?xi32>, %cos: tensor<?x8xf32>, %sin: tensor<?x8xf32>,
+                                 %xb: tensor<2x3x64xbf16>, %wb: tensor<64x64xbf16>,
+                                 %cb: tensor<2x4x100x16xbf16>, %len64: tensor<2xi64>)
+    -> (tensor<?x1x64xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>, tensor<2x3x64xbf16>,
+        tensor<2x4x100x16xbf16>, tensor<2x4x100x16xbf16>) {
+  %y, %k1, %v1 = mha.multi_head_attention %x, %x, %x, %wq, %wkv, %wkv, %wo
+      kv_cache(%kc, %vc, %len) rotary(%cos, %sin)
+      {num_heads = 4 : i64, num_kv_heads = 2 : i64, causal, rotary_interleaved}
+      : (tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<?x1x64xf32>, tensor<64x64xf32>,
+         tensor<64x32xf32>, tensor<64x32xf32>, tensor<64x64xf32>, tensor<?x2x?x16xf32>,
+         tensor<?x2x?x16xf32>, tensor<?xi32>, tensor<?x8xf32>, tensor<?x8xf32>)
+      -> (tensor<?x1x64xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>)
+  %z, %k2, %v2 = mha.multi_head_attention %xb, %xb, %xb, %wb, %wb, %wb, %wb
+      kv_cache(%cb, %cb, %len64) {num_heads = 4 : i64}
+      : (tensor<2x3x64xbf16>, tensor<2x3x64xbf16>, tensor<2x3x64xbf16>, tensor<64x64xbf16>,
+         tensor<64x64xbf16>, tensor<64x64xbf16>, tensor<64x64xbf16>, tensor<2x4x100x16xbf16>,
+         tensor<2x4x100x16xbf16>, tensor<2xi64>)
+      -> (tensor<2x3x64xbf16>, tensor<2x4x100x16xbf16>, tensor<2x4x100x16xbf16>)
+  return %y, %k1, %v1, %z, %k2, %v2 : tensor<?x1x64xf32>, tensor<?x2x?x16xf32>, tensor<?x2x?x16xf32>,
+      tensor<2x3x64xbf16>, tensor<2x4x100x16xbf16>, tensor<2x4x100x16xbf16>
 }

@@ -40,23 +40,25 @@ key_lengths=<comma-separated ints, one per batch>|random (batch b sees keys
 j < key_lengths[b] and its diagonal moves with them; random: each drawn
 uniformly in [0, Sk]; an i32 input `key_lengths` of type tensor<Bxi32>, B
 dynamic with b, after the mask),
-kv_cache=<Smax> (core=1: a decoding step on a static cache; sk is the step's
+kv_cache=<Smax> (a decoding step on a static cache; sk is the step's
 new keys Sn, appended with mha.cache_append to caches k_cache, v_cache
 [B, Hkv, Smax, d] at key_lengths (the lengths before the step: random draws
 them in [0, Smax - Sn]; the caches hold NaN past them), and the attention
 reads the caches with key lengths
 key_lengths + Sn; the mask, if any, is [Sq, Smax]; the results are the
 output and both updated caches, each compared; dynamic=smax declares the
-caches' Smax as ?),
-rotary=half|interleaved (core=1: mha.rotary on q and k before the
+caches' Smax as ?; the layer takes them as kv_cache(%k_cache, %v_cache,
+%cache_lengths), the lengths being drawn as key_lengths),
+rotary=half|interleaved (mha.rotary on q and k before the
 attention, or before the cache append, with tables cos, sin [P, R/2] of
 R = rotary_dim (default dk, or dk - 1 when odd) channels; positions are offsets [B]: the
 key_lengths with kv_cache, else an input rotary_positions drawn in
-[0, P - max(Sq, Sk)]).
+[0, P - max(Sq, Sk)] (the layer: 0, with sq == sk; rotary(%cos, %sin))).
 
 Writes DIR/case.mlir (or uses --mlir FILE, whose @main must take the
 arguments in the order generated here: query, [key, value,] w_q, w_k, w_v,
-w_o, [b_q, b_k, b_v, b_o,] [mask,] [key_lengths]; the core: q, k, v,
+w_o, [b_q, b_k, b_v, b_o,] [mask,] [key_lengths | cache_lengths, k_cache,
+v_cache,] [cos, sin]; the core: q, k, v,
 [k_cache, v_cache,] [mask,] [key_lengths,] [cos, sin, [rotary_positions]]), the inputs and the expected output, runs
 mha-run with --expected-output (and --benchmark) once per --pipeline
 (default: loops and cpu), prints each report prefixed with [pipeline], and
@@ -336,15 +338,42 @@ def layer_case(c, rng):
             arrays[name] = (cast(uniform(n) * 0.5),
                             tensor_type((n,), element_type))
         biases = tuple(arrays[n][0] for n in ["b_q", "b_k", "b_v", "b_o"])
-    mask = draw_mask(c, rng, cast, arrays, dyn)
+    smax = c["kv_cache"]
+    if smax and smax < sk:
+        sys.exit("check_mha.py: kv_cache needs kv_cache >= sk")
+    mask = draw_mask(dict(c, sk=smax) if smax else c, rng, cast, arrays, dyn)
     key_lengths = draw_key_lengths(c, rng, arrays, dyn)
+    cache = None
+    if smax:
+        # The lengths before the step, then the caches, which hold NaN past
+        # them (as uninitialized memory may).
+        arrays["cache_lengths"] = arrays.pop("key_lengths")
+        cdyn = {i for i, n in [(0, "b"), (2, "smax")] if n in dyn}
+        for name, d in (("k_cache", dk), ("v_cache", dv)):
+            array = uniform(b, hkv, smax, d) * 4
+            for i, n in enumerate(key_lengths):
+                array[i, :, n:] = np.nan
+            arrays[name] = (array, tensor_type(array.shape, element_type,
+                                               cdyn))
+        cache = (arrays["k_cache"][0], arrays["v_cache"][0], key_lengths,
+                 cast)
+    rotary = draw_rotary(c, rng, cast, arrays, key_lengths, layer=True)
     w = {n: arrays[n][0] for n in ("w_q", "w_k", "w_v", "w_o")}
+    features = feature_kwargs(c, None if smax else key_lengths)
     expected = lambda: mha_reference.multi_head_attention(
         query, key, value, w["w_q"], w["w_k"], w["w_v"], w["w_o"],
         biases=biases, mask=mask, num_heads=h,
         num_kv_heads=hkv, scale=c["scale"], causal=bool(c["causal"]),
-        **feature_kwargs(c, key_lengths))
+        kv_cache=cache,
+        rotary=rotary and (rotary["cos"], rotary["sin"],
+                           c["rotary"] == "interleaved"),
+        **features)
+    if smax:
+        expected_one = expected
+        expected = lambda: list(expected_one())
     out_type = tensor_type((b, sq, c["eo"]), element_type, qdyn)
+    result_types = [out_type] + (
+        [arrays["k_cache"][1], arrays["v_cache"][1]] if smax else [])
 
     names = list(arrays)
     attrs = [f"num_heads = {h} : i64"]
@@ -369,9 +398,18 @@ def layer_case(c, rng):
     if mask is not None:
         clauses += " mask(%mask)"
         operand_types.append(arrays["mask"][1])
-    if key_lengths is not None:
+    if key_lengths is not None and not smax:
         clauses += " key_lengths(%key_lengths)"
         operand_types.append(arrays["key_lengths"][1])
+    if smax:
+        clauses += " kv_cache(%k_cache, %v_cache, %cache_lengths)"
+        operand_types += [arrays[n][1]
+                          for n in ("k_cache", "v_cache", "cache_lengths")]
+    if rotary:
+        clauses += " rotary(%cos, %sin)"
+        operand_types += [arrays["cos"][1], arrays["sin"][1]]
+        if c["rotary"] == "interleaved":
+            attrs.append("rotary_interleaved")
     # prepare=1: the weights marked, prepared once (mha-run
     # --prepare-weights); weights=const: the weights and biases are
     # dense_resource constants in the IR (packed at compile time), not
@@ -385,11 +423,14 @@ def layer_case(c, rng):
         for n in names if n not in constants)
     body = "".join(f"  %{n} = arith.constant dense_resource<{n}> : "
                    f"{arrays[n][1]}\n" for n in constants)
-    ir = (f"func.func @main({signature}) -> {out_type} {{\n{body}"
-          f"  %y = mha.multi_head_attention {', '.join(operands)}{clauses}\n"
+    results = ", ".join(result_types)
+    returned = ", ".join(["%y", "%k_cache_1", "%v_cache_1"][:len(result_types)])
+    ir = (f"func.func @main({signature}) -> ({results}) {{\n{body}"
+          f"  {returned} = mha.multi_head_attention "
+          f"{', '.join(operands)}{clauses}\n"
           f"         {{{', '.join(attrs)}}}\n"
-          f"         : ({', '.join(operand_types)}) -> {out_type}\n"
-          f"  return %y : {out_type}\n}}\n")
+          f"         : ({', '.join(operand_types)}) -> ({results})\n"
+          f"  return {returned} : {results}\n}}\n")
     if constants:
         bf16 = c["dtype"] == "bf16"
         blobs = ",\n".join(
@@ -403,13 +444,17 @@ def layer_case(c, rng):
     return arrays, ir, expected
 
 
-def draw_rotary(c, rng, cast, arrays, key_lengths):
+def draw_rotary(c, rng, cast, arrays, key_lengths, layer=False):
     """The rotary tables (and positions) of the config, None without them:
     cos, sin [P, R/2] of the usual angles p / 10000^(2i/R) in the data's
     type, and the positions' offsets [B] (the key lengths with kv_cache, else
-    an int32 input rotary_positions), added to `arrays`."""
+    an int32 input rotary_positions; zeros for the layer, whose tokens
+    are at 0.. without a cache), added to `arrays`."""
     if not c["rotary"]:
         return None
+    if layer and c["sq"] != c["sk"]:
+        sys.exit("check_mha.py: the layer's rotary needs sq == sk (the "
+                 "step's tokens)")
     if c["rotary"] not in ("half", "interleaved") or c["key_transposed"]:
         sys.exit("check_mha.py: rotary is half or interleaved, without "
                  "key_transposed")
@@ -429,6 +474,8 @@ def draw_rotary(c, rng, cast, arrays, key_lengths):
                                                   c["dtype"]))
     if c["kv_cache"]:
         tables["positions"] = key_lengths
+    elif layer:
+        tables["positions"] = np.zeros(c["b"], np.int32)
     else:
         dyn = set(c["dynamic"].split(",")) - {""}
         offsets = rng.integers(0, rows - span + 1, size=c["b"]).astype(

@@ -13,8 +13,9 @@ B, Sq, Sk drawn as 1, around the tile sizes in use +-1, or long; E, H, Hkv
 masks of every rank, element type and broadcast, bias, static or dynamic
 dims, f32/f16/bf16, softcap, sliding windows (window_left/window_right,
 never window_right with causal), random per-batch key lengths, a step on a
-static KV cache (core: mha.cache_append, kv_cache=Smax), rotary embeddings
-of q and k (core: mha.rotary), the layer's weights prepared once
+static KV cache (kv_cache=Smax: the layer's kv_cache, the core's
+mha.cache_append), rotary embeddings of q and k (mha.rotary, the layer's
+rotary), the layer's weights prepared once
 (prepare=1) or given as constants (weights=const) on the CPU targets) on
 one target
 drawn for it: `loops`, `cpu` with drawn options (query/key tile sizes,
@@ -171,9 +172,10 @@ def draw_features(rng, c, core):
             c["causal_offset"] = rng.randint(-c["sq"], c["sk"])
     if rng.random() < 0.2:
         c["key_lengths"] = "random"
-    if core and not c.get("key_transposed") and rng.random() < 0.15:
-        # A step on a static KV cache of Smax >= Sk rows: the lengths before
-        # it are drawn (in [0, Smax - Sk]); a mask spans the whole cache.
+    if not c.get("key_transposed") and rng.random() < 0.15:
+        # A step on a static KV cache of Smax >= Sk rows (the layer's
+        # kv_cache, or the core's mha.cache_append): the lengths before it
+        # are drawn (in [0, Smax - Sk]); a mask spans the whole cache.
         smax = c["sk"] + rng.choice([0, 1, rng.randint(0, 2 * c["sk"] + 8)])
         c["kv_cache"] = smax
         if "mask_shape" in c:
@@ -184,9 +186,10 @@ def draw_features(rng, c, core):
             c["mask_shape"] = ",".join(shape)
         if "dynamic" in c and rng.random() < 0.5:
             c["dynamic"] += ",smax"
-    if core and not c.get("key_transposed") and c["dk"] >= 2 and \
-            rng.random() < 0.15:
-        # Rotary embeddings of q and k (at the cache lengths with a cache).
+    if not c.get("key_transposed") and c["dk"] >= 2 and \
+            (core or c["sq"] == c["sk"]) and rng.random() < 0.15:
+        # Rotary embeddings of q and k (at the cache lengths with a cache;
+        # the layer's step has as many queries as keys).
         c["rotary"] = rng.choice(["half", "interleaved"])
         if rng.random() < 0.3:
             c["rotary_dim"] = 2 * rng.randint(1, c["dk"] // 2)

@@ -7,7 +7,7 @@ lowering code: the integration tests hold every lowering to these numbers.
                          biases=None, mask=None, num_heads=H,
                          num_kv_heads=None, scale=None, causal=False,
                          softcap=None, window_left=None, window_right=None,
-                         key_lengths=None)
+                         key_lengths=None, kv_cache=None, rotary=None)
     attention(q, k, v, mask=None, scale=None, causal=False,
               causal_offset=None, softcap=None, window_left=None,
               window_right=None, key_lengths=None)
@@ -113,15 +113,30 @@ def attention(q, k, v, mask=None, scale=None, causal=False,
     return np.einsum("bhij,bhjd->bhid", p, vh)
 
 
+def _rotate(*args, **kwargs):
+    """rotary(), under a name multi_head_attention's argument does not
+    hide."""
+    return rotary(*args, **kwargs)
+
+
 def multi_head_attention(query, key, value, w_q, w_k, w_v, w_o, biases=None,
                          mask=None, num_heads=1, num_kv_heads=None, scale=None,
                          causal=False, softcap=None, window_left=None,
-                         window_right=None, key_lengths=None):
+                         window_right=None, key_lengths=None, kv_cache=None,
+                         rotary=None):
     """The whole layer: [B, Sq, Eq] x ... -> [B, Sq, Eo] (weights [in, out]).
 
     The projected heads go through attention() with the same mask, scale,
     causal, softcap, window_left, window_right and key_lengths (the layer
-    has no causal_offset: its diagonal is the default one)."""
+    has no causal_offset: its diagonal is the default one).
+
+    rotary=(cos, sin, interleaved): the projected q and k heads rotated by
+    rotary(), token s at position offset[b] + s (offset: the cache lengths,
+    else 0). kv_cache=(k_cache, v_cache, lengths): caches [B, Hkv, Smax, d]
+    holding lengths[b] positions; the step's k and v heads are written at
+    lengths[b] (rounded by `store`, the caches' element type, if given as
+    kv_cache's fourth item) and the attention reads the caches with key
+    lengths lengths + Sk. Returns (out, k_cache', v_cache') then."""
     f = lambda a: np.asarray(a, np.float64)
     query, key, value = f(query), f(key), f(value)
     w_q, w_k, w_v, w_o = f(w_q), f(w_k), f(w_v), f(w_o)
@@ -135,15 +150,33 @@ def multi_head_attention(query, key, value, w_q, w_k, w_v, w_o, biases=None,
         qp, kp, vp = qp + b_q, kp + b_k, vp + b_v
     b, sq, sk = query.shape[0], query.shape[1], key.shape[1]
     split = lambda x, heads, d: x.reshape(b, -1, heads, d).transpose(0, 2, 1, 3)
-    heads = attention(split(qp, h, dk), split(kp, hkv, dk), split(vp, hkv, dv),
-                      mask=mask, scale=scale, causal=causal, softcap=softcap,
-                      window_left=window_left, window_right=window_right,
-                      key_lengths=key_lengths)
+    qh, kh, vh = split(qp, h, dk), split(kp, hkv, dk), split(vp, hkv, dv)
+    offsets = np.zeros(b, np.int64)
+    if kv_cache is not None:
+        offsets = np.asarray(kv_cache[2], np.int64)
+    if rotary is not None:
+        cos, sin, interleaved = rotary
+        qh, kh = (_rotate(x, cos, sin, offsets, interleaved=interleaved)
+                  for x in (qh, kh))
+    caches = None
+    if kv_cache is not None:
+        store = kv_cache[3] if len(kv_cache) > 3 else (lambda x: x)
+        caches = []
+        for cache, new in ((kv_cache[0], kh), (kv_cache[1], vh)):
+            cache = np.array(cache, copy=True)
+            for i, n in enumerate(offsets):
+                cache[i, :, n:n + sk] = store(new[i])
+            caches.append(cache)
+        kh, vh = caches
+        key_lengths = offsets + sk
+    heads = attention(qh, kh, vh, mask=mask, scale=scale, causal=causal,
+                      softcap=softcap, window_left=window_left,
+                      window_right=window_right, key_lengths=key_lengths)
     merged = heads.transpose(0, 2, 1, 3).reshape(b, sq, h * dv)
     out = merged @ w_o
     if biases is not None:
         out = out + b_o
-    return out
+    return out if caches is None else (out, *caches)
 
 
 def rotary(x, cos, sin, positions, interleaved=False):

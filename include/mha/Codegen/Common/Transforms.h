@@ -26,7 +26,8 @@ LogicalResult decomposeAggregateOps(RewriterBase &rewriter, Operation *root);
 /// The argument of `func` whose buffer its result `result` is written into:
 /// where the chain of destination-passing ops the returned value comes from
 /// starts at an argument of the entry block (a KV cache updated by
-/// mha.cache_append); -1 if it does not, or if `func` has several blocks.
+/// mha.cache_append, or by a layer's kv_cache); -1 if it does not, or if
+/// `func` has several blocks.
 int64_t getUpdatedArgument(func::FuncOp func, unsigned result);
 
 /// Marks every tensor argument of the functions in `module` that no result

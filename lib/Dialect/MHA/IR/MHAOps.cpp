@@ -381,18 +381,28 @@ LogicalResult MultiHeadAttentionOp::verify() {
     }
   }
 
+  // The keys the attention reads: the step's, or the caches' Smax.
+  FailureOr<int64_t> keys = verifyKvCache(*b, *sk, dk, dv);
+  if (failed(keys) || failed(verifyRotary(*sq, *sk, dk)))
+    return failure();
+
   // Attention probabilities: the attribute and the result go together.
   std::optional<StringRef> weights = getReturnWeights();
   if (weights && *weights != "per_head" && *weights != "average")
     return emitOpError() << "'return_weights' must be \"per_head\" or "
                             "\"average\", found \""
                          << *weights << "\"";
-  if (weights.has_value() != (getWeights() != nullptr))
+  size_t extras = getExtraResults().size();
+  if (!hasKvCache() && weights.has_value() != (extras != 0))
     return emitOpError() << "the 'weights' result is present exactly when "
                             "'return_weights' is: found "
                          << (weights ? "the attribute" : "the result")
                          << " without "
                          << (weights ? "the result" : "the attribute");
+  if (!hasKvCache() && extras > 1)
+    return emitOpError() << "expects at most 2 results (the output and "
+                            "'weights') without 'kv_cache', found "
+                         << extras + 1;
   if (weights &&
       failed(verifyWeightsType(getOperation(), "weights",
                                cast<ShapedType>(getWeights().getType()),
@@ -406,7 +416,150 @@ LogicalResult MultiHeadAttentionOp::verify() {
     return failure();
   if (Value mask = getMask())
     return v.checkMask(cast<ShapedType>(mask.getType()), floatType, *b,
-                       numHeads, *sq, *sk);
+                       numHeads, *sq, *keys);
+  return success();
+}
+
+FailureOr<int64_t> MultiHeadAttentionOp::verifyKvCache(int64_t b, int64_t sk,
+                                                       int64_t dk,
+                                                       int64_t dv) {
+  unsigned given = llvm::count_if(
+      ValueRange{getKCache(), getVCache(), getCacheLengths()},
+      [](Value operand) { return operand != nullptr; });
+  if (given == 0)
+    return sk;
+  if (given != 3)
+    return emitOpError() << "'k_cache', 'v_cache' and 'cache_lengths' must be "
+                            "given all three or none, found "
+                         << given;
+  if (getKeyLengths())
+    return emitOpError() << "'key_lengths' cannot be combined with "
+                            "'kv_cache': the caches' lengths bound the keys "
+                            "each batch sees";
+  if (getReturnWeights())
+    return emitOpError() << "'return_weights' cannot be combined with "
+                            "'kv_cache'";
+  ShapeVerifier v(getOperation());
+  auto kCache = cast<ShapedType>(getKCache().getType());
+  auto vCache = cast<ShapedType>(getVCache().getType());
+  Type floatType = getElementTypeOrSelf(getQuery().getType());
+  int64_t numKvHeads = getNumKvHeadsOrDefault();
+  StringRef names[] = {"k_cache", "v_cache"};
+  ShapedType types[] = {kCache, vCache};
+  int64_t widths[] = {dk, dv};
+  StringRef widthSymbols[] = {"dk", "dv"};
+  for (auto [name, type, width, symbol] :
+       llvm::zip_equal(names, types, widths, widthSymbols)) {
+    std::string layout = ("[B, Hkv, Smax, " + symbol + "]").str();
+    if (failed(v.checkRank(name, type, 4, layout)) ||
+        failed(v.checkElementType(name, type, floatType, "'query'")) ||
+        failed(v.checkDim({name, type, 0}, "B", b, "the batch size")) ||
+        failed(v.checkStatic({name, type, 1}, "Hkv")) ||
+        failed(v.checkStatic({name, type, 3}, symbol)) ||
+        failed(v.checkDim({name, type, 1}, "Hkv", numKvHeads,
+                          "the number of key/value heads")) ||
+        failed(v.checkDim({name, type, 3}, symbol, width,
+                          "the head dim of the projections")))
+      return failure();
+  }
+  FailureOr<int64_t> smax =
+      v.checkAgree({{"k_cache", kCache, 2}, {"v_cache", vCache, 2}}, "Smax");
+  if (failed(smax))
+    return failure();
+  bool bounded = !ShapedType::isDynamic(sk) && !ShapedType::isDynamic(*smax);
+  if (bounded && sk > *smax)
+    return emitOpError() << "'key' dimension 1 (Sk) must not exceed "
+                            "'k_cache' dimension 2 (Smax): expected at most "
+                         << *smax << ", found " << sk;
+  auto lengths = cast<ShapedType>(getCacheLengths().getType());
+  if (failed(v.checkDim({"cache_lengths", lengths, 0u}, "B", b,
+                        "the batch size")))
+    return failure();
+  // Constant lengths are checked here (the run-time checks cover the
+  // others): each batch's step must fit in the caches.
+  DenseIntElementsAttr values;
+  if (matchPattern(getCacheLengths(), m_Constant(&values)))
+    for (auto [i, length] : llvm::enumerate(values.getValues<APInt>())) {
+      int64_t n = length.getSExtValue();
+      if (n < 0 || (bounded && n > *smax - sk)) {
+        InFlightDiagnostic diag = emitOpError()
+                                  << "'cache_lengths' element " << i
+                                  << " must be in [0, Smax - Sk";
+        if (bounded)
+          diag << " = " << *smax - sk;
+        return diag << "], found " << n;
+      }
+    }
+  // The updated caches: two more results, typed as the caches.
+  if (getExtraResults().size() != 2)
+    return emitOpError() << "expects 3 results with 'kv_cache' (the output "
+                            "and the updated caches), found "
+                         << getExtraResults().size() + 1;
+  for (auto [i, name] : llvm::enumerate(names))
+    if (getExtraResults()[i].getType() != types[i])
+      return emitOpError() << "result " << i + 1 << " (the updated '" << name
+                           << "') must have the type of '" << name
+                           << "': expected " << types[i] << ", found "
+                           << getExtraResults()[i].getType();
+  return *smax;
+}
+
+LogicalResult MultiHeadAttentionOp::verifyRotary(int64_t sq, int64_t sk,
+                                                 int64_t dk) {
+  if (!getRotaryCos()) {
+    if (getRotarySin() || getRotaryInterleaved())
+      return emitOpError() << (getRotarySin() ? "'rotary_sin'"
+                                              : "'rotary_interleaved'")
+                           << " needs 'rotary_cos' (rotary(%cos, %sin))";
+    return success();
+  }
+  if (!getRotarySin())
+    return emitOpError() << "'rotary_sin' must be given with 'rotary_cos'";
+  ShapeVerifier v(getOperation());
+  auto cos = cast<ShapedType>(getRotaryCos().getType());
+  auto sin = cast<ShapedType>(getRotarySin().getType());
+  Type floatType = getElementTypeOrSelf(getQuery().getType());
+  if (failed(v.checkRank("rotary_cos", cos, 2, "[P, R/2]")) ||
+      failed(v.checkElementType("rotary_cos", cos, floatType, "'query'")) ||
+      failed(v.checkStatic({"rotary_cos", cos, 1}, "R/2")))
+    return failure();
+  if (sin != cos)
+    return emitOpError() << "'rotary_sin' type must match 'rotary_cos' type: "
+                            "expected "
+                         << cos << ", found " << sin;
+  int64_t half = cos.getDimSize(1);
+  if (half < 1 || 2 * half > dk)
+    return emitOpError() << "'rotary_cos' dimension 1 (R/2) must be in [1, "
+                            "dk/2 = "
+                         << dk / 2 << "], found " << half;
+  // Token s of the step, query or key, is at offset + s: the step's tokens
+  // are its queries and its keys (self-attention).
+  if (!ShapedType::isDynamic(sq) && !ShapedType::isDynamic(sk) && sq != sk)
+    return emitOpError() << "'rotary' needs as many queries as keys (the "
+                            "step's tokens, each at one position): 'key' "
+                            "dimension 1 (Sk) must match 'query' dimension 1 "
+                            "(Sq): expected "
+                         << sq << ", found " << sk;
+  // Without a cache the tokens are at 0..S-1: every row is known here.
+  int64_t rows = cos.getDimSize(0);
+  if (!hasKvCache() && !ShapedType::isDynamic(rows) &&
+      !ShapedType::isDynamic(sq) && sq > rows)
+    return emitOpError() << "'rotary_cos' dimension 0 (P) must cover the "
+                            "positions of the step's tokens: expected at "
+                            "least "
+                         << sq << " (Sq), found " << rows;
+  // With constant cache lengths, the last position is known too.
+  DenseIntElementsAttr values;
+  if (hasKvCache() && !ShapedType::isDynamic(rows) &&
+      !ShapedType::isDynamic(sq) &&
+      matchPattern(getCacheLengths(), m_Constant(&values)))
+    for (auto [i, length] : llvm::enumerate(values.getValues<APInt>()))
+      if (length.getSExtValue() + sq > rows)
+        return emitOpError()
+               << "'cache_lengths' element " << i
+               << " must be in [0, P - Sq = " << rows - sq
+               << "] (each token's row of the rotary tables), found "
+               << length.getSExtValue();
   return success();
 }
 
@@ -428,6 +581,11 @@ LogicalResult MultiHeadAttentionOp::reifyResultShapes(
       reifiedReturnShapes.push_back(
           {b, builder.getIndexAttr(getNumHeads()), sq, sk});
   }
+  // The updated caches: the caches' sizes.
+  if (hasKvCache())
+    for (Value cache : {getKCache(), getVCache()})
+      reifiedReturnShapes.push_back(
+          tensor::getMixedSizes(builder, loc, cache));
   return success();
 }
 

@@ -203,10 +203,53 @@ void MultiHeadAttentionOp::generateRuntimeVerification(
     if (!resultType.isDynamicDim(d))
       check.equalTo({getQuery(), "query", d}, resultType.getDimSize(d),
                     d == 0 ? "B" : "Sq", "the result type");
-  if (Value mask = getMask())
-    check.mask(mask, batch, getNumHeads(), sq, sk, /*runtimeBroadcast=*/true);
   if (Value lengths = getKeyLengths())
     check.keyLengths(lengths, batch, &sk);
+  // Mask sizes are against the keys the attention reads.
+  Size keys = sk;
+  if (hasKvCache()) {
+    Value kCache = getKCache(), vCache = getVCache();
+    keys = {kCache, "k_cache", 2};
+    check.equal({kCache, "k_cache", 0}, batch, "B");
+    check.equal({vCache, "v_cache", 0}, batch, "B");
+    check.equal({vCache, "v_cache", 2}, keys, "Smax");
+    check.equal({getCacheLengths(), "cache_lengths", 0}, batch, "B");
+    // Room for each batch's step: lengths[b] <= Smax - Sk.
+    Value room = arith::SubIOp::create(
+        b, loc, tensor::DimOp::create(b, loc, kCache, 2),
+        tensor::DimOp::create(b, loc, getKey(), 1));
+    check.lengthsWithin(getCacheLengths(), room,
+                        "'cache_lengths' elements must be in [0, Smax - Sk] "
+                        "at run time (the step must fit in the caches)");
+  }
+  if (Value mask = getMask())
+    check.mask(mask, batch, getNumHeads(), sq, keys,
+               /*runtimeBroadcast=*/true);
+  if (Value cos = getRotaryCos()) {
+    check.equal({getRotarySin(), "rotary_sin", 0}, {cos, "rotary_cos", 0},
+                "P");
+    // The step's tokens are its queries and its keys: as many of each.
+    check.equal({getKey(), "key", 1}, sq, "Sk");
+    // The last token of the step has a row of the tables: offset[b] + S <= P.
+    Value last = arith::SubIOp::create(
+        b, loc, tensor::DimOp::create(b, loc, cos, 0),
+        tensor::DimOp::create(b, loc, getQuery(), 1));
+    if (hasKvCache()) {
+      check.lengthsWithin(getCacheLengths(), last,
+                          "'cache_lengths' elements must be in [0, P - Sq] "
+                          "at run time (each token's row of the rotary "
+                          "tables)");
+    } else {
+      Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+      Value fits = arith::CmpIOp::create(b, loc, arith::CmpIPredicate::sge,
+                                         last, zero);
+      cf::AssertOp::create(
+          b, loc, fits,
+          generateErrorMessage(getOperation(),
+                               "'rotary_cos' dimension 0 (P) must cover the "
+                               "positions of the tokens (Sq) at run time"));
+    }
+  }
 }
 
 void AttentionOp::generateRuntimeVerification(

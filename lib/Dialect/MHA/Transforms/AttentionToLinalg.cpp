@@ -33,16 +33,17 @@ namespace {
 
 /// Decomposes the attention ops (AggregatedOpInterface) until only linalg is
 /// left: mha.attention becomes its online form, whose mha.online_attention the
-/// driver then decomposes into linalg; mha.attention_weights becomes linalg
-/// directly.
+/// driver then decomposes into linalg; mha.attention_weights, and the
+/// mha.cache_append and mha.rotary of a layer decomposed after the
+/// pipelines' entry (by mha-fuse-layer), become linalg directly.
 struct DecomposeAttentionOps final
     : OpInterfaceRewritePattern<linalg::AggregatedOpInterface> {
   using OpInterfaceRewritePattern::OpInterfaceRewritePattern;
 
   LogicalResult matchAndRewrite(linalg::AggregatedOpInterface op,
                                 PatternRewriter &rewriter) const override {
-    if (!isa<AttentionOp, OnlineAttentionOp, AttentionWeightsOp>(
-            op.getOperation()))
+    if (!isa<AttentionOp, OnlineAttentionOp, AttentionWeightsOp,
+             CacheAppendOp, RotaryOp>(op.getOperation()))
       return rewriter.notifyMatchFailure(op, "not an mha attention op");
     FailureOr<SmallVector<Value>> values = op.decomposeOperation(rewriter);
     if (failed(values))

@@ -13,6 +13,7 @@
 #include "mha/Dialect/MHA/Utils/LinalgBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Arith/Utils/Utils.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Utils/StaticValueUtils.h"
@@ -190,23 +191,78 @@ Projection buildOutputProjection(OpBuilder &b, Location loc, Value heads,
   return {acc.getDefiningOp(), convertTensor(b, loc, acc, elementType)};
 }
 
+/// `input [B, heads, S, d]` rotated by the layer's tables (mha.rotary),
+/// token s of batch b at `offsets[b] + s`.
+static Value buildRotary(OpBuilder &b, Location loc, MultiHeadAttentionOp op,
+                         Value input, Value offsets) {
+  Value init = tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, input),
+      getElementTypeOrSelf(input.getType()));
+  return RotaryOp::create(b, loc, input.getType(), input, op.getRotaryCos(),
+                          op.getRotarySin(), offsets, init,
+                          op.getRotaryInterleavedAttr())
+      .getResult();
+}
+
+/// `lengths + amount` elementwise (a linalg.generic over [B]).
+static Value addToLengths(OpBuilder &b, Location loc, Value lengths,
+                          OpFoldResult amount) {
+  auto type = cast<RankedTensorType>(lengths.getType());
+  Type elementType = type.getElementType();
+  Value step = arith::IndexCastOp::create(
+      b, loc, elementType, getValueOrCreateConstantIndexOp(b, loc, amount));
+  Value init = tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, lengths), elementType);
+  AffineMap identity = b.getMultiDimIdentityMap(1);
+  return linalg::GenericOp::create(
+             b, loc, type, lengths, init,
+             ArrayRef<AffineMap>{identity, identity},
+             ArrayRef<IteratorType>{IteratorType::parallel},
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               linalg::YieldOp::create(
+                   nb, nloc,
+                   Value(arith::AddIOp::create(nb, nloc, args[0], step)));
+             })
+      .getResult(0);
+}
+
+/// The zero offsets [B] (i32) of rotary positions without a cache: token s
+/// at position s.
+static Value buildZeroOffsets(OpBuilder &b, Location loc, Value query) {
+  Type i32 = b.getI32Type();
+  Value init = tensor::EmptyOp::create(
+      b, loc, ArrayRef<OpFoldResult>{tensor::getMixedSize(b, loc, query, 0)},
+      i32);
+  return linalg::FillOp::create(
+             b, loc, Value(arith::ConstantIntOp::create(b, loc, i32, 0)), init)
+      .getResult(0);
+}
+
 struct DecomposeMultiHeadAttention final
     : OpRewritePattern<MultiHeadAttentionOp> {
-  using OpRewritePattern::OpRewritePattern;
+  DecomposeMultiHeadAttention(MLIRContext *context, bool unfusedOnly)
+      : OpRewritePattern(context), unfusedOnly(unfusedOnly) {}
 
   LogicalResult matchAndRewrite(MultiHeadAttentionOp op,
                                 PatternRewriter &rewriter) const override {
+    if (unfusedOnly && getUnfusedReason(op).empty())
+      return rewriter.notifyMatchFailure(op, "fused by mha-fuse-layer");
     if (failed(decomposeMultiHeadAttention(rewriter, op)))
       return rewriter.notifyMatchFailure(op, "could not decompose");
     return success();
   }
+
+private:
+  bool unfusedOnly;
 };
 
 struct MHADecomposePass final
     : mha::impl::MHADecomposePassBase<MHADecomposePass> {
+  using MHADecomposePassBase::MHADecomposePassBase;
+
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateDecomposeMultiHeadAttentionPatterns(patterns);
+    populateDecomposeMultiHeadAttentionPatterns(patterns, unfusedOnly);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
@@ -237,6 +293,31 @@ mha::decomposeMultiHeadAttention(RewriterBase &rewriter,
   layer.keyProjection = k.contraction;
   layer.valueProjection = v.contraction;
 
+  // Rotary embeddings of the step's queries and keys, at the positions
+  // after the cache's (or from 0).
+  Value queries = q.result, keys = k.result, values = v.result;
+  if (op.getRotaryCos()) {
+    Value offsets = op.hasKvCache()
+                        ? op.getCacheLengths()
+                        : buildZeroOffsets(rewriter, loc, op.getQuery());
+    queries = buildRotary(rewriter, loc, op, queries, offsets);
+    keys = buildRotary(rewriter, loc, op, keys, offsets);
+  }
+  // A step on KV caches: its keys and values written at each batch's
+  // length, the attention over the caches' first lengths + Sk positions.
+  Value keyLengths = op.getKeyLengths();
+  if (op.hasKvCache()) {
+    Value lengths = op.getCacheLengths();
+    keys = CacheAppendOp::create(rewriter, loc, op.getKCache().getType(), keys,
+                                 lengths, op.getKCache())
+               .getResult();
+    values = CacheAppendOp::create(rewriter, loc, op.getVCache().getType(),
+                                   values, lengths, op.getVCache())
+                 .getResult();
+    keyLengths = addToLengths(rewriter, loc, lengths,
+                              tensor::getMixedSize(rewriter, loc, k.result, 2));
+  }
+
   SmallVector<OpFoldResult> headsShape = {
       tensor::getMixedSize(rewriter, loc, q.result, 0),
       rewriter.getIndexAttr(numHeads),
@@ -248,11 +329,11 @@ mha::decomposeMultiHeadAttention(RewriterBase &rewriter,
     mask = expandRuntimeMaskBroadcasts(
         rewriter, loc, mask,
         {headsShape[0], headsShape[1], headsShape[2],
-         tensor::getMixedSize(rewriter, loc, k.result, 2)});
+         tensor::getMixedSize(rewriter, loc, keys, 2)});
   layer.attention = AttentionOp::create(
-      rewriter, loc, init.getType(), q.result, k.result, v.result, mask,
-      op.getKeyLengths(), /*key_offset=*/Value(), /*causal_offset=*/Value(),
-      init, op.getScaleAttr(), op.getCausalAttr(),
+      rewriter, loc, init.getType(), queries, keys, values, mask, keyLengths,
+      /*key_offset=*/Value(), /*causal_offset=*/Value(), init,
+      op.getScaleAttr(), op.getCausalAttr(),
       /*key_transposed=*/UnitAttr(), op.getSoftcapAttr(),
       op.getWindowLeftAttr(), op.getWindowRightAttr());
 
@@ -273,11 +354,11 @@ mha::decomposeMultiHeadAttention(RewriterBase &rewriter,
     if (*mode != "average")
       shape.push_back(headsShape[1]);
     shape.push_back(headsShape[2]);
-    shape.push_back(tensor::getMixedSize(rewriter, loc, k.result, 2));
+    shape.push_back(tensor::getMixedSize(rewriter, loc, keys, 2));
     Value init = tensor::EmptyOp::create(rewriter, loc, shape, elementType);
     Value weights =
         AttentionWeightsOp::create(
-            rewriter, loc, init.getType(), q.result, k.result, mask,
+            rewriter, loc, init.getType(), queries, keys, mask,
             op.getKeyLengths(), /*key_offset=*/Value(),
             /*causal_offset=*/Value(), init, op.getScaleAttr(),
             op.getCausalAttr(),
@@ -293,12 +374,26 @@ mha::decomposeMultiHeadAttention(RewriterBase &rewriter,
     layer.weights = weights;
     results.push_back(weights);
   }
+  // The updated caches (typed as the caches, as the verifier requires).
+  if (op.hasKvCache())
+    results.append({layer.attention.getKey(), layer.attention.getValue()});
   rewriter.replaceOp(op, results);
   layer.result = result;
   return layer;
 }
 
+StringRef mha::getUnfusedReason(MultiHeadAttentionOp op) {
+  if (op.getReturnWeights())
+    return "returns its attention weights, which need the whole score matrix";
+  if (op.hasKvCache())
+    return "updates KV caches (kv_cache)";
+  if (op.getRotaryCos())
+    return "rotates its queries and keys (rotary)";
+  return "";
+}
+
 void mha::populateDecomposeMultiHeadAttentionPatterns(
-    RewritePatternSet &patterns) {
-  patterns.add<DecomposeMultiHeadAttention>(patterns.getContext());
+    RewritePatternSet &patterns, bool unfusedOnly) {
+  patterns.add<DecomposeMultiHeadAttention>(patterns.getContext(),
+                                            unfusedOnly);
 }

@@ -99,10 +99,11 @@ struct MHAFuseLayerPass final
       TileOptions options{qTileSize, kvTileSize, decompose};
       std::tie(options.qTileSize, options.kvTileSize) =
           resolveTileSizes(op, qTileSize, kvTileSize);
-      // With its probabilities, the layer is decomposed instead: its
-      // attention is tiled on its own (mha-tile-attention) beside the
-      // O(Sq·Sk) weights, from whole projections.
-      if (op.getReturnWeights()) {
+      // With its probabilities (beside which the attention is tiled on its
+      // own, from whole projections), KV caches or rotary, the layer is
+      // decomposed instead (the CPU pipelines did so already, before
+      // choosing the lowering configuration: mha-decompose{unfused-only}).
+      if (!getUnfusedReason(op).empty()) {
         if (failed(decomposeMultiHeadAttention(rewriter, op)))
           return signalPassFailure();
         continue;
@@ -139,11 +140,11 @@ FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
                                                   const TileOptions &requested) {
   if (failed(checkTileOptions(op, requested)))
     return failure();
-  if (op.getReturnWeights())
+  if (StringRef reason = getUnfusedReason(op); !reason.empty())
     return op.emitOpError()
-           << "returns its attention weights, which need the whole score "
-              "matrix: decompose it (mha-decompose) and tile its attention "
-              "instead of fusing the layer";
+           << reason
+           << ": decompose it (mha-decompose) and tile its attention instead "
+              "of fusing the layer";
   TileOptions options = requested;
   if (options.qTileSize == 0)
     options.qTileSize =

@@ -114,6 +114,25 @@ def MHA_MultiHeadAttentionOp : MHA_Op<"multi_head_attention", [
     (`D = len[b] - Sq`); each length must be in `[0, Sk]` (checked at run
     time). Unlike masks, these restrict the keys the tiled lowerings visit.
 
+    `kv_cache(%k_cache, %v_cache, %lengths)` makes the layer a step of
+    decoding (or a prefill) on static KV caches `[B, Hkv, Smax, dk]` and
+    `[B, Hkv, Smax, dv]` that hold `lengths[b]` valid positions of batch `b`
+    (`[B]`, i32 or i64; each in `[0, Smax - Sk]`, checked at run time): the
+    step's projected keys and values (its `Sk` tokens) are written at
+    `lengths[b]` (`mha.cache_append`), and the queries attend to the first
+    `lengths[b] + Sk` positions of the caches, the step's own keys last (the
+    diagonal of `causal` and the windows is `D = lengths[b] + Sk - Sq`). The
+    updated caches are two more results, written in place of the caches
+    when bufferized. The mask, if any, spans the caches' `Smax` keys;
+    `key_lengths` and `return_weights` are refused with a cache.
+
+    `rotary(%cos, %sin)` applies rotary position embeddings (`mha.rotary`,
+    tables `[P, R/2]`, `R <= dk`; `rotary_interleaved` for the GPT-J form) to
+    the projected queries and keys before the attention (and before they
+    enter the cache): the step's tokens are its queries and its keys
+    (`Sq = Sk`), token `s` at position `lengths[b] + s` with a cache and `s`
+    without. Each position must be below `P` (checked at run time).
+
     `return_weights = "per_head"` adds a second result, the attention
     probabilities `softmax(mask(Q_i K_iᵀ · scale))` of every head
     `[B, H, Sq, Sk]`, and `"average"` their mean over the heads `[B, Sq, Sk]`
@@ -151,6 +170,11 @@ def MHA_MultiHeadAttentionOp : MHA_Op<"multi_head_attention", [
     Optional<MHA_FloatTensor>:$b_o,
     Optional<MHA_MaskTensor>:$mask,
     Optional<MHA_LengthsTensor>:$key_lengths,
+    Optional<MHA_FloatTensor>:$k_cache,
+    Optional<MHA_FloatTensor>:$v_cache,
+    Optional<MHA_LengthsTensor>:$cache_lengths,
+    Optional<MHA_FloatTensor>:$rotary_cos,
+    Optional<MHA_FloatTensor>:$rotary_sin,
     I64Attr:$num_heads,
     OptionalAttr<I64Attr>:$num_kv_heads,
     OptionalAttr<F32Attr>:$scale,
@@ -158,16 +182,22 @@ def MHA_MultiHeadAttentionOp : MHA_Op<"multi_head_attention", [
     OptionalAttr<StrAttr>:$return_weights,
     OptionalAttr<F32Attr>:$softcap,
     OptionalAttr<I64Attr>:$window_left,
-    OptionalAttr<I64Attr>:$window_right
+    OptionalAttr<I64Attr>:$window_right,
+    UnitAttr:$rotary_interleaved
   );
+  // One group of results after `result`: the weights (`return_weights`), or
+  // the updated caches (`kv_cache`), or none. Two optional groups would need
+  // result segment sizes, which functional-type cannot parse.
   let results = (outs MHA_FloatTensor:$result,
-                      Optional<MHA_FloatTensor>:$weights);
+                      Variadic<MHA_FloatTensor>:$extra_results);
 
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $w_q `,` $w_k `,` $w_v `,` $w_o
     (`bias` `(` $b_q^ `,` $b_k `,` $b_v `,` $b_o `)`)?
     (`mask` `(` $mask^ `)`)?
     (`key_lengths` `(` $key_lengths^ `)`)?
+    (`kv_cache` `(` $k_cache^ `,` $v_cache `,` $cache_lengths `)`)?
+    (`rotary` `(` $rotary_cos^ `,` $rotary_sin `)`)?
     attr-dict `:` functional-type(operands, results)
   }];
 
@@ -182,6 +212,39 @@ def MHA_MultiHeadAttentionOp : MHA_Op<"multi_head_attention", [
     double getScaleOrDefault();
     /// True when the four bias operands are present.
     bool hasBias() { return getBQ() != nullptr; }
+    /// Verifies `kv_cache` against the batch size `b`, the step's keys `sk`
+    /// and the head dims; returns the keys the attention reads (Smax with a
+    /// cache, else `sk`).
+    FailureOr<int64_t> verifyKvCache(int64_t b, int64_t sk, int64_t dk,
+                                     int64_t dv);
+    /// Verifies `rotary` against the tokens and the head dim.
+    LogicalResult verifyRotary(int64_t sq, int64_t sk, int64_t dk);
+    /// True for a step on KV caches (`kv_cache`).
+    bool hasKvCache() { return getKCache() != nullptr; }
+    /// The attention probabilities (`return_weights`), or null.
+    Value getWeights() {
+      return getReturnWeights() && !getExtraResults().empty()
+                 ? getExtraResults().front() : Value();
+    }
+    /// The updated key and value caches (`kv_cache`), or null.
+    Value getKCacheResult() {
+      return hasKvCache() && getExtraResults().size() == 2
+                 ? getExtraResults()[0] : Value();
+    }
+    Value getVCacheResult() {
+      return hasKvCache() && getExtraResults().size() == 2
+                 ? getExtraResults()[1] : Value();
+    }
+    /// The cache an updated cache result is written into (as a destination
+    /// of destination-passing style once decomposed), or null for the
+    /// other results.
+    OpOperand *getTiedCache(OpResult result) {
+      if (result == getKCacheResult())
+        return &getKCacheMutable()[0];
+      if (result == getVCacheResult())
+        return &getVCacheMutable()[0];
+      return nullptr;
+    }
   }];
 
   let hasVerifier = 1;

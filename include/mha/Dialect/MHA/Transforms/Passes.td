@@ -50,8 +50,25 @@ def MHADecomposePass : Pass<"mha-decompose"> {
     Accumulators are f32 whatever the element type; f16/bf16 results are
     truncated once at the end of each contraction.
 
+    A layer with `rotary` gets an `mha.rotary` of Q and of K between the
+    projections and the attention; one with `kv_cache` an
+    `mha.cache_append` of K and of V into the caches, which the attention
+    reads with key lengths `cache_lengths + Sk`, and whose results replace
+    the layer's updated caches.
+
+    With `unfused-only`, only the layers that `mha-fuse-layer` does not fuse
+    (those with `return_weights`, `kv_cache` or `rotary`) are decomposed:
+    the CPU pipelines do so before `mha-select-lowering-config`, so that
+    their attention is configured (for decoding: its key split) and tiled
+    as any `mha.attention`.
+
     Example: `mha-opt --mha-decompose layer.mlir`.
   }];
+  let options = [
+    Option<"unfusedOnly", "unfused-only", "bool", /*default=*/"false",
+           "Decompose only the layers mha-fuse-layer does not fuse (with "
+           "return_weights, kv_cache or rotary)">,
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",

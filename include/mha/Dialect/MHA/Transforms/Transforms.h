@@ -51,8 +51,15 @@ struct DecomposedLayer {
 FailureOr<DecomposedLayer> decomposeMultiHeadAttention(RewriterBase &rewriter,
                                                        MultiHeadAttentionOp op);
 
-/// Adds the pattern that applies decomposeMultiHeadAttention.
-void populateDecomposeMultiHeadAttentionPatterns(RewritePatternSet &patterns);
+/// Why mha-fuse-layer does not fuse `op` (it returns its weights, updates
+/// KV caches or rotates its queries and keys: it is decomposed and its
+/// attention tiled on its own), or an empty string when it does.
+StringRef getUnfusedReason(MultiHeadAttentionOp op);
+
+/// Adds the pattern that applies decomposeMultiHeadAttention (to the layers
+/// mha-fuse-layer does not fuse only, with `unfusedOnly`).
+void populateDecomposeMultiHeadAttentionPatterns(RewritePatternSet &patterns,
+                                                 bool unfusedOnly = false);
 
 /// Inserts before `op` (an mha op) its run-time checks
 /// (RuntimeVerifiableOpInterface): one cf.assert per pair of sizes that must
