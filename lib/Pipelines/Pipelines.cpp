@@ -70,8 +70,10 @@ void mha::buildEntryStage(OpPassManager &pm, bool raiseAttention,
   } else {
     // The layers not fused (KV caches, rotary, weights) decomposed before
     // the strategy is chosen, so that their attention gets one (decoding:
-    // the key split) and their caches and rotations are decomposed below.
-    pm.addPass(createMHADecomposePass(MHADecomposePassOptions{true}));
+    // the key split) and their caches and rotations are decomposed below;
+    // their projections on threads.
+    pm.addPass(createMHADecomposePass(
+        MHADecomposePassOptions{/*unfusedOnly=*/true, /*projectionRows=*/64}));
   }
   pm.addPass(createMHADecomposeAggregatesPass());
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());

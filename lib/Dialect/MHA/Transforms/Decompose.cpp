@@ -240,20 +240,26 @@ static Value buildZeroOffsets(OpBuilder &b, Location loc, Value query) {
 
 struct DecomposeMultiHeadAttention final
     : OpRewritePattern<MultiHeadAttentionOp> {
-  DecomposeMultiHeadAttention(MLIRContext *context, bool unfusedOnly)
-      : OpRewritePattern(context), unfusedOnly(unfusedOnly) {}
+  DecomposeMultiHeadAttention(MLIRContext *context, bool unfusedOnly,
+                              int64_t projectionRows)
+      : OpRewritePattern(context), unfusedOnly(unfusedOnly),
+        projectionRows(projectionRows) {}
 
   LogicalResult matchAndRewrite(MultiHeadAttentionOp op,
                                 PatternRewriter &rewriter) const override {
     if (unfusedOnly && getUnfusedReason(op).empty())
       return rewriter.notifyMatchFailure(op, "fused by mha-fuse-layer");
-    if (failed(decomposeMultiHeadAttention(rewriter, op)))
+    FailureOr<DecomposedLayer> layer = decomposeMultiHeadAttention(rewriter, op);
+    if (failed(layer))
       return rewriter.notifyMatchFailure(op, "could not decompose");
+    if (projectionRows > 0)
+      (void)tileProjectionsForThreads(rewriter, *layer, projectionRows);
     return success();
   }
 
 private:
   bool unfusedOnly;
+  int64_t projectionRows;
 };
 
 struct MHADecomposePass final
@@ -262,7 +268,15 @@ struct MHADecomposePass final
 
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
-    populateDecomposeMultiHeadAttentionPatterns(patterns, unfusedOnly);
+    if (projectionRows < 0) {
+      getOperation()->emitError()
+          << "projection-rows must be positive, or 0 to leave the "
+             "projections whole, found "
+          << static_cast<int64_t>(projectionRows);
+      return signalPassFailure();
+    }
+    populateDecomposeMultiHeadAttentionPatterns(patterns, unfusedOnly,
+                                                projectionRows);
     if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
       return signalPassFailure();
   }
@@ -393,7 +407,7 @@ StringRef mha::getUnfusedReason(MultiHeadAttentionOp op) {
 }
 
 void mha::populateDecomposeMultiHeadAttentionPatterns(
-    RewritePatternSet &patterns, bool unfusedOnly) {
-  patterns.add<DecomposeMultiHeadAttention>(patterns.getContext(),
-                                            unfusedOnly);
+    RewritePatternSet &patterns, bool unfusedOnly, int64_t projectionRows) {
+  patterns.add<DecomposeMultiHeadAttention>(patterns.getContext(), unfusedOnly,
+                                            projectionRows);
 }

@@ -238,15 +238,41 @@ FailureOr<FusedLayer> mha::fuseMultiHeadAttention(RewriterBase &rewriter,
   // (batch, kv head, key tile), each tile initialized from its bias.
   for (Operation *projection :
        {layer->keyProjection, layer->valueProjection}) {
-    Operation *init = projection->getOperand(2).getDefiningOp();
-    FailureOr<scf::SCFTileAndFuseResult> tiled = tileAndFuse(
-        rewriter, projection, {1, 1, options.qTileSize, 0, 0},
-        scf::SCFTilingOptions::LoopType::ForallOp, /*fuseDestinations=*/true,
-        [&](Operation *o) { return o == init; });
-    if (failed(tiled))
+    FailureOr<LoopLikeOpInterface> loop = tileProjectionForThreads(
+        rewriter, projection, {1, 1, options.qTileSize, 0, 0});
+    if (failed(loop))
       return failure();
-    fused.projectionLoops.push_back(tiled->loops.front());
-    eraseDead(rewriter, tiled->loops.front(), init ? ArrayRef(init) : ArrayRef<Operation *>());
+    fused.projectionLoops.push_back(*loop);
   }
   return fused;
+}
+
+FailureOr<LoopLikeOpInterface>
+mha::tileProjectionForThreads(RewriterBase &rewriter, Operation *projection,
+                              ArrayRef<int64_t> tileSizes) {
+  Operation *init = projection->getOperand(2).getDefiningOp();
+  FailureOr<scf::SCFTileAndFuseResult> tiled = tileAndFuse(
+      rewriter, projection, tileSizes,
+      scf::SCFTilingOptions::LoopType::ForallOp, /*fuseDestinations=*/true,
+      [&](Operation *o) { return o == init; });
+  if (failed(tiled) || tiled->loops.empty())
+    return failure();
+  LoopLikeOpInterface loop = tiled->loops.front();
+  eraseDead(rewriter, loop,
+            init ? ArrayRef(init) : ArrayRef<Operation *>());
+  return loop;
+}
+
+LogicalResult mha::tileProjectionsForThreads(RewriterBase &rewriter,
+                                             const DecomposedLayer &layer,
+                                             int64_t rowTile) {
+  // Inputs over (batch, head, row tile); the output over (batch, row tile),
+  // the heads it merges being its reduction.
+  for (Operation *projection : {layer.queryProjection, layer.keyProjection,
+                                layer.valueProjection})
+    if (failed(tileProjectionForThreads(rewriter, projection,
+                                        {1, 1, rowTile, 0, 0})))
+      return failure();
+  return tileProjectionForThreads(rewriter, layer.outputProjection,
+                                  {1, rowTile, 0, 0, 0});
 }

@@ -60,7 +60,9 @@ def MHADecomposePass : Pass<"mha-decompose"> {
     (those with `return_weights`, `kv_cache` or `rotary`) are decomposed:
     the CPU pipelines do so before `mha-select-lowering-config`, so that
     their attention is configured (for decoding: its key split) and tiled
-    as any `mha.attention`.
+    as any `mha.attention`. With `projection-rows=N` the projections are
+    tiled into `scf.forall` loops, as `mha-fuse-layer` tiles K and V, so
+    that they run on threads (the CPU pipelines use 64).
 
     Example: `mha-opt --mha-decompose layer.mlir`.
   }];
@@ -68,6 +70,10 @@ def MHADecomposePass : Pass<"mha-decompose"> {
     Option<"unfusedOnly", "unfused-only", "bool", /*default=*/"false",
            "Decompose only the layers mha-fuse-layer does not fuse (with "
            "return_weights, kv_cache or rotary)">,
+    Option<"projectionRows", "projection-rows", "int64_t", /*default=*/"0",
+           "Tile the projections into scf.forall loops (threads) over "
+           "(batch, head, this many rows), the output projection over "
+           "(batch, rows); 0: leave them whole">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",

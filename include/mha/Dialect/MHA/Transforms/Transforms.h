@@ -51,15 +51,32 @@ struct DecomposedLayer {
 FailureOr<DecomposedLayer> decomposeMultiHeadAttention(RewriterBase &rewriter,
                                                        MultiHeadAttentionOp op);
 
+/// Tiles a projection of a decomposed layer (a linalg.generic contraction
+/// whose accumulator is its operand 2) by `tileSizes` into an scf.forall
+/// (threads), its accumulator's initialization (zeros or the bias) fused
+/// into each tile. Returns the loop.
+FailureOr<LoopLikeOpInterface>
+tileProjectionForThreads(RewriterBase &rewriter, Operation *projection,
+                         ArrayRef<int64_t> tileSizes);
+
+/// Tiles the four projections of `layer` for threads: the input
+/// projections over (batch, head, `rowTile` rows), the output projection
+/// over (batch, `rowTile` rows).
+LogicalResult tileProjectionsForThreads(RewriterBase &rewriter,
+                                        const DecomposedLayer &layer,
+                                        int64_t rowTile);
+
 /// Why mha-fuse-layer does not fuse `op` (it returns its weights, updates
 /// KV caches or rotates its queries and keys: it is decomposed and its
 /// attention tiled on its own), or an empty string when it does.
 StringRef getUnfusedReason(MultiHeadAttentionOp op);
 
 /// Adds the pattern that applies decomposeMultiHeadAttention (to the layers
-/// mha-fuse-layer does not fuse only, with `unfusedOnly`).
+/// mha-fuse-layer does not fuse only, with `unfusedOnly`), then, with
+/// `projectionRows` > 0, tileProjectionsForThreads.
 void populateDecomposeMultiHeadAttentionPatterns(RewritePatternSet &patterns,
-                                                 bool unfusedOnly = false);
+                                                 bool unfusedOnly = false,
+                                                 int64_t projectionRows = 0);
 
 /// Inserts before `op` (an mha op) its run-time checks
 /// (RuntimeVerifiableOpInterface): one cf.assert per pair of sizes that must
