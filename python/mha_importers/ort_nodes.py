@@ -25,8 +25,9 @@ tot[b] = seqlens_k[b] + 1, of which the last S are the new tokens.
   queries and keys at their positions (`mha.rotary`, positions the past
   length per batch).
 
-Everything else is refused with a message naming it: packed QKV,
-`position_ids`, `attention_bias`, `head_sink`, `smooth_softmax`,
+Packed QKV (a query [B, S, (num_heads + 2 kv_num_heads) * H] without key
+and value) is sliced into the three. Everything else is refused with a
+message naming it: `position_ids`, `attention_bias`, `head_sink`, `smooth_softmax`,
 `causal = 0`, `qk_output`, quantized or sliding-window caches,
 `local_window_size = 0`, and dynamic shapes.
 """
@@ -60,18 +61,23 @@ def _by_name(op, node, in_names, out_names):
             dict(zip(out_names, list(node.output) + [""] * len(out_names))))
 
 
-def _check_inputs(op, ins, outs, refused, qk_output, where=""):
+def _check_inputs(op, ins, outs, refused, qk_output, where="",
+                  packed=False):
     """Refuses the inputs `refused` and the output `qk_output` where
-    present, packed QKV (no key or value) and a past key without a past
-    value or the reverse."""
+    present, packed QKV (no key or value; taken where `packed`), a key
+    without a value or the reverse, and a past key without a past value
+    or the reverse."""
     for k in refused:
         if ins[k]:
             _fail(f"{op} input {k} is not supported{where}")
     if outs[qk_output]:
         _fail(f"{op} output {qk_output} is not supported")
-    if not ins["key"] or not ins["value"]:
+    if not ins["key"] and not ins["value"] and not packed:
         _fail(f"{op} without key and value inputs (packed QKV) is not "
               f"supported")
+    if bool(ins["key"]) != bool(ins["value"]):
+        _fail(f"{op} needs key and value together (or neither: packed "
+              f"QKV)")
     if bool(ins["past_key"]) != bool(ins["past_value"]):
         _fail(f"{op} needs past_key and past_value together")
 
@@ -87,7 +93,10 @@ def _load_heads(fn, op, ins, roles, n, nkv):
                 _fail(f"{role} '{ins[role]}' has a dynamic shape; the "
                       f"importer takes static ones")
     v = fn.values
-    q, k, val = v[ins["query"]], v[ins["key"]], v[ins["value"]]
+    if not ins["key"]:
+        q, k, val = _unpack_qkv(fn.em, v[ins["query"]], n, nkv)
+    else:
+        q, k, val = v[ins["query"]], v[ins["key"]], v[ins["value"]]
     elt = q.elt
     if elt not in ("f32", "f16"):
         _fail(f"query is {elt}; {op} takes float32 or float16")
@@ -102,6 +111,30 @@ def _load_heads(fn, op, ins, roles, n, nkv):
     return (_split_heads(em, q, n, "query", "num_heads"),
             _split_heads(em, k, nkv, "key", "kv_num_heads"),
             _split_heads(em, val, nkv, "value", "kv_num_heads"), b, s, elt)
+
+
+def _unpack_qkv(em, packed, n, nkv):
+    """Packed QKV [B, S, (n + 2 nkv) * H] (GroupQueryAttention's query
+    without key and value): its slices [B, S, n * H], [B, S, nkv * H] and
+    [B, S, nkv * H], in that order along the hidden dim."""
+    if len(packed.shape) != 3:
+        _fail("packed QKV query is not 3-d [batch, seq, hidden]")
+    b, s, hidden = packed.shape
+    if hidden % (n + 2 * nkv):
+        _fail(f"packed QKV hidden size {hidden} does not split into "
+              f"num_heads + 2 * kv_num_heads = {n + 2 * nkv} heads")
+    hd = hidden // (n + 2 * nkv)
+    parts, offset = [], 0
+    for heads in (n, nkv, nkv):
+        part = _Tensor(None, [b, s, heads * hd], packed.elt,
+                       [b, s, heads * hd])
+        part.value = em.value(
+            f"tensor.extract_slice {packed.value}[0, 0, {offset}] "
+            f"[{b}, {s}, {heads * hd}] [1, 1, 1] : {packed.type} to "
+            f"{part.type}")
+        parts.append(part)
+        offset += heads * hd
+    return parts
 
 
 def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
@@ -119,7 +152,7 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
     _check_inputs(op, ins, outs, ("position_ids", "attention_bias",
                                   "head_sink", "k_scale", "v_scale",
                                   "q_norm_weight", "k_norm_weight"),
-                  "output_qk")
+                  "output_qk", packed=True)
     if not ins["seqlens_k"] or not ins["total_sequence_length"]:
         _fail(f"{op} needs seqlens_k and total_sequence_length")
     n, nkv = attrs.get("num_heads"), attrs.get("kv_num_heads")

@@ -21,11 +21,15 @@ F = TensorProto.FLOAT
 
 
 def model(b, s, n, nkv, h, past, attrs, rotary=None, extra_inputs=(),
-          names=None, F=F):
-    ins = [helper.make_tensor_value_info("q", F, [b, s, n * h]),
-           helper.make_tensor_value_info("k", F, [b, s, nkv * h]),
-           helper.make_tensor_value_info("v", F, [b, s, nkv * h])]
-    node_inputs = ["q", "k", "v"]
+          names=None, F=F, packed=False):
+    if packed:  # Q, K and V in one input [B, S, (n + 2 nkv) * h].
+        ins = [helper.make_tensor_value_info("q", F, [b, s, (n + 2 * nkv) * h])]
+        node_inputs = ["q", "", ""]
+    else:
+        ins = [helper.make_tensor_value_info("q", F, [b, s, n * h]),
+               helper.make_tensor_value_info("k", F, [b, s, nkv * h]),
+               helper.make_tensor_value_info("v", F, [b, s, nkv * h])]
+        node_inputs = ["q", "k", "v"]
     if past:
         ins += [helper.make_tensor_value_info("pk", F, [b, nkv, past, h]),
                 helper.make_tensor_value_info("pv", F, [b, nkv, past, h])]
@@ -81,8 +85,9 @@ def feeds_for(m, lens, total, seed, rotary):
 
 
 def case(name, b, s, n, nkv, h, past, lens, total, attrs=None, rotary=None,
-         seed=0, dtype=F):
-    m = model(b, s, n, nkv, h, past, attrs or {}, rotary, F=dtype)
+         seed=0, dtype=F, packed=False):
+    m = model(b, s, n, nkv, h, past, attrs or {}, rotary, F=dtype,
+              packed=packed)
     compare(name, m, feeds_for(m, lens, total, seed, rotary),
             2e-3 if dtype == TensorProto.FLOAT16 else 1e-4)
 
@@ -122,11 +127,17 @@ case("first_prompt", 2, 6, 4, 2, 16, 0, [6, 6], 6,
      dict(local_window_size=2))
 case("first_prompt_padded_rotary", 2, 6, 4, 2, 16, 0, [6, 4], 6,
      dict(do_rotary=1, scale=0.3), rotary=(16, 8))
+# Packed QKV (no key and value inputs): a decode step with rotary and a
+# first prompt.
+case("packed_qkv_decode_rotary", 2, 1, 8, 2, 16, 32, [10, 25], 26,
+     dict(do_rotary=1), rotary=(64, 8), packed=True)
+case("packed_qkv_first_prompt", 2, 5, 4, 1, 16, 0, [5, 3], 5, packed=True)
 
 # Refused: each by its name.
 I32 = TensorProto.INT32
 refusals = {
-    "packed_qkv": dict(names=["q", "", "", "pk", "pv", "sl", "tot"]),
+    "key_without_value": dict(names=["q", "k", "", "pk", "pv", "sl",
+                                     "tot"]),
     "position_ids": dict(extra_inputs=[(
         "pos", helper.make_tensor_value_info("pos", TensorProto.INT64, [1, 1]),
         9)]),
