@@ -23,11 +23,14 @@ tot[b] = seqlens_k[b] + 1, of which the last S are the new tokens.
   default 1/sqrt(H)); `do_rotary` with `cos_cache`/`sin_cache` [M, R/2]
   (half-rotated, or `rotary_interleaved`; partial when R < H) on the new
   queries and keys at their positions (`mha.rotary`, positions the past
-  length per batch).
+  length per batch, or `position_ids` [B, S] when given with a past: each
+  token's row of the tables; without do_rotary ONNX Runtime ignores them,
+  and so does the import; with rotary on a first prompt they are refused,
+  ONNX Runtime's CPU kernel reading only their first element there).
 
 Packed QKV (a query [B, S, (num_heads + 2 kv_num_heads) * H] without key
 and value) is sliced into the three. Everything else is refused with a
-message naming it: `position_ids`, `attention_bias`, `head_sink`, `smooth_softmax`,
+message naming it: `attention_bias`, `head_sink`, `smooth_softmax`,
 `causal = 0`, `qk_output`, quantized or sliding-window caches,
 `local_window_size = 0`, and dynamic shapes.
 """
@@ -149,8 +152,7 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
             _fail(f"{op} attribute {k} is not supported")
         if _INERT[k] is not None and attrs[k] not in _INERT[k]:
             _fail(f"{op} attribute {k} = {attrs[k]!r} is not supported")
-    _check_inputs(op, ins, outs, ("position_ids", "attention_bias",
-                                  "head_sink", "k_scale", "v_scale",
+    _check_inputs(op, ins, outs, ("attention_bias", "head_sink", "k_scale", "v_scale",
                                   "q_norm_weight", "k_norm_weight"),
                   "output_qk", packed=True)
     if not ins["seqlens_k"] or not ins["total_sequence_length"]:
@@ -172,8 +174,8 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
     roles = ["query", "key", "value", "past_key", "past_value", "seqlens_k",
              "total_sequence_length"]
     q, k, val, b, s, elt = _load_heads(
-        fn, op, ins, roles + (["cos_cache", "sin_cache"] if rotary else []),
-        n, nkv)
+        fn, op, ins, roles + (["cos_cache", "sin_cache"] if rotary else []) +
+        (["position_ids"] if ins["position_ids"] else []), n, nkv)
     lens = v[ins["seqlens_k"]]
     if lens.elt != "i32" or lens.shape != [b]:
         _fail(f"seqlens_k is not int32 [{b}]")
@@ -221,6 +223,23 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
         past_len = None
         positions = em.value(f"arith.constant dense<0> : {i32}")
 
+    # position_ids [B, S]: each new token's row of the rotary tables (ONNX
+    # Runtime reads them only with do_rotary).
+    positions_type = i32
+    if ins["position_ids"]:
+        pos = v[ins["position_ids"]]
+        if pos.elt not in ("i64", "i32") or pos.shape != [b, s]:
+            _fail(f"position_ids is not int64 [{b}, {s}]")
+        if rotary and past_len is None:
+            # Measured on onnxruntime 1.32: without a past its CPU kernel
+            # rotates every batch's prompt from the first position given,
+            # whatever the others.
+            _fail(f"{op} input position_ids without past_key (a first "
+                  f"prompt) is not supported: ONNX Runtime reads only its "
+                  f"first element there")
+        if rotary:
+            positions, positions_type = pos.value, pos.type
+
     if rotary:
         cos, sin = v[ins["cos_cache"]], v[ins["sin_cache"]]
         for t, r in ((cos, "cos_cache"), (sin, "sin_cache")):
@@ -234,7 +253,8 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
             out.value = em.value(
                 f"mha.rotary ins({x.value} : {x.type}) cos_sin({cos.value}, "
                 f"{sin.value} : {cos.type}, {sin.type}) positions("
-                f"{positions} : {i32}) outs({init} : {x.type}){flag} -> "
+                f"{positions} : {positions_type}) outs({init} : {x.type})"
+                f"{flag} -> "
                 f"{x.type}")
             return out
         q, k = rotate(q), rotate(k)

@@ -85,11 +85,17 @@ def feeds_for(m, lens, total, seed, rotary):
 
 
 def case(name, b, s, n, nkv, h, past, lens, total, attrs=None, rotary=None,
-         seed=0, dtype=F, packed=False):
+         seed=0, dtype=F, packed=False, positions=None):
+    extra = ()
+    if positions is not None:  # position_ids [B, S], int64
+        extra = [("pos", helper.make_tensor_value_info(
+            "pos", TensorProto.INT64, [b, s]), 9)]
     m = model(b, s, n, nkv, h, past, attrs or {}, rotary, F=dtype,
-              packed=packed)
-    compare(name, m, feeds_for(m, lens, total, seed, rotary),
-            2e-3 if dtype == TensorProto.FLOAT16 else 1e-4)
+              packed=packed, extra_inputs=extra)
+    feeds = feeds_for(m, lens, total, seed, rotary)
+    if positions is not None:
+        feeds["pos"] = np.array(positions, np.int64)
+    compare(name, m, feeds, 2e-3 if dtype == TensorProto.FLOAT16 else 1e-4)
 
 
 def compare(name, m, feeds, tolerance=1e-4):
@@ -132,14 +138,23 @@ case("first_prompt_padded_rotary", 2, 6, 4, 2, 16, 0, [6, 4], 6,
 case("packed_qkv_decode_rotary", 2, 1, 8, 2, 16, 32, [10, 25], 26,
      dict(do_rotary=1), rotary=(64, 8), packed=True)
 case("packed_qkv_first_prompt", 2, 5, 4, 1, 16, 0, [5, 3], 5, packed=True)
+# position_ids: rotary rows other than the past lengths' (decode), per token
+# out of order (a subsequent prompt); without do_rotary they are not read.
+case("position_ids_decode", 2, 1, 8, 2, 16, 32, [10, 25], 26,
+     dict(do_rotary=1), rotary=(64, 8), positions=[[3], [40]])
+case("position_ids_subsequent_prompt", 1, 4, 4, 2, 16, 32, [12], 12,
+     dict(do_rotary=1, rotary_interleaved=1), rotary=(32, 8),
+     positions=[[5, 0, 9, 2]])
+case("position_ids_no_rotary", 2, 1, 4, 2, 16, 8, [3, 8], 8,
+     positions=[[0], [1]])
 
 # Refused: each by its name.
 I32 = TensorProto.INT32
 refusals = {
     "key_without_value": dict(names=["q", "k", "", "pk", "pv", "sl",
                                      "tot"]),
-    "position_ids": dict(extra_inputs=[(
-        "pos", helper.make_tensor_value_info("pos", TensorProto.INT64, [1, 1]),
+    "position_ids_shape": dict(extra_inputs=[(
+        "pos", helper.make_tensor_value_info("pos", TensorProto.INT64, [1, 2]),
         9)]),
     "attention_bias": dict(extra_inputs=[(
         "ab", helper.make_tensor_value_info("ab", F, [1, 1, 1, 8]), 10)]),
@@ -149,6 +164,14 @@ refusals = {
     "qk_output": dict(attrs=dict(qk_output=1)),
     "rotary_no_cache": dict(attrs=dict(do_rotary=1)),
 }
+m = model(1, 2, 2, 1, 16, 0, dict(do_rotary=1), rotary=(8, 8),
+          extra_inputs=[("pos", helper.make_tensor_value_info(
+              "pos", TensorProto.INT64, [1, 2]), 9)])
+try:
+    MhaBackend.prepare(m, workdir=f"{WORK}/position_ids_first_prompt")
+    print("position_ids_first_prompt: imported")
+except ImportError_ as e:
+    print(f"position_ids_first_prompt: refused: {e}")
 for name, kw in refusals.items():
     m = model(1, 1, 2, 1, 16, 8, kw.get("attrs", {}),
               extra_inputs=kw.get("extra_inputs", ()), names=kw.get("names"))
