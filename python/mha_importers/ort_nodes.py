@@ -13,8 +13,10 @@ tot[b] = seqlens_k[b] + 1, of which the last S are the new tokens.
   (`mha.cache_append`, whose run-time check stops a batch with
   tot[b] < S), rows past tot[b] zero. The attention reads the present K/V
   with `key_lengths` = tot, query s of batch b at position tot[b] - S + s
-  (mha's diagonal with key lengths). `total_sequence_length` must not
-  exceed P (the present is P long; checked at run time).
+  (mha's diagonal with key lengths). The present is as long as the graph
+  declares it: P (a buffer shared with the past; `total_sequence_length`
+  must not exceed P) or P + S (a growing cache; `total_sequence_length`
+  must be P + S), checked at run time.
 - Without a past: the first prompt; `total_sequence_length` must be S
   (checked at run time); the present K/V are the new ones; query s sees
   keys j <= s with j < tot[b] (a right-padded prompt: a key mask).
@@ -116,6 +118,17 @@ def _load_heads(fn, op, ins, roles, n, nkv):
             _split_heads(em, val, nkv, "value", "kv_num_heads"), b, s, elt)
 
 
+def _declared_length(model, name):
+    """The sequence length (dim 2) a graph output `name` is declared with,
+    or None."""
+    for o in model.graph.output:
+        if o.name == name:
+            dims = o.type.tensor_type.shape.dim
+            if len(dims) == 4 and dims[2].HasField("dim_value"):
+                return dims[2].dim_value
+    return None
+
+
 def _unpack_qkv(em, packed, n, nkv):
     """Packed QKV [B, S, (n + 2 nkv) * H] (GroupQueryAttention's query
     without key and value): its slices [B, S, n * H], [B, S, nkv * H] and
@@ -208,10 +221,29 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
         if pk.shape != pv.shape:
             _fail("past_key and past_value differ in shape")
         p = pk.shape[2]
-        pc = em.value(f"arith.constant {p} : i32")
-        ok = em.value(f"arith.cmpi sle, {t_value}, {pc} : i32")
-        assert_(ok, f"total_sequence_length must not exceed past_key's "
-                    f"length ({p}): the present K/V are that long")
+        # The present K/V's length, as the graph declares it: the past
+        # buffer's (a shared buffer, T <= P) or P + S (a growing cache,
+        # ONNX Runtime's max(T, P) with T = P + S).
+        present_len = p
+        for r in ("present_key", "present_value"):
+            if outs[r]:
+                declared = _declared_length(model, outs[r])
+                if declared not in (p, p + s):
+                    _fail(f"{r} has {declared} positions; the importer "
+                          f"takes past_key's ({p}) or past_key's plus the "
+                          f"new tokens ({p + s})")
+                present_len = declared
+        if present_len == p:
+            pc = em.value(f"arith.constant {p} : i32")
+            ok = em.value(f"arith.cmpi sle, {t_value}, {pc} : i32")
+            assert_(ok, f"total_sequence_length must not exceed past_key's "
+                        f"length ({p}): the present K/V are that long")
+        else:
+            pc = em.value(f"arith.constant {p + s} : i32")
+            ok = em.value(f"arith.cmpi eq, {t_value}, {pc} : i32")
+            assert_(ok, f"total_sequence_length must be past_key's length "
+                        f"plus the new tokens ({p + s}): the present K/V "
+                        f"are that long")
         s_const = em.value(f"arith.constant dense<{s}> : {i32}")
         past_len = em.value(f"arith.subi {tot}, {s_const} : {i32}")
         positions = past_len
@@ -262,7 +294,8 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
     if past_len is not None:
         def present(past, new):
             # The past's first past_len[b] rows, zeros after them, then the
-            # new rows appended at past_len[b].
+            # new rows appended at past_len[b] (in a present of present_len
+            # rows).
             zero = em.value(f"arith.constant 0.0 : {elt}")
             init = _empty(em, past.sizes, elt)
             kept = em.value(
@@ -279,11 +312,21 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
                 f"      %y = arith.select %in, %x, {zero} : {elt}\n"
                 f"      linalg.yield %y : {elt}\n"
                 f"    }} -> {past.type}")
-            out = _Tensor(None, past.shape, elt, past.sizes)
+            out = _Tensor(None, [b, nkv, present_len, hd], elt,
+                          [b, nkv, present_len, hd])
+            if present_len != p:
+                zeros = em.value(
+                    f"linalg.fill ins({zero} : {elt}) outs("
+                    f"{_empty(em, out.sizes, elt)} : {out.type}) -> "
+                    f"{out.type}")
+                kept = em.value(
+                    f"tensor.insert_slice {kept} into {zeros}[0, 0, 0, 0] "
+                    f"[{b}, {nkv}, {p}, {hd}] [1, 1, 1, 1] : {past.type} "
+                    f"into {out.type}")
             out.value = em.value(
                 f"mha.cache_append ins({new.value} : {new.type}) lengths("
-                f"{past_len} : {i32}) outs({kept} : {past.type}) -> "
-                f"{past.type}")
+                f"{past_len} : {i32}) outs({kept} : {out.type}) -> "
+                f"{out.type}")
             return out
         k = present(pk, k)
         val = present(pv, val)

@@ -21,7 +21,7 @@ F = TensorProto.FLOAT
 
 
 def model(b, s, n, nkv, h, past, attrs, rotary=None, extra_inputs=(),
-          names=None, F=F, packed=False):
+          names=None, F=F, packed=False, grow=False):
     if packed:  # Q, K and V in one input [B, S, (n + 2 nkv) * h].
         ins = [helper.make_tensor_value_info("q", F, [b, s, (n + 2 * nkv) * h])]
         node_inputs = ["q", "", ""]
@@ -49,7 +49,8 @@ def model(b, s, n, nkv, h, past, attrs, rotary=None, extra_inputs=(),
             node_inputs.append("")
         node_inputs.append(name)
         ins.append(vi)
-    present = past if past else s
+    # The present: the past buffer, or (grow) the past plus the new tokens.
+    present = past + s if grow else past if past else s
     outs = [helper.make_tensor_value_info("y", F, [b, s, n * h]),
             helper.make_tensor_value_info("pko", F, [b, nkv, present, h]),
             helper.make_tensor_value_info("pvo", F, [b, nkv, present, h])]
@@ -85,13 +86,13 @@ def feeds_for(m, lens, total, seed, rotary):
 
 
 def case(name, b, s, n, nkv, h, past, lens, total, attrs=None, rotary=None,
-         seed=0, dtype=F, packed=False, positions=None):
+         seed=0, dtype=F, packed=False, positions=None, grow=False):
     extra = ()
     if positions is not None:  # position_ids [B, S], int64
         extra = [("pos", helper.make_tensor_value_info(
             "pos", TensorProto.INT64, [b, s]), 9)]
     m = model(b, s, n, nkv, h, past, attrs or {}, rotary, F=dtype,
-              packed=packed, extra_inputs=extra)
+              packed=packed, extra_inputs=extra, grow=grow)
     feeds = feeds_for(m, lens, total, seed, rotary)
     if positions is not None:
         feeds["pos"] = np.array(positions, np.int64)
@@ -138,6 +139,12 @@ case("first_prompt_padded_rotary", 2, 6, 4, 2, 16, 0, [6, 4], 6,
 case("packed_qkv_decode_rotary", 2, 1, 8, 2, 16, 32, [10, 25], 26,
      dict(do_rotary=1), rotary=(64, 8), packed=True)
 case("packed_qkv_first_prompt", 2, 5, 4, 1, 16, 0, [5, 3], 5, packed=True)
+# A growing cache: past buffers of the past length, presents of the past
+# plus the new tokens (total_sequence_length = P + S); batches of different
+# lengths within it; a subsequent prompt with rotary.
+case("grow_decode", 2, 1, 8, 2, 16, 20, [21, 9], 21, grow=True)
+case("grow_prompt_rotary", 1, 3, 4, 2, 16, 10, [13], 13,
+     dict(do_rotary=1, local_window_size=4), rotary=(32, 8), grow=True)
 # position_ids: rotary rows other than the past lengths' (decode), per token
 # out of order (a subsequent prompt); without do_rotary they are not read.
 case("position_ids_decode", 2, 1, 8, 2, 16, 32, [10, 25], 26,
@@ -184,6 +191,15 @@ for name, kw in refusals.items():
 # Run-time checks: a total length beyond the past buffer, a batch whose
 # length is shorter than the new tokens, a first prompt whose total length
 # is not its own.
+m = model(1, 1, 2, 1, 16, 8, {}, grow=True)
+feeds = feeds_for(m, [8], 8, 0, None)
+try:
+    MhaBackend.prepare(m, pipeline=PIPELINE,
+                       workdir=f"{WORK}/grow_total_short").run(
+        [feeds[vi.name] for vi in m.graph.input])
+    print("grow_total_short: ran")
+except RuntimeError as e:
+    print(f"grow_total_short: stopped: {str(e).splitlines()[0]}")
 for name, args in (("total_too_long", (1, 1, 2, 1, 16, 8, [8], 9)),
                    ("length_below_new", (1, 2, 2, 1, 16, 8, [1], 8)),
                    ("first_prompt_total", (1, 2, 2, 1, 16, 0, [2], 3))):
