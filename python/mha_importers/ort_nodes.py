@@ -31,10 +31,12 @@ tot[b] = seqlens_k[b] + 1, of which the last S are the new tokens.
   ONNX Runtime's CPU kernel reading only their first element there).
 
 Packed QKV (a query [B, S, (num_heads + 2 kv_num_heads) * H] without key
-and value) is sliced into the three. Everything else is refused with a
+and value) is sliced into the three. Batch, sequence and past lengths may
+be dynamic (as ONNX Runtime's exporters write them); the present is then
+max(T, P) long, as ONNX Runtime makes it. Everything else is refused with a
 message naming it: `attention_bias`, `head_sink`, `smooth_softmax`,
 `causal = 0`, `qk_output`, quantized or sliding-window caches,
-`local_window_size = 0`, and dynamic shapes.
+`local_window_size = 0`, and other dynamic dims.
 """
 import onnx
 
@@ -87,16 +89,21 @@ def _check_inputs(op, ins, outs, refused, qk_output, where="",
         _fail(f"{op} needs past_key and past_value together")
 
 
-def _load_heads(fn, op, ins, roles, n, nkv):
-    """Loads `roles` (static shapes only) and returns query, key and value
-    split into heads ([B, heads, S, H]), batch, sequence length and element
-    type."""
+def _load_heads(fn, op, ins, roles, n, nkv, dynamic=None):
+    """Loads `roles` (static shapes, but for the dims `dynamic[role]` lists:
+    batch and sequence lengths) and returns query, key and value split into
+    heads ([B, heads, S, H]), batch, sequence length (None where dynamic)
+    and element type."""
     for role in roles:
         if ins[role]:
             t = fn.load(ins[role], role)
-            if any(d is None for d in t.shape):
+            free = (dynamic or {}).get(role, ())
+            if any(d is None and i not in free
+                   for i, d in enumerate(t.shape)):
                 _fail(f"{role} '{ins[role]}' has a dynamic shape; the "
-                      f"importer takes static ones")
+                      f"importer takes static ones"
+                      + (" but for the batch and sequence lengths"
+                         if role in dynamic else ""))
     v = fn.values
     if not ins["key"]:
         q, k, val = _unpack_qkv(fn.em, v[ins["query"]], n, nkv)
@@ -109,13 +116,19 @@ def _load_heads(fn, op, ins, roles, n, nkv):
         if t.elt != elt or len(t.shape) != 3:
             _fail(f"{r} is not 3-d [batch, seq, hidden] of the query's type")
     b, s = q.shape[0], q.shape[1]
-    if k.shape[:2] != [b, s] or val.shape[:2] != [b, s]:
+    if not _agree(k.shape[:2], [b, s]) or not _agree(val.shape[:2], [b, s]):
         _fail("key and value must have the query's batch and sequence "
               "lengths")
     em = fn.em
     return (_split_heads(em, q, n, "query", "num_heads"),
             _split_heads(em, k, nkv, "key", "kv_num_heads"),
             _split_heads(em, val, nkv, "value", "kv_num_heads"), b, s, elt)
+
+
+def _agree(shape, expected):
+    """Whether `shape` matches `expected` wherever both are static."""
+    return len(shape) == len(expected) and all(
+        a is None or e is None or a == e for a, e in zip(shape, expected))
 
 
 def _declared_length(model, name):
@@ -136,6 +149,7 @@ def _unpack_qkv(em, packed, n, nkv):
     if len(packed.shape) != 3:
         _fail("packed QKV query is not 3-d [batch, seq, hidden]")
     b, s, hidden = packed.shape
+    bs, ss = packed.sizes[0], packed.sizes[1]
     if hidden % (n + 2 * nkv):
         _fail(f"packed QKV hidden size {hidden} does not split into "
               f"num_heads + 2 * kv_num_heads = {n + 2 * nkv} heads")
@@ -143,10 +157,10 @@ def _unpack_qkv(em, packed, n, nkv):
     parts, offset = [], 0
     for heads in (n, nkv, nkv):
         part = _Tensor(None, [b, s, heads * hd], packed.elt,
-                       [b, s, heads * hd])
+                       [bs, ss, heads * hd])
         part.value = em.value(
             f"tensor.extract_slice {packed.value}[0, 0, {offset}] "
-            f"[{b}, {s}, {heads * hd}] [1, 1, 1] : {packed.type} to "
+            f"[{bs}, {ss}, {heads * hd}] [1, 1, 1] : {packed.type} to "
             f"{part.type}")
         parts.append(part)
         offset += heads * hd
@@ -188,10 +202,15 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
              "total_sequence_length"]
     q, k, val, b, s, elt = _load_heads(
         fn, op, ins, roles + (["cos_cache", "sin_cache"] if rotary else []) +
-        (["position_ids"] if ins["position_ids"] else []), n, nkv)
+        (["position_ids"] if ins["position_ids"] else []), n, nkv,
+        dynamic={"query": (0, 1), "key": (0, 1), "value": (0, 1),
+                 "past_key": (0, 2), "past_value": (0, 2), "seqlens_k": (0,),
+                 "position_ids": (0, 1)})
+    # Batch and new tokens: an int, or the SSA index of a dynamic size.
+    bsz, ssz = q.sizes[0], q.sizes[2]
     lens = v[ins["seqlens_k"]]
-    if lens.elt != "i32" or lens.shape != [b]:
-        _fail(f"seqlens_k is not int32 [{b}]")
+    if lens.elt != "i32" or not _agree(lens.shape, [b]):
+        _fail(f"seqlens_k is not int32 [{b or 'B'}]")
     total = v[ins["total_sequence_length"]]
     if total.elt != "i32" or total.shape not in ([], [1]):
         _fail("total_sequence_length is not an int32 scalar")
@@ -201,8 +220,21 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
 
     # tot = seqlens_k + 1; the past length tot - S; T.
     i32 = tensor_type([b], "i32")
-    one = em.value(f"arith.constant dense<1> : {i32}")
-    tot = em.value(f"arith.addi {lens.value}, {one} : {i32}")
+
+    def scalar_i32(size):
+        """A size (int or index value) as an i32 value."""
+        if isinstance(size, int):
+            return em.value(f"arith.constant {size} : i32")
+        return em.value(f"arith.index_cast {size} : index to i32")
+
+    def splat(value):
+        """An i32 value as a [B] tensor."""
+        dims = "" if b is not None else f"[{bsz}]"
+        return em.value(f"tensor.splat {value}{dims} : {i32}")
+
+    s_i32 = scalar_i32(ssz)
+    tot = em.value(f"arith.addi {lens.value}, {splat(scalar_i32(1))} : "
+                   f"{i32}")
     zero_idx = em.value("arith.constant 0 : index")
     t_value = em.value(
         f"tensor.extract {total.value}[{', '.join([zero_idx] * len(total.shape))}]"
@@ -215,53 +247,60 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
         pk, pv = v[ins["past_key"]], v[ins["past_value"]]
         for t, r in ((pk, "past_key"), (pv, "past_value")):
             if t.elt != elt or len(t.shape) != 4 or \
-                    t.shape[:2] != [b, nkv] or t.shape[3] != hd:
-                _fail(f"{r} is not [{b}, {nkv}, P, {hd}] of the query's "
-                      f"type")
-        if pk.shape != pv.shape:
+                    not _agree(t.shape, [b, nkv, None, hd]):
+                _fail(f"{r} is not [{b or 'B'}, {nkv}, P, {hd}] of the "
+                      f"query's type")
+        if not _agree(pk.shape, pv.shape):
             _fail("past_key and past_value differ in shape")
         p = pk.shape[2]
-        # The present K/V's length, as the graph declares it: the past
-        # buffer's (a shared buffer, T <= P) or P + S (a growing cache,
-        # ONNX Runtime's max(T, P) with T = P + S).
-        present_len = p
-        for r in ("present_key", "present_value"):
-            if outs[r]:
-                declared = _declared_length(model, outs[r])
-                if declared not in (p, p + s):
-                    _fail(f"{r} has {declared} positions; the importer "
-                          f"takes past_key's ({p}) or past_key's plus the "
-                          f"new tokens ({p + s})")
-                present_len = declared
-        if present_len == p:
+        # The present K/V's length: ONNX Runtime's max(T, P). Where the
+        # graph declares it statically: the past buffer's (a shared buffer,
+        # T <= P) or P + S (a growing cache, T = P + S); else max(T, P) at
+        # run time.
+        present_len = None
+        if p is not None and s is not None:
+            present_len = p
+            for r in ("present_key", "present_value"):
+                if outs[r]:
+                    declared = _declared_length(model, outs[r])
+                    if declared not in (p, p + s, None):
+                        _fail(f"{r} has {declared} positions; the importer "
+                              f"takes past_key's ({p}) or past_key's plus "
+                              f"the new tokens ({p + s})")
+                    present_len = declared
+        if present_len is not None and present_len == p:
             pc = em.value(f"arith.constant {p} : i32")
             ok = em.value(f"arith.cmpi sle, {t_value}, {pc} : i32")
             assert_(ok, f"total_sequence_length must not exceed past_key's "
                         f"length ({p}): the present K/V are that long")
-        else:
+        elif present_len is not None:
             pc = em.value(f"arith.constant {p + s} : i32")
             ok = em.value(f"arith.cmpi eq, {t_value}, {pc} : i32")
             assert_(ok, f"total_sequence_length must be past_key's length "
                         f"plus the new tokens ({p + s}): the present K/V "
                         f"are that long")
-        s_const = em.value(f"arith.constant dense<{s}> : {i32}")
-        past_len = em.value(f"arith.subi {tot}, {s_const} : {i32}")
+        else:
+            t_index = em.value(f"arith.index_cast {t_value} : i32 to index")
+            p_index = pk.sizes[2] if p is None else \
+                em.value(f"arith.constant {p} : index")
+            present_len = em.value(f"arith.maxsi {t_index}, {p_index} : "
+                                   f"index")
+        past_len = em.value(f"arith.subi {tot}, {splat(s_i32)} : {i32}")
         positions = past_len
     else:
-        sc = em.value(f"arith.constant {s} : i32")
-        ok = em.value(f"arith.cmpi eq, {t_value}, {sc} : i32")
+        ok = em.value(f"arith.cmpi eq, {t_value}, {s_i32} : i32")
         assert_(ok, f"without past_key, total_sequence_length must be the "
-                    f"sequence length ({s}): a first prompt")
+                    f"sequence length ({s or 'S'}): a first prompt")
         past_len = None
-        positions = em.value(f"arith.constant dense<0> : {i32}")
+        positions = splat(scalar_i32(0))
 
     # position_ids [B, S]: each new token's row of the rotary tables (ONNX
     # Runtime reads them only with do_rotary).
     positions_type = i32
     if ins["position_ids"]:
         pos = v[ins["position_ids"]]
-        if pos.elt not in ("i64", "i32") or pos.shape != [b, s]:
-            _fail(f"position_ids is not int64 [{b}, {s}]")
+        if pos.elt not in ("i64", "i32") or not _agree(pos.shape, [b, s]):
+            _fail(f"position_ids is not int64 [{b or 'B'}, {s or 'S'}]")
         if rotary and past_len is None:
             # Measured on onnxruntime 1.32: without a past its CPU kernel
             # rotates every batch's prompt from the first position given,
@@ -312,8 +351,9 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
                 f"      %y = arith.select %in, %x, {zero} : {elt}\n"
                 f"      linalg.yield %y : {elt}\n"
                 f"    }} -> {past.type}")
-            out = _Tensor(None, [b, nkv, present_len, hd], elt,
-                          [b, nkv, present_len, hd])
+            static = isinstance(present_len, int)
+            out = _Tensor(None, [b, nkv, present_len if static else None,
+                                 hd], elt, [bsz, nkv, present_len, hd])
             if present_len != p:
                 zeros = em.value(
                     f"linalg.fill ins({zero} : {elt}) outs("
@@ -321,8 +361,8 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
                     f"{out.type}")
                 kept = em.value(
                     f"tensor.insert_slice {kept} into {zeros}[0, 0, 0, 0] "
-                    f"[{b}, {nkv}, {p}, {hd}] [1, 1, 1, 1] : {past.type} "
-                    f"into {out.type}")
+                    f"[{bsz}, {nkv}, {past.sizes[2]}, {hd}] [1, 1, 1, 1] : "
+                    f"{past.type} into {out.type}")
             out.value = em.value(
                 f"mha.cache_append ins({new.value} : {new.type}) lengths("
                 f"{past_len} : {i32}) outs({kept} : {out.type}) -> "
@@ -338,8 +378,8 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
         attrs_text.append(f"softcap = {float(attrs['softcap']):.9e} : f32")
     if window > 0:
         attrs_text.append(f"window_left = {int(window) - 1} : i64")
-    y_sizes = [b, n, s, hd]
-    y = _Tensor(None, y_sizes, elt, y_sizes)
+    y_sizes = [bsz, n, ssz, hd]
+    y = _Tensor(None, [b, n, s, hd], elt, y_sizes)
     init = _empty(em, y_sizes, elt)
     operands = (f"ins({q.value}, {k.value}, {val.value} : {q.type}, "
                 f"{k.type}, {val.type})")
@@ -347,9 +387,8 @@ def import_gqa_node(model, node, attrs, arrays, out_dir, name, inputs=None):
         operands += f" key_lengths({tot} : {i32})"
     else:
         # Keys j < tot[b] (a right-padded prompt), the diagonal at 0.
-        sk = k.shape[2]
-        mtype = tensor_type([b, 1, 1, sk], "i1")
-        minit = _empty(em, [b, 1, 1, sk], "i1")
+        mtype = tensor_type([b, 1, 1, k.shape[2]], "i1")
+        minit = _empty(em, [bsz, 1, 1, k.sizes[2]], "i1")
         mask = em.value(
             f"linalg.generic {{indexing_maps = [affine_map<(b, h, i, j) -> "
             f"(b)>, affine_map<(b, h, i, j) -> (b, h, i, j)>], "

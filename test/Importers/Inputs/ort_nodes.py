@@ -85,8 +85,23 @@ def feeds_for(m, lens, total, seed, rotary):
     return feeds
 
 
+def make_dynamic(m):
+    """The model with its batch, sequence, past and present lengths
+    symbolic, as ONNX Runtime's exporters write them."""
+    params = {"q": {0: "batch", 1: "seq"}, "k": {0: "batch", 1: "seq"},
+              "v": {0: "batch", 1: "seq"}, "pk": {0: "batch", 2: "past"},
+              "pv": {0: "batch", 2: "past"}, "sl": {0: "batch"},
+              "pos": {0: "batch", 1: "seq"}, "y": {0: "batch", 1: "seq"},
+              "pko": {0: "batch", 2: "total"}, "pvo": {0: "batch", 2: "total"}}
+    for vi in list(m.graph.input) + list(m.graph.output):
+        for i, name in params.get(vi.name, {}).items():
+            vi.type.tensor_type.shape.dim[i].dim_param = name
+    return m
+
+
 def case(name, b, s, n, nkv, h, past, lens, total, attrs=None, rotary=None,
-         seed=0, dtype=F, packed=False, positions=None, grow=False):
+         seed=0, dtype=F, packed=False, positions=None, grow=False,
+         dynamic=False):
     extra = ()
     if positions is not None:  # position_ids [B, S], int64
         extra = [("pos", helper.make_tensor_value_info(
@@ -94,6 +109,12 @@ def case(name, b, s, n, nkv, h, past, lens, total, attrs=None, rotary=None,
     m = model(b, s, n, nkv, h, past, attrs or {}, rotary, F=dtype,
               packed=packed, extra_inputs=extra, grow=grow)
     feeds = feeds_for(m, lens, total, seed, rotary)
+    if dynamic:
+        if PIPELINE.startswith("vulkan"):
+            print(f"{name}: skipped: the Vulkan pipeline takes static "
+                  f"shapes")
+            return
+        m = make_dynamic(m)
     if positions is not None:
         feeds["pos"] = np.array(positions, np.int64)
     compare(name, m, feeds, 2e-3 if dtype == TensorProto.FLOAT16 else 1e-4)
@@ -145,6 +166,18 @@ case("packed_qkv_first_prompt", 2, 5, 4, 1, 16, 0, [5, 3], 5, packed=True)
 case("grow_decode", 2, 1, 8, 2, 16, 20, [21, 9], 21, grow=True)
 case("grow_prompt_rotary", 1, 3, 4, 2, 16, 10, [13], 13,
      dict(do_rotary=1, local_window_size=4), rotary=(32, 8), grow=True)
+# Dynamic batch, sequence, past and present lengths: the present is
+# max(T, P) long (a growing cache, a shared buffer), a subsequent prompt
+# with rotary and position_ids, a first prompt of packed QKV.
+case("dynamic_decode_grow", 2, 1, 8, 2, 16, 20, [21, 9], 21, grow=True,
+     dynamic=True)
+case("dynamic_decode_shared", 2, 1, 8, 2, 16, 32, [10, 25], 26,
+     dict(softcap=3.0), dynamic=True)
+case("dynamic_subsequent_prompt", 1, 3, 4, 2, 16, 10, [13], 13,
+     dict(do_rotary=1, local_window_size=4), rotary=(32, 8), grow=True,
+     positions=[[10, 11, 12]], dynamic=True)
+case("dynamic_first_prompt_packed", 2, 5, 4, 1, 16, 0, [5, 3], 5,
+     packed=True, dynamic=True)
 # position_ids: rotary rows other than the past lengths' (decode), per token
 # out of order (a subsequent prompt); without do_rotary they are not read.
 case("position_ids_decode", 2, 1, 8, 2, 16, 32, [10, 25], 26,
@@ -179,6 +212,14 @@ try:
     print("position_ids_first_prompt: imported")
 except ImportError_ as e:
     print(f"position_ids_first_prompt: refused: {e}")
+# A dynamic head count: only batch, sequence and past lengths may be.
+m = make_dynamic(model(1, 1, 2, 1, 16, 8, {}))
+m.graph.input[3].type.tensor_type.shape.dim[1].dim_param = "heads"
+try:
+    MhaBackend.prepare(m, workdir=f"{WORK}/dynamic_heads")
+    print("dynamic_heads: imported")
+except ImportError_ as e:
+    print(f"dynamic_heads: refused: {e}")
 for name, kw in refusals.items():
     m = model(1, 1, 2, 1, 16, 8, kw.get("attrs", {}),
               extra_inputs=kw.get("extra_inputs", ()), names=kw.get("names"))
