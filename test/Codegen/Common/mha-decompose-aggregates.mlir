@@ -89,26 +89,30 @@ func.func @cache_append_dynamic(%u: tensor<2x?x32xf16>, %len: tensor<2xi32>, %ca
 // -----
 
 // mha.rotary, interleaved, partial (R = 12 of d = 16), positions per token:
-// strided slices of the pairs (2i, 2i + 1) of the input and of init, one
-// generic per half reading each token's row of the tables (computed in
-// f32), the channels past R copied, both halves inserted back.
+// strided slices of the pairs (2i, 2i + 1) of the input and of init, each
+// token's rows of the tables gathered once ([B, S, R/2], for every head),
+// one generic per half reading them through affine maps (computed in f32),
+// the channels past R copied, both halves inserted back.
 
 // CHECK-LABEL: func.func @rotary_interleaved
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<2x4x?x16xbf16>, %[[COS:[^:]+]]: tensor<64x6xbf16>, %[[SIN:[^:]+]]: tensor<64x6xbf16>, %[[POS:[^:]+]]: tensor<2x?xi64>, %[[INIT:[^:]+]]: tensor<2x4x?x16xbf16>)
 // CHECK-NOT: mha.rotary
 // CHECK-DAG: %[[X1:.+]] = tensor.extract_slice %[[X]][0, 0, 0, 0] [2, 4, %[[S:.+]], 6] [1, 1, 1, 2]
 // CHECK-DAG: %[[X2:.+]] = tensor.extract_slice %[[X]][0, 0, 0, 1] [2, 4, %[[S]], 6] [1, 1, 1, 2]
-// CHECK: %[[FIRST:.+]] = linalg.generic {{.*}} ins(%[[X1]], %[[X2]] : {{.*}})
+// CHECK: %[[CROWS:.+]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x?x6xbf16>)
 // CHECK:   %[[B:.+]] = linalg.index 0
-// CHECK:   %[[T:.+]] = linalg.index 2
-// CHECK:   %[[I:.+]] = linalg.index 3
+// CHECK:   %[[T:.+]] = linalg.index 1
+// CHECK:   %[[I:.+]] = linalg.index 2
 // CHECK:   %[[P:.+]] = tensor.extract %[[POS]][%[[B]], %[[T]]]
 // CHECK:   %[[PI:.+]] = arith.index_cast %[[P]] : i64 to index
 // CHECK:   tensor.extract %[[COS]][%[[PI]], %[[I]]]
-// CHECK:   tensor.extract %[[SIN]][%[[PI]], %[[I]]]
+// CHECK: %[[SROWS:.+]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x?x6xbf16>)
+// CHECK:   tensor.extract %[[SIN]]
+// CHECK: %[[FIRST:.+]] = linalg.generic {indexing_maps = [#[[ID:.+]], #[[ID]], #[[ROW:.+]], #[[ROW]], #[[ID]]]{{.*}} ins(%[[X1]], %[[X2]], %[[CROWS]], %[[SROWS]] : {{.*}})
+// CHECK-NOT:   tensor.extract
 // CHECK:   arith.subf
 // CHECK:   arith.truncf {{.*}} : f32 to bf16
-// CHECK: %[[SECOND:.+]] = linalg.generic {{.*}} ins(%[[X1]], %[[X2]] : {{.*}})
+// CHECK: %[[SECOND:.+]] = linalg.generic {{.*}} ins(%[[X1]], %[[X2]], %[[CROWS]], %[[SROWS]] : {{.*}})
 // CHECK:   arith.addf
 // CHECK: %[[REST:.+]] = tensor.extract_slice %[[X]][0, 0, 0, 12] [2, 4, %{{.*}}, 4] [1, 1, 1, 1]
 // CHECK: %[[KEPT:.+]] = linalg.copy ins(%[[REST]] : {{.*}})
@@ -133,7 +137,7 @@ func.func @rotary_interleaved(%x: tensor<2x4x?x16xbf16>, %cos: tensor<64x6xbf16>
 // CHECK-DAG: tensor.extract_slice %[[X]][0, 0, 0, 4] [1, 2, 3, 4] [1, 1, 1, 1]
 // CHECK: linalg.generic
 // CHECK:   %[[B:.+]] = linalg.index 0
-// CHECK:   %[[T:.+]] = linalg.index 2
+// CHECK:   %[[T:.+]] = linalg.index 1
 // CHECK:   %[[O:.+]] = tensor.extract %{{.*}}[%[[B]]] : tensor<1xi32>
 // CHECK:   %[[OI:.+]] = arith.index_cast %[[O]] : i32 to index
 // CHECK:   arith.addi %[[OI]], %[[T]]

@@ -767,41 +767,69 @@ FailureOr<SmallVector<Value>> RotaryOp::decomposeOperation(OpBuilder &b) {
   Value x1 = slice(input, at1), x2 = slice(input, at2);
   Value out1 = slice(init, at1), out2 = slice(init, at2);
 
+  // Each token's rows of the tables, [B, S, R/2]: a gather read once for
+  // every head, so that the rotation itself reads everything through
+  // affine maps (which the vectorizer takes; a table read at a loaded
+  // position in the rotation's body would be a gather per head).
+  Type tableElement = cast<ShapedType>(cos.getType()).getElementType();
+  SmallVector<OpFoldResult> rowSizes = {sizes[0], sizes[2],
+                                        b.getIndexAttr(half)};
+  auto gatherRows = [&](Value table) {
+    Value rowsInit = tensor::EmptyOp::create(b, loc, rowSizes, tableElement);
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{rowsInit.getType()}, ValueRange{},
+               ValueRange{rowsInit}, b.getMultiDimIdentityMap(3),
+               SmallVector<utils::IteratorType>(3,
+                                                utils::IteratorType::parallel),
+               [&](OpBuilder &gb, Location gloc, ValueRange) {
+                 Value batch = linalg::IndexOp::create(gb, gloc, 0);
+                 Value token = linalg::IndexOp::create(gb, gloc, 1);
+                 Value pair = linalg::IndexOp::create(gb, gloc, 2);
+                 Value position;
+                 if (offsets) {
+                   Value offset =
+                       tensor::ExtractOp::create(gb, gloc, positions, batch);
+                   position = arith::AddIOp::create(
+                       gb, gloc,
+                       arith::IndexCastOp::create(gb, gloc, gb.getIndexType(),
+                                                  offset),
+                       token);
+                 } else {
+                   position = arith::IndexCastOp::create(
+                       gb, gloc, gb.getIndexType(),
+                       tensor::ExtractOp::create(gb, gloc, positions,
+                                                 ValueRange{batch, token}));
+                 }
+                 linalg::YieldOp::create(
+                     gb, gloc,
+                     Value(tensor::ExtractOp::create(
+                         gb, gloc, table, ValueRange{position, pair})));
+               })
+        .getResult(0);
+  };
+  Value cosRows = gatherRows(cos), sinRows = gatherRows(sin);
+
   // One generic per half (single-result ops, which every tiling takes),
-  // both reading the pair.
+  // both reading the pair and the token's rows of the tables.
+  MLIRContext *ctx = b.getContext();
   AffineMap id = b.getMultiDimIdentityMap(4);
+  AffineMap row = AffineMap::get(
+      4, 0,
+      {getAffineDimExpr(0, ctx), getAffineDimExpr(2, ctx),
+       getAffineDimExpr(3, ctx)},
+      ctx);
   auto rotate = [&](Value out, bool isFirst) {
     return linalg::GenericOp::create(
-        b, loc, TypeRange{out.getType()}, ValueRange{x1, x2}, ValueRange{out},
-        SmallVector<AffineMap>(3, id),
+        b, loc, TypeRange{out.getType()},
+        ValueRange{x1, x2, cosRows, sinRows}, ValueRange{out},
+        SmallVector<AffineMap>{id, id, row, row, id},
         SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
         [&](OpBuilder &gb, Location gloc, ValueRange args) {
-          Value batch = linalg::IndexOp::create(gb, gloc, 0);
-          Value token = linalg::IndexOp::create(gb, gloc, 2);
-          Value pair = linalg::IndexOp::create(gb, gloc, 3);
-          Value position;
-          if (offsets) {
-            Value offset =
-                tensor::ExtractOp::create(gb, gloc, positions, batch);
-            position = arith::AddIOp::create(
-                gb, gloc,
-                arith::IndexCastOp::create(gb, gloc, gb.getIndexType(),
-                                           offset),
-                token);
-          } else {
-            position = arith::IndexCastOp::create(
-                gb, gloc, gb.getIndexType(),
-                tensor::ExtractOp::create(gb, gloc, positions,
-                                          ValueRange{batch, token}));
-          }
           auto f32 = [&](Value v) {
             return convertScalarToDtype(gb, gloc, v, gb.getF32Type(),
                                         /*isUnsignedCast=*/false);
           };
-          Value c = f32(tensor::ExtractOp::create(gb, gloc, cos,
-                                                  ValueRange{position, pair}));
-          Value s = f32(tensor::ExtractOp::create(gb, gloc, sin,
-                                                  ValueRange{position, pair}));
+          Value c = f32(args[2]), s = f32(args[3]);
           Value a = f32(args[0]), bb = f32(args[1]);
           auto mul = [&](Value l, Value r) {
             return arith::MulFOp::create(gb, gloc, l, r);
