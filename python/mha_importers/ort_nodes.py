@@ -427,9 +427,10 @@ def import_mha_node(model, node, attrs, arrays, out_dir, name, inputs=None):
     `past_key`/`past_value` [B, N, P, H] concatenated before the new keys
     and values (`tensor.concat`), which `present_key`/`present_value`
     return; `unidirectional` causal at the past length (mha's bottom-right
-    diagonal: Sk - Sq = P); `scale`. Masks, the packed bias, the cache
-    indirection and the qk output are refused by name (the layer form,
-    onnx_mha.py, takes the bias and masks)."""
+    diagonal: Sk - Sq = P); `scale`; batch, sequence and past lengths
+    static or dynamic. Masks, the packed bias, the cache indirection and
+    the qk output are refused by name (the layer form, onnx_mha.py, takes
+    the bias and masks)."""
     op = "com.microsoft.MultiHeadAttention"
     ins, outs = _by_name(op, node, MHA_INPUTS, MHA_OUTPUTS)
     for k in sorted(attrs):
@@ -450,14 +451,15 @@ def import_mha_node(model, node, attrs, arrays, out_dir, name, inputs=None):
     em, v = fn.em, fn.values
     q, k, val, b, s, elt = _load_heads(
         fn, op, ins, ("query", "key", "value", "past_key", "past_value"), n,
-        n)
+        n, dynamic={"query": (0, 1), "key": (0, 1), "value": (0, 1),
+                    "past_key": (0, 2), "past_value": (0, 2)})
     if ins["past_key"]:
         pk, pv = v[ins["past_key"]], v[ins["past_value"]]
         for past, new, r in ((pk, k, "past_key"), (pv, val, "past_value")):
-            if past.elt != elt or len(past.shape) != 4 or \
-                    past.shape[:2] != [b, n] or past.shape[3] != new.shape[3]:
-                _fail(f"{r} is not [{b}, {n}, P, {new.shape[3]}] of the "
-                      f"query's type")
+            if past.elt != elt or len(past.shape) != 4 or not _agree(
+                    past.shape, [b, n, None, new.shape[3]]):
+                _fail(f"{r} is not [{b or 'B'}, {n}, P, {new.shape[3]}] of "
+                      f"the query's type")
         k = _concat(em, pk, k, "key")
         val = _concat(em, pv, val, "value")
     attrs_text = []
@@ -465,8 +467,8 @@ def import_mha_node(model, node, attrs, arrays, out_dir, name, inputs=None):
         attrs_text.append(f"scale = {float(scale):.9e} : f32")
     if attrs.get("unidirectional", 0):
         attrs_text.append("causal")
-    y_sizes = [b, n, s, val.shape[3]]
-    y = _Tensor(None, y_sizes, elt, y_sizes)
+    y_sizes = [q.sizes[0], n, q.sizes[2], val.shape[3]]
+    y = _Tensor(None, [b, n, s, val.shape[3]], elt, y_sizes)
     init = _empty(em, y_sizes, elt)
     attr_dict = f" {{{', '.join(attrs_text)}}}" if attrs_text else ""
     y.value = em.value(

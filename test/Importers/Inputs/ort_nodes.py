@@ -284,9 +284,16 @@ def mha_model(b, s, n, h, past, attrs, extra=()):
         ir_version=10)
 
 
-def mha_case(name, b, s, n, h, past, attrs=None, seed=0):
+def mha_case(name, b, s, n, h, past, attrs=None, seed=0, dynamic=False):
     m = mha_model(b, s, n, h, past, attrs or {})
-    compare(name, m, feeds_for(m, [], 0, seed, None))
+    feeds = feeds_for(m, [], 0, seed, None)
+    if dynamic:
+        if PIPELINE.startswith("vulkan"):
+            print(f"{name}: skipped: the Vulkan pipeline takes static "
+                  f"shapes")
+            return
+        m = make_dynamic(m)
+    compare(name, m, feeds)
 
 
 mha_case("mha_decode_unidirectional", 2, 1, 4, 16, 20,
@@ -294,6 +301,10 @@ mha_case("mha_decode_unidirectional", 2, 1, 4, 16, 20,
 mha_case("mha_prompt_past_unidirectional_scale", 1, 5, 2, 32, 7,
          dict(unidirectional=1, scale=0.2))
 mha_case("mha_no_past", 2, 6, 4, 8, 0)
+# Dynamic batch, sequence and past lengths (the present past + new).
+mha_case("mha_dynamic_decode", 2, 1, 4, 16, 20, dict(unidirectional=1),
+         dynamic=True)
+mha_case("mha_dynamic_prompt", 3, 4, 2, 16, 0, dynamic=True)
 for name, extra in (
         ("mha_bias", [("bias", helper.make_tensor_value_info(
             "bias", F, [3 * 2 * 16]), 3)]),
