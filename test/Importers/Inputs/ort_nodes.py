@@ -99,6 +99,15 @@ def make_dynamic(m):
     return m
 
 
+def dynamic_or_skip(name, m):
+    """make_dynamic(m), or None (said) on the Vulkan pipeline, which takes
+    static shapes."""
+    if PIPELINE.startswith("vulkan"):
+        print(f"{name}: skipped: the Vulkan pipeline takes static shapes")
+        return None
+    return make_dynamic(m)
+
+
 def case(name, b, s, n, nkv, h, past, lens, total, attrs=None, rotary=None,
          seed=0, dtype=F, packed=False, positions=None, grow=False,
          dynamic=False):
@@ -109,12 +118,8 @@ def case(name, b, s, n, nkv, h, past, lens, total, attrs=None, rotary=None,
     m = model(b, s, n, nkv, h, past, attrs or {}, rotary, F=dtype,
               packed=packed, extra_inputs=extra, grow=grow)
     feeds = feeds_for(m, lens, total, seed, rotary)
-    if dynamic:
-        if PIPELINE.startswith("vulkan"):
-            print(f"{name}: skipped: the Vulkan pipeline takes static "
-                  f"shapes")
-            return
-        m = make_dynamic(m)
+    if dynamic and not (m := dynamic_or_skip(name, m)):
+        return
     if positions is not None:
         feeds["pos"] = np.array(positions, np.int64)
     compare(name, m, feeds, 2e-3 if dtype == TensorProto.FLOAT16 else 1e-4)
@@ -287,12 +292,8 @@ def mha_model(b, s, n, h, past, attrs, extra=()):
 def mha_case(name, b, s, n, h, past, attrs=None, seed=0, dynamic=False):
     m = mha_model(b, s, n, h, past, attrs or {})
     feeds = feeds_for(m, [], 0, seed, None)
-    if dynamic:
-        if PIPELINE.startswith("vulkan"):
-            print(f"{name}: skipped: the Vulkan pipeline takes static "
-                  f"shapes")
-            return
-        m = make_dynamic(m)
+    if dynamic and not (m := dynamic_or_skip(name, m)):
+        return
     compare(name, m, feeds)
 
 
