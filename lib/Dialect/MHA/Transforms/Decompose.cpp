@@ -252,6 +252,8 @@ struct DecomposeMultiHeadAttention final
     FailureOr<DecomposedLayer> layer = decomposeMultiHeadAttention(rewriter, op);
     if (failed(layer))
       return rewriter.notifyMatchFailure(op, "could not decompose");
+    // A projection tiling does not take stays whole: the same numbers, on
+    // one thread.
     if (projectionRows > 0)
       (void)tileProjectionsForThreads(rewriter, *layer, projectionRows);
     return success();
