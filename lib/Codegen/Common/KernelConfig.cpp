@@ -69,25 +69,44 @@ static bool isConfigured(Operation *op) {
   return isa<AttentionOp, MultiHeadAttentionOp>(op);
 }
 
+/// CPU: the parallel iterations the rules aim at (the flash-decoding split,
+/// long layers' tiles), and the fewest keys of a chunk.
+static constexpr int64_t kCPUParallelIterations = 16, kMinChunkKeys = 512;
+
+/// CPU: the rows of a layer's queries (B * Sq) when static, else 0.
+static int64_t staticLayerRows(Operation *op) {
+  auto layer = dyn_cast<MultiHeadAttentionOp>(op);
+  if (!layer)
+    return 0;
+  auto query = cast<ShapedType>(layer.getQuery().getType());
+  int64_t batch = query.getDimSize(0), rows = query.getDimSize(1);
+  if (ShapedType::isDynamic(batch) || ShapedType::isDynamic(rows))
+    return 0;
+  return batch * rows;
+}
+
+/// CPU: a layer long enough for query tiles of 256 rows that still leave
+/// kCPUParallelIterations of them.
+static bool isLongLayer(Operation *op) {
+  return staticLayerRows(op) >= kCPUParallelIterations * 256;
+}
+
 /// CPU: the query tile of a layer. Larger row tiles amortize the weight
 /// panels of the per-head projections over more rows (BERT-base S=512 on one
 /// thread: 22 -> 19.5 ms with 128), but a layer of a single 128-row tile
 /// would leave the second thread idle (BERT-base S=128 on 2 threads: 2.1 ->
 /// 2.7 ms): 128 rows when the layer has at least 4 such tiles (B * Sq >= 512,
-/// static), else 64. A standalone attention keeps 64.
+/// static), else 64; 256 for a long layer, whose keys are then read half as
+/// often (with key blocks of 128: S=4096, E=512, H=8 on 2 threads 116-120 ->
+/// 110-112 ms; causal unchanged). A standalone attention keeps 64.
 static int64_t cpuQueryTile(Operation *op) {
-  auto layer = dyn_cast<MultiHeadAttentionOp>(op);
-  if (!layer)
-    return 64;
-  auto query = cast<ShapedType>(layer.getQuery().getType());
-  int64_t batch = query.getDimSize(0), rows = query.getDimSize(1);
-  if (!ShapedType::isDynamic(batch) && !ShapedType::isDynamic(rows) &&
-      batch * rows >= 4 * 128)
-    return 128;
-  return 64;
+  if (isLongLayer(op))
+    return 256;
+  return staticLayerRows(op) >= 4 * 128 ? 128 : 64;
 }
 
-/// CPU: the key tile of an attention. 64 keys; 128 when it decodes (static
+/// CPU: the key tile. 64 keys; 128 for a long layer (cpuQueryTile), and
+/// for an attention when it decodes (static
 /// rows, query rows times the query heads of a key/value head, of at most
 /// a vector's f32 lanes: mha-vectorize then computes its scores as dot
 /// products and the key loop is bound by reading the keys and values),
@@ -95,6 +114,8 @@ static int64_t cpuQueryTile(Operation *op) {
 /// (B=1, Sk=32768, H=32, Hkv=8, d=128 on 2 threads: bf16 caches 5.8-6.4 ->
 /// 4.7-5.2 ms, f32 unchanged).
 static int64_t cpuKeyTile(Operation *op, TargetAttr target) {
+  if (isLongLayer(op))
+    return 128;
   auto attention = dyn_cast<AttentionOp>(op);
   if (!attention)
     return 64;
@@ -139,9 +160,6 @@ static std::optional<int64_t> cpuHeadTile(Operation *op, int64_t qTile) {
   return group > 1 ? std::optional<int64_t>(group) : std::nullopt;
 }
 
-/// CPU: the parallel iterations the flash-decoding split aims at, and the
-/// fewest keys of a chunk.
-static constexpr int64_t kCPUParallelIterations = 16, kMinChunkKeys = 512;
 
 /// CPU: the chunks an attention's keys are split into (flash-decoding).
 /// Decoding (the queries one tile) runs a parallel iteration per batch and

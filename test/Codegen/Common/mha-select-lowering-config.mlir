@@ -8,7 +8,8 @@
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="overrides={#mha.lowering_config<q_tile = 16, register_tile = [2, 16]>}" | FileCheck %s --check-prefix=OVER
 
 // The rules of the CPU (q_tile from B·Sq of a layer: 512 and more -> 128,
-// else 64; kv_tile 128 when decoding, else 64; register tiles from the
+// 4096 and more -> 256 with kv_tile 128, else 64; kv_tile 128 when
+// decoding, else 64; register tiles from the
 // vector width) and of the GPU (a thread per
 // query row of 32; workgroup tiles of as many rows); the target is recorded
 // on the module; overrides replace any field.
@@ -37,6 +38,21 @@ func.func @layer_512(%x: tensor<2x256x64xf32>, %w: tensor<64x64xf32>) -> tensor<
   %y = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w {num_heads = 4 : i64}
     : (tensor<2x256x64xf32>, tensor<2x256x64xf32>, tensor<2x256x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x256x64xf32>
   return %y : tensor<2x256x64xf32>
+}
+
+// -----
+
+// B·Sq = 4096: a long layer, 256 rows and 128 keys a block on the CPU
+// (16 row tiles still); 4095: 128 and 64.
+// AVX512-LABEL: func.func @layer_long
+// AVX512: #mha.lowering_config<q_tile = 256, kv_tile = 128>
+// AVX512: #mha.lowering_config<q_tile = 128, kv_tile = 64>
+func.func @layer_long(%x: tensor<2x2048x64xf32>, %y: tensor<1x4095x64xf32>, %w: tensor<64x64xf32>) -> (tensor<2x2048x64xf32>, tensor<1x4095x64xf32>) {
+  %a = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w {num_heads = 4 : i64}
+    : (tensor<2x2048x64xf32>, tensor<2x2048x64xf32>, tensor<2x2048x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<2x2048x64xf32>
+  %b = mha.multi_head_attention %y, %y, %y, %w, %w, %w, %w {num_heads = 4 : i64}
+    : (tensor<1x4095x64xf32>, tensor<1x4095x64xf32>, tensor<1x4095x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<1x4095x64xf32>
+  return %a, %b : tensor<2x2048x64xf32>, tensor<1x4095x64xf32>
 }
 
 // -----
