@@ -96,12 +96,19 @@ CONFIGS=(
   # iterations, each writing its slice of the partial states.
   "split-mqa|cpu||core=1 b=1 h=8 hkv=1 sq=1 sk=3000 dk=64 causal=1"
   "split-gqa|cpu||core=1 b=2 h=4 hkv=2 sq=2 sk=700 dk=32 kv_splits=5 causal=1"
+  # The layer on KV caches with rotary: its projections tiled on threads,
+  # its attention split by the keys (B=1, one key/value head), the caches
+  # written in place; three results.
+  "layer-cache|cpu||b=1 h=8 hkv=1 sq=1 sk=1 eq=256 kv_cache=3000 causal=1 rotary=half"
+  "layer-cache-gqa|cpu||b=2 h=4 hkv=2 sq=5 sk=5 eq=64 kv_cache=300 rotary=interleaved bias=1"
 )
 
-# The arguments of @main in the order check_mha.py documents.
+# The arguments of @main in the order check_mha.py documents (the layer's,
+# with its caches and rotary tables).
 inputs_of() {
   local n
-  for n in query key value q k v w_q w_k w_v w_o b_q b_k b_v b_o mask; do
+  for n in query key value q k v w_q w_k w_v w_o b_q b_k b_v b_o mask \
+           cache_lengths k_cache v_cache cos sin; do
     [ -f "$1/$n.npy" ] && printf '%s\n' "$1/$n.npy"
   done
 }
@@ -131,13 +138,26 @@ first_report() {
     sed 's/^/         /' || true
 }
 
-# Runs executable $1 at $2 threads on inputs of $3 into $4; the log is $4.log.
+# The results of the case in $1 after the first (expected-1.npy, ...: the
+# updated caches), as the suffixes of their files: -1 -2 ...
+extra_results() {
+  local f
+  for f in "$1"/expected-*.npy; do
+    [ -f "$f" ] && f=${f##*expected} && printf '%s\n' "${f%.npy}"
+  done
+}
+
+# Runs executable $1 at $2 threads on inputs of $3 into $4 (and its other
+# results into $4 with their suffixes); the log is $4.log.
 run() {
-  local exe=$1 threads=$2 dir=$3 out=$4
-  local -a ins
+  local exe=$1 threads=$2 dir=$3 out=$4 suffix
+  local -a ins outs=(-o "$out")
   mapfile -t ins < <(inputs_of "$dir")
+  for suffix in $(extra_results "$dir"); do
+    outs+=(-o "${out%.npy}$suffix.npy")
+  done
   local rc=0
-  "$exe" --threads "$threads" "${ins[@]}" -o "$out" >"$out.log" 2>&1 || rc=$?
+  "$exe" --threads "$threads" "${ins[@]}" "${outs[@]}" >"$out.log" 2>&1 || rc=$?
   return $rc
 }
 
@@ -151,10 +171,13 @@ check_run() { # label exe threads dir out first
     first_report "$5.log"
     failures+=("$name $label"); return
   fi
-  if ! cmp -s "$5" "$6"; then
-    echo "    FAIL $label: result differs bitwise from $6"
-    failures+=("$name $label"); return
-  fi
+  local suffix
+  for suffix in "" $(extra_results "$4"); do
+    if ! cmp -s "${5%.npy}$suffix.npy" "${6%.npy}$suffix.npy"; then
+      echo "    FAIL $label: result differs bitwise from ${6%.npy}$suffix.npy"
+      failures+=("$name $label"); return
+    fi
+  done
   echo "    ok   $label"
 }
 
