@@ -246,8 +246,18 @@ LogicalResult mha::outlineWeightPreparation(func::FuncOp func) {
     (llvm::is_contained(weights, argument.getArgNumber()) ? weightValues
                                                           : restValues)
         .push_back(argument);
-  auto preparedValues =
-      func::CallOp::create(builder, loc, prepare, weightValues).getResults();
+  // A preparation that only copies weights (nothing packed: a decoding
+  // step's projections) is not called: the rest takes the weights as they
+  // are, rather than copies made on every call.
+  SmallVector<Value> preparedValues;
+  if (llvm::all_of(prepared, [](Value v) { return isa<BlockArgument>(v); }))
+    for (Value value : prepared)
+      preparedValues.push_back(
+          body.getArgument(cast<BlockArgument>(value).getArgNumber()));
+  else
+    llvm::append_range(
+        preparedValues,
+        func::CallOp::create(builder, loc, prepare, weightValues).getResults());
   restValues.insert(restValues.begin(), preparedValues.begin(),
                     preparedValues.end());
   auto results = func::CallOp::create(builder, loc, rest, restValues);

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/OpenMP/OpenMPDialect.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -137,23 +138,73 @@ void mha::markReadOnlyArguments(ModuleOp module) {
   });
 }
 
+/// The argument of `func`'s entry block that its returned operand `operand`
+/// is a clone of (used only by the return), or null.
+static BlockArgument clonedArgument(func::FuncOp func, OpOperand &operand) {
+  auto clone = operand.get().getDefiningOp<bufferization::CloneOp>();
+  if (!clone || !clone->hasOneUse())
+    return {};
+  auto argument = dyn_cast<BlockArgument>(clone.getInput());
+  if (!argument || argument.getOwner() != &func.getBody().front() ||
+      argument.getType() != clone.getType())
+    return {};
+  return argument;
+}
+
+/// Returns the argument in place of the clone `operand` holds.
+static void returnInPlace(OpOperand &operand, BlockArgument argument) {
+  Operation *clone = operand.get().getDefiningOp();
+  operand.set(argument);
+  clone->erase();
+}
+
 void mha::returnArgumentsInPlace(ModuleOp module) {
+  SymbolTableCollection symbols;
+  SymbolUserMap users(symbols, module);
   module.walk([&](func::FuncOp func) {
-    // A caller in the module deallocates the results it owns.
-    if (func.isExternal() || !SymbolTable::symbolKnownUseEmpty(func, module))
+    if (func.isExternal() || !func.getBody().hasOneBlock())
       return;
-    Block &entry = func.getBody().front();
+    ArrayRef<Operation *> calls = users.getUsers(func);
     func.walk([&](func::ReturnOp ret) {
       for (OpOperand &operand : ret->getOpOperands()) {
-        auto clone = operand.get().getDefiningOp<bufferization::CloneOp>();
-        if (!clone || !clone->hasOneUse())
+        BlockArgument argument = clonedArgument(func, operand);
+        if (!argument)
           continue;
-        auto argument = dyn_cast<BlockArgument>(clone.getInput());
-        if (!argument || argument.getOwner() != &entry ||
-            argument.getType() != clone.getType())
+        // Nothing in the module calls it: the callers outside (mha-run, the
+        // functions mha-aot writes, C) compare the result's pointer with
+        // their arguments'.
+        if (calls.empty()) {
+          returnInPlace(operand, argument);
           continue;
-        operand.set(argument);
-        clone->erase();
+        }
+        // Called (an entry calling its NAME_prepared): only where every
+        // caller is an entry that passes, for the argument, an argument of
+        // its own and returns the call's result as it is, so that no caller
+        // frees the buffer; the callers then return their arguments.
+        unsigned result = operand.getOperandNumber();
+        bool safe = llvm::all_of(calls, [&](Operation *user) {
+          auto call = dyn_cast<func::CallOp>(user);
+          if (!call)
+            return false;
+          auto caller = call->getParentOfType<func::FuncOp>();
+          auto passed =
+              dyn_cast<BlockArgument>(call.getOperand(argument.getArgNumber()));
+          Value value = call.getResult(result);
+          // Returned; otherwise only compared by the deallocation's
+          // bookkeeping (which keeps what is returned).
+          bool returned = llvm::any_of(value.getUsers(), [](Operation *u) {
+            return isa<func::ReturnOp>(u);
+          });
+          bool onlyReturned = llvm::all_of(value.getUsers(), [](Operation *u) {
+            return isa<func::ReturnOp, memref::ExtractAlignedPointerAsIndexOp>(
+                u);
+          });
+          return caller && users.getUsers(caller).empty() && passed &&
+                 passed.getOwner() == &caller.getBody().front() && returned &&
+                 onlyReturned;
+        });
+        if (safe)
+          returnInPlace(operand, argument);
       }
     });
   });

@@ -110,6 +110,25 @@ func.func @shared_view(%x: tensor<8x16xf32>, %w: tensor<128xf32> {mha.weight}) -
 
 // -----
 
+// Weights taken as they are (nothing packed from them: a decoding step's
+// projections of one row): NAME_prepare copies them for the handle it
+// returns, but NAME passes its own weights to NAME_prepared rather than
+// copying them on every call.
+
+// CHECK-LABEL: func.func @as_is(
+// CHECK-SAME: %[[X:[a-z0-9]+]]: tensor<4xf32>, %[[W:[a-z0-9]+]]: tensor<4xf32>)
+// CHECK-NOT: call @as_is_prepare(
+// CHECK: %[[R:.+]] = call @as_is_prepared(%[[W]], %[[X]])
+// CHECK: return %[[R]]
+// CHECK-LABEL: func.func @as_is_prepare(
+// CHECK: linalg.copy
+func.func @as_is(%x: tensor<4xf32>, %w: tensor<4xf32> {mha.weight}) -> tensor<4xf32> {
+  %s = arith.addf %x, %w : tensor<4xf32>
+  return %s : tensor<4xf32>
+}
+
+// -----
+
 // Functions without weights are left alone.
 
 // CHECK-LABEL: func.func @h(

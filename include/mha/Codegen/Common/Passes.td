@@ -95,8 +95,11 @@ def MHAReturnArgumentsInPlacePass
     where a returned value is a clone of an argument of the entry block used
     only by the return.
 
-    Only in functions that nothing in the module calls: a caller in the
-    module would deallocate the result it believes it owns. The callers
+    In functions that nothing in the module calls, and in those whose every
+    caller is such a function that passes its own argument and returns the
+    call's result as it is (an entry calling its `NAME_prepared`, of
+    `mha-outline-weight-preparation`): another caller in the module would
+    deallocate the result it believes it owns. The callers
     outside (mha-run, the functions mha-aot writes, any C caller) receive a
     result whose allocated pointer is one of their arguments' and must not
     free it; mha-run and mha-aot compare the pointers. The CPU pipelines run
@@ -132,8 +135,11 @@ def MHAOutlineWeightPreparationPass
       those values as arguments (read-only), the weights gone.
 
     `NAME` itself becomes the call of the two, so that their code is
-    compiled once, unless it updates an argument in place (a KV cache: the
-    called function would return a copy of it), which keeps its body.
+    compiled once (of `NAME_prepared` alone, with its own weights, when
+    `NAME_prepare` would only copy them), unless it visibly updates an
+    argument in place through destination-passing ops, which keeps its body
+    (`mha-return-arguments-in-place` returns the argument from a
+    `NAME_prepared` that NAME calls).
     `NAME_prepared(NAME_prepare(w), x)` computes what `NAME(w, x)` does, by
     the same code. mha-run (`--prepare-weights`) and mha-aot's entries
     (`NAME_prepare`, `NAME_prepared`) call the pair. The CPU pipelines run

@@ -70,7 +70,7 @@ def main():
     kv_t = f"tensor<{b}x{hkv}x{sn}x{d}xf32>"
     cache_t = f"tensor<{b}x{hkv}x{smax}x{d}xf32>"
     len_t = f"tensor<{b}xi32>"
-    step = compile_step(args, f"""\
+    library = compile_step(args, f"""\
 func.func @step(%q: {q_t}, %k: {kv_t}, %v: {kv_t}, %kc: {cache_t},
                 %vc: {cache_t}, %len: {len_t}) -> ({q_t}, {cache_t}, {cache_t}) {{
   %kc1 = mha.cache_append ins(%k : {kv_t}) lengths(%len : {len_t})
@@ -85,8 +85,9 @@ func.func @step(%q: {q_t}, %k: {kv_t}, %v: {kv_t}, %kc: {cache_t},
   return %o, %kc1, %vc1 : {q_t}, {cache_t}, {cache_t}
 }}
 """, (3, 4))
-    if step is None:
+    if library is None:
         return 1
+    step = library.step
 
     rng = np.random.default_rng(c["seed"])
     uniform = lambda *shape: rng.uniform(-1, 1, shape).astype(np.float32)
@@ -146,9 +147,9 @@ def draw_caches(c, rng):
 
 
 def compile_step(args, text, written):
-    """Compiles @step with mha-aot; returns the shared object's entry, or
-    None when its header does not declare the arguments `written` (the
-    caches) as written in place."""
+    """Compiles @step with mha-aot; returns the shared object (its `step`
+    returning int), or None when its header does not declare the arguments
+    `written` (the caches) as written in place."""
     mlir = os.path.join(args.workdir, "step.mlir")
     with open(mlir, "w") as f:
         f.write(text)
@@ -162,9 +163,9 @@ def compile_step(args, text, written):
         if f"float *arg{i}," not in text or f"const float *arg{i}" in text:
             print(f"step.h: arg{i} is not declared as written in place")
             return None
-    step = ctypes.CDLL(os.path.abspath(prefix + ".so")).step
-    step.restype = ctypes.c_int
-    return step
+    library = ctypes.CDLL(os.path.abspath(prefix + ".so"))
+    library.step.restype = ctypes.c_int
+    return library
 
 
 def run_layer(args, c):
@@ -178,9 +179,10 @@ def run_layer(args, c):
     len_t = f"tensor<{b}xi32>"
     wq_t, wkv_t = f"tensor<{e}x{e}xf32>", f"tensor<{e}x{hkv * d}xf32>"
     table_t = f"tensor<{rows}x{half}xf32>"
-    step = compile_step(args, f"""\
-func.func @step(%x: {x_t}, %wq: {wq_t}, %wk: {wkv_t}, %wv: {wkv_t},
-                %wo: {wq_t}, %kc: {cache_t}, %vc: {cache_t}, %len: {len_t},
+    library = compile_step(args, f"""\
+func.func @step(%x: {x_t}, %wq: {wq_t} {{mha.weight}}, %wk: {wkv_t} {{mha.weight}},
+                %wv: {wkv_t} {{mha.weight}}, %wo: {wq_t} {{mha.weight}},
+                %kc: {cache_t}, %vc: {cache_t}, %len: {len_t},
                 %cos: {table_t}, %sin: {table_t})
     -> ({x_t}, {cache_t}, {cache_t}) {{
   %y, %kc1, %vc1 = mha.multi_head_attention %x, %x, %x, %wq, %wk, %wv, %wo
@@ -192,8 +194,14 @@ func.func @step(%x: {x_t}, %wq: {wq_t}, %wk: {wkv_t}, %wv: {wkv_t},
   return %y, %kc1, %vc1 : {x_t}, {cache_t}, {cache_t}
 }}
 """, (5, 6))
-    if step is None:
+    if library is None:
         return 1
+    # The weights prepared once (step_prepare); odd steps call step_prepared
+    # with them, even ones step (which prepares them itself): both write the
+    # caches in place.
+    prepared = ctypes.c_void_p()
+    library.step_prepare.restype = library.step_prepared.restype = \
+        ctypes.c_int
     rng = np.random.default_rng(c["seed"])
     uniform = lambda *shape: rng.uniform(-1, 1, shape).astype(np.float32)
     weights = [(uniform(n, m) / np.sqrt(n)).astype(np.float32)
@@ -212,10 +220,17 @@ func.func @step(%x: {x_t}, %wq: {wq_t}, %wk: {wkv_t}, %wv: {wkv_t},
         tokens.append(x[0])
         out = np.zeros((b, sn, e), np.float32)
         inputs = [a.copy() for a in [x, lengths] + weights]
-        rc = step(pointer(x), *map(pointer, weights), pointer(k_cache),
-                  pointer(v_cache), pointer(lengths), pointer(cos),
-                  pointer(sin), pointer(out), pointer(k_cache),
-                  pointer(v_cache))
+        rest = [pointer(k_cache), pointer(v_cache), pointer(lengths),
+                pointer(cos), pointer(sin), pointer(out), pointer(k_cache),
+                pointer(v_cache)]
+        if t % 2:
+            if not prepared.value and library.step_prepare(
+                    *map(pointer, weights), ctypes.byref(prepared)):
+                print("step_prepare failed")
+                return 1
+            rc = library.step_prepared(prepared, pointer(x), *rest)
+        else:
+            rc = library.step(pointer(x), *map(pointer, weights), *rest)
         if rc != 0:
             print(f"step {t}: returned {rc}")
             return 1
@@ -233,6 +248,7 @@ func.func @step(%x: {x_t}, %wq: {wq_t}, %wk: {wkv_t}, %wv: {wkv_t},
               f"{error:e}: {'OK' if ok else 'MISMATCH'}")
         status = status or (0 if ok else 1)
         lengths = lengths + sn
+    library.step_release(prepared)
     every = np.concatenate(tokens)[None]
     full = mha_reference.multi_head_attention(
         every, every, every, *weights, num_heads=h, num_kv_heads=hkv,
