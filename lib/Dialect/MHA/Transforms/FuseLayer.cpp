@@ -263,16 +263,27 @@ mha::tileProjectionForThreads(RewriterBase &rewriter, Operation *projection,
   return loop;
 }
 
+/// Columns of the output projection per tile of tileProjectionsForThreads.
+static constexpr int64_t kOutputColumnTile = 128;
+
 LogicalResult mha::tileProjectionsForThreads(RewriterBase &rewriter,
                                              const DecomposedLayer &layer,
                                              int64_t rowTile) {
   // Inputs over (batch, head, row tile); the output over (batch, row tile),
-  // the heads it merges being its reduction.
+  // the heads it merges being its reduction. With fewer (static) rows per
+  // batch than a tile (decoding), every batch in a tile instead, so that
+  // the weights are read once per call, not once per batch: the inputs
+  // over heads, the output over its columns.
+  auto queries = cast<ShapedType>(layer.queryProjection->getResult(0).getType());
+  int64_t rows = queries.getDimSize(2);
+  bool fewRows = !ShapedType::isDynamic(rows) && rows < rowTile;
+  int64_t batchTile = fewRows ? 0 : 1;
   for (Operation *projection : {layer.queryProjection, layer.keyProjection,
                                 layer.valueProjection})
     if (failed(tileProjectionForThreads(rewriter, projection,
-                                        {1, 1, rowTile, 0, 0})))
+                                        {batchTile, 1, rowTile, 0, 0})))
       return failure();
-  return tileProjectionForThreads(rewriter, layer.outputProjection,
-                                  {1, rowTile, 0, 0, 0});
+  return tileProjectionForThreads(
+      rewriter, layer.outputProjection,
+      {batchTile, rowTile, 0, 0, fewRows ? kOutputColumnTile : 0});
 }

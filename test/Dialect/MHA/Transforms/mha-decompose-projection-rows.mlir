@@ -27,3 +27,21 @@ func.func @layer(%x: tensor<2x40x32xf32>, %wq: tensor<32x32xf32>, %wkv: tensor<3
           tensor<16xf32>, tensor<16xf32>, tensor<32xf32>) -> tensor<2x40x32xf32>
   return %y : tensor<2x40x32xf32>
 }
+
+// Fewer rows per batch than a tile (a decoding step): every batch in a
+// tile, so that each weight is read once per call; the inputs over (head,
+// rows), the output over (rows, 128 columns).
+// CHECK-LABEL: func.func @decode
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (4, 1) step (1, 16) shared_outs({{.*}}) -> (tensor<8x4x1x64xf32>)
+// CHECK:   linalg.fill {{.*}} -> tensor<8x1x?x64xf32>
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) = (0, 0) to (1, 256) step (16, 128) shared_outs({{.*}}) -> (tensor<8x1x256xf32>)
+// CHECK:   linalg.fill {{.*}} -> tensor<8x?x128xf32>
+func.func @decode(%x: tensor<8x1x256xf32>, %w: tensor<256x256xf32>, %kc: tensor<8x4x32x64xf32>,
+                  %len: tensor<8xi32>) -> (tensor<8x1x256xf32>, tensor<8x4x32x64xf32>, tensor<8x4x32x64xf32>) {
+  %y, %k, %v = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w kv_cache(%kc, %kc, %len)
+       {num_heads = 4 : i64, causal}
+       : (tensor<8x1x256xf32>, tensor<8x1x256xf32>, tensor<8x1x256xf32>, tensor<256x256xf32>,
+          tensor<256x256xf32>, tensor<256x256xf32>, tensor<256x256xf32>, tensor<8x4x32x64xf32>,
+          tensor<8x4x32x64xf32>, tensor<8xi32>) -> (tensor<8x1x256xf32>, tensor<8x4x32x64xf32>, tensor<8x4x32x64xf32>)
+  return %y, %k, %v : tensor<8x1x256xf32>, tensor<8x4x32x64xf32>, tensor<8x4x32x64xf32>
+}

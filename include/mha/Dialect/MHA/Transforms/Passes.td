@@ -73,7 +73,9 @@ def MHADecomposePass : Pass<"mha-decompose"> {
     Option<"projectionRows", "projection-rows", "int64_t", /*default=*/"0",
            "Tile the projections into scf.forall loops (threads) over "
            "(batch, head, this many rows), the output projection over "
-           "(batch, rows); 0: leave them whole">,
+           "(batch, rows); with fewer rows per batch, every batch in a "
+           "tile (over heads; the output over 128 columns); 0: leave them "
+           "whole">,
   ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
