@@ -44,6 +44,10 @@ PRIMITIVE_FORMS = ("primitives",)
 #     past buffers of Sk rows (seqlens_k = Sk - 1): what ONNX Runtime's
 #     transformer tools produce; it copies the past into the present.
 CACHE_FORMS = ("attention-cache", "gqa")
+# A layer's step over a K/V cache: the `gqa` form between MatMul
+# projections of the step's tokens (initializers), as ONNX Runtime's
+# decoder exports have it.
+LAYER_CACHE_FORMS = ("gqa",)
 
 
 def _random(name, shape, seed):
@@ -195,6 +199,8 @@ def build_cache_step(cfg, form, path):
     b, sq, sk, h, hkv, d = cfg.b, cfg.sq, cfg.sk, cfg.h, cfg.hkv, cfg.d
     f = TensorProto.FLOAT
     vi = helper.make_tensor_value_info
+    if not cfg.core and form != "gqa":
+        raise ValueError(f"no ONNX cache form {form!r} for a layer")
     if form == "attention-cache":
         floats = {"q": [b, h, sq, d], "k": [b, hkv, sk, d],
                   "v": [b, hkv, sk, d]}
@@ -218,10 +224,27 @@ def build_cache_step(cfg, form, path):
                   helper.make_opsetid("com.microsoft", 1)]
     else:
         raise ValueError(f"unknown ONNX cache form {form!r}")
+    nodes, inits = [node], []
+    if not cfg.core:
+        # The layer: the step's tokens x [B, Sq, E] projected by MatMuls into
+        # the node's q, k, v, its output projected back to E.
+        e = cfg.e
+        floats = {"x": [b, sq, e], **{n: floats[n] for n in ("pk", "pv")}}
+        widths = {"q": h * d, "k": hkv * d, "v": hkv * d}
+        nodes = [helper.make_node("MatMul", ["x", f"w_{n}"], [n])
+                 for n in widths]
+        inits = [numpy_helper.from_array(_random(f"w_{n}", [e, w], 0),
+                                         f"w_{n}") for n, w in widths.items()]
+        inits.append(numpy_helper.from_array(_random("w_o", [h * d, e], 0),
+                                             "w_o"))
+        node.output[0] = "attn"
+        nodes += [node, helper.make_node("MatMul", ["attn", "w_o"], ["y"])]
+        outs[0] = vi("y", f, [b, sq, e])
     types = {"int64": TensorProto.INT64, "int32": TensorProto.INT32}
     inputs = [vi(n, f, shape) for n, shape in floats.items()] + \
         [vi(n, types[t], shape) for n, (t, shape, _) in ints.items()]
-    graph = helper.make_graph([node], f"{cfg.name}-{form}", inputs, outs)
+    graph = helper.make_graph(nodes, f"{cfg.name}-{form}", inputs, outs,
+                              initializer=inits)
     model = helper.make_model(graph, opset_imports=opsets)
     model.ir_version = 10
     onnx.save(model, path)

@@ -93,6 +93,39 @@ class CoreAttention:
             self.forms["sdpa"] = lambda: sdpa(q, k, v, c)
 
 
+class LayerCacheStep:
+    """A cache row's layer (a decoding step on KV caches) as PyTorch 2 code
+    writes it: F.linear projections of the step's tokens, their keys and
+    values written into the caches at the length before the step (Sk - Sq:
+    the caches are then full), SDPA over the caches, the output
+    projection."""
+
+    def __init__(self, c):
+        torch.manual_seed(0)
+        self.c = c
+        b, sq, sk, e, h, hkv, d = (c["b"], c["sq"], c["sk"], c["e"], c["h"],
+                                   c["hkv"], c["d"])
+        rand = lambda *shape: torch.rand(*shape) * 2 - 1
+        self.x = rand(b, sq, e)
+        self.wq, self.wo = rand(h * d, e) / math.sqrt(e), rand(e, h * d)
+        self.wk, self.wv = (rand(hkv * d, e) / math.sqrt(e) for _ in "kv")
+        self.k_cache, self.v_cache = rand(b, hkv, sk, d), rand(b, hkv, sk, d)
+        self.forms = {}
+        if hasattr(F, "scaled_dot_product_attention"):  # PyTorch 2
+            self.forms["sdpa-cache"] = self.step
+
+    def step(self):
+        c = self.c
+        b, sq, sk, h, hkv, d = c["b"], c["sq"], c["sk"], c["h"], c["hkv"], c["d"]
+        heads = lambda w, n: F.linear(self.x, w).view(b, sq, n, d).transpose(
+            1, 2)
+        q, k, v = heads(self.wq, h), heads(self.wk, hkv), heads(self.wv, hkv)
+        self.k_cache[:, :, sk - sq:] = k
+        self.v_cache[:, :, sk - sq:] = v
+        out = sdpa(q, self.k_cache, self.v_cache, c)
+        return F.linear(out.transpose(1, 2).reshape(b, sq, h * d), self.wo)
+
+
 class Layer:
     """The forms of one configuration, on fixed random inputs."""
 
@@ -201,8 +234,9 @@ def main():
     threads = spec["threads"]
     torch.set_num_threads(threads)
     config = spec.get("config")
-    layer = ((CoreAttention if config["core"] else Layer)(config)
-             if config else None)
+    kind = (None if not config else CoreAttention if config["core"] else
+            LayerCacheStep if config.get("cache") else Layer)
+    layer = kind(config) if kind else None
     forms = list(layer.forms) if layer else []
     with torch.no_grad():
         for form in forms:
