@@ -198,10 +198,12 @@ static FailureOr<SmallVector<int64_t>> tripCountBounds(gpu::LaunchOp launch) {
     if (failed(byValue) && failed(byRange)) {
       emitError(loop.getLoc())
           << "the trip count of this kernel loop has no static bound, which "
-             "the kernel loop iteration limit needs (dynamic sizes: give the "
-             "function static shapes, as the Vulkan calling convention needs "
-             "anyway, or set max-kernel-loop-iterations=0 on a driver without "
-             "the limit)";
+             "the kernel loop iteration limit needs (from dynamic sizes, or "
+             "a bound the value-bounds and range analyses cannot prove, e.g. "
+             "a window's over a partial query tile: give the function static "
+             "shapes, as the Vulkan calling convention needs anyway, choose "
+             "other tile sizes, or set max-kernel-loop-iterations=0 on a "
+             "driver without the limit)";
       return failure();
     }
     bounds.push_back(std::min(succeeded(byValue) ? *byValue : INT64_MAX,
