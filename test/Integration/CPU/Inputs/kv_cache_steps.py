@@ -116,17 +116,22 @@ func.func @step(%q: {q_t}, %k: {kv_t}, %v: {kv_t}, %kc: {cache_t},
             v_ref[i, :, n:n + sn] = v[i]
         expected = mha_reference.attention(q, k_ref, v_ref, causal=True,
                                            key_lengths=lengths + sn)
-        error = np.abs(out - expected).max()
-        ok = error <= args.atol
-        print(f"step {t}: lengths {lengths.tolist()}: max abs error "
-              f"{error:e}: {'OK' if ok else 'MISMATCH'}")
-        status = status or (0 if ok else 1)
+        status = report_step(t, lengths, out, expected, args.atol) or status
         lengths = lengths + sn
     same = (k_cache.tobytes() == k_ref.tobytes() and
             v_cache.tobytes() == v_ref.tobytes())
     print(f"caches after {c['steps']} steps: "
           f"{'OK' if same else 'MISMATCH'}")
     return status or (0 if same else 1)
+
+
+def report_step(t, lengths, out, expected, atol):
+    """Prints step t's error against the reference; 1 on a mismatch."""
+    error = np.abs(out - expected).max()
+    ok = error <= atol
+    print(f"step {t}: lengths {lengths.tolist()}: max abs error "
+          f"{error:e}: {'OK' if ok else 'MISMATCH'}")
+    return 0 if ok else 1
 
 
 def draw_caches(c, rng):
@@ -242,11 +247,7 @@ func.func @step(%x: {x_t}, %wq: {wq_t} {{mha.weight}}, %wk: {wkv_t} {{mha.weight
             x, x, x, *weights, num_heads=h, num_kv_heads=hkv, causal=True,
             kv_cache=(k_ref, v_ref, lengths, lambda a: a.astype(np.float32)),
             rotary=(cos, sin, False))
-        error = np.abs(out - expected).max()
-        ok = error <= args.atol
-        print(f"step {t}: lengths {lengths.tolist()}: max abs error "
-              f"{error:e}: {'OK' if ok else 'MISMATCH'}")
-        status = status or (0 if ok else 1)
+        status = report_step(t, lengths, out, expected, args.atol) or status
         lengths = lengths + sn
     library.step_release(prepared)
     every = np.concatenate(tokens)[None]
