@@ -97,6 +97,9 @@ class Layer:
     # Valid keys per batch; the diagonal of causal and the windows is then
     # len[b] - Sq (docs/Semantics.md).
     key_lengths: Optional[KeyLengths] = None
+    # Rotary embeddings of the projected queries and keys (self-attention):
+    # (cos [P, R/2], sin [P, R/2], interleaved), token s at row s.
+    rotary: Optional[tuple] = None
 
     def weights(self):
         names = ["w_q", "w_k", "w_v", "w_o"]
@@ -333,6 +336,11 @@ def write(layer: Layer, out_dir: str, name: str = "main",
         else:
             constants.append((lengths.name, list(lengths.shape),
                               lengths.element, lengths.constant))
+    if layer.rotary is not None:
+        cos, sin, _ = layer.rotary
+        dt = layer.w_q.dtype
+        constants += [("rotary_cos", list(cos.shape), elt, cos.astype(dt)),
+                      ("rotary_sin", list(sin.shape), elt, sin.astype(dt))]
     weights = layer.weights()
     em = _Emitter()
     args = {n: f"%{n}" for n, *_ in runtime + constants}
@@ -373,6 +381,9 @@ def write(layer: Layer, out_dir: str, name: str = "main",
     if lengths is not None:
         text += f" key_lengths({args[lengths.name]})"
         types.append(tensor_type(list(lengths.shape), lengths.element))
+    if layer.rotary is not None:
+        text += f" rotary({args['rotary_cos']}, {args['rotary_sin']})"
+        types += [tensor_type(list(layer.rotary[0].shape), elt)] * 2
     attrs = [f"num_heads = {layer.num_heads} : i64"]
     if layer.num_kv_heads != layer.num_heads:
         attrs.append(f"num_kv_heads = {layer.num_kv_heads} : i64")
@@ -386,6 +397,8 @@ def write(layer: Layer, out_dir: str, name: str = "main",
         attrs.append(f"window_left = {int(layer.window_left)} : i64")
     if layer.window_right is not None:
         attrs.append(f"window_right = {int(layer.window_right)} : i64")
+    if layer.rotary is not None and layer.rotary[2]:
+        attrs.append("rotary_interleaved")
     result_shape = [qshape[0], qshape[1], eo]
     result_types = [tensor_type(result_shape, elt)]
     if layer.return_weights:
