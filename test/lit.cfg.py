@@ -75,6 +75,16 @@ if subprocess.call([onnx_python, "-c", "import onnxruntime"],
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
     config.available_features.add("onnxruntime")
 config.substitutions.append(("%onnx_python", onnx_python))
+# PyTorch 2 (torch.compile, torch.export): the bench's environment
+# (bench/run.sh makes it; its torch wheel is several GB, so CI has none) or
+# $MHA_TORCH2_PYTHON. The torch.compile backend's test runs only there.
+torch2_python = os.environ.get("MHA_TORCH2_PYTHON") or os.path.join(
+    config.mha_src_root, "bench", "work", "venv", "bin", "python")
+if os.path.exists(torch2_python) and subprocess.call(
+        [torch2_python, "-c", "import torch; assert hasattr(torch, 'compile')"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL) == 0:
+    config.available_features.add("torch2")
+config.substitutions.append(("%torch2_python", torch2_python))
 # The importers (python/mha_importers) from the source tree.
 config.environment["PYTHONPATH"] = os.path.join(config.mha_src_root, "python")
 config.substitutions.append(("%python", python))

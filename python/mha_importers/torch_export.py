@@ -80,6 +80,7 @@ class Program:
     constants: dict       # placeholder name -> ndarray (params, buffers)
     sym_ints: dict        # sym int name -> its expression (JSON)
     ranges: dict          # symbol -> (min, max)
+    tensor_values: dict   # tensor name -> its metadata (JSON)
 
 
 def _symbol(expr):
@@ -157,23 +158,7 @@ def load(source):
                 _fail(f"a user input that is not a tensor ({arg}) is not "
                       "supported")
             name = arg["as_tensor"]["name"]
-            meta = graph["tensor_values"][name]
-            if meta["dtype"] not in (6, 7, 12):
-                if meta["dtype"] == _BF16:
-                    _fail(f"input '{name}' is bfloat16, which this importer "
-                          "does not take")
-            sizes = []
-            for s in meta["sizes"]:
-                if "as_int" in s:
-                    sizes.append(s["as_int"])
-                else:
-                    sym = _symbol(s["as_expr"]["expr_str"])
-                    if sym is None:
-                        _fail(f"input '{name}' has a size "
-                              f"'{s['as_expr']['expr_str']}' that is not one "
-                              "symbol")
-                    sizes.append(sym)
-            inputs.append((name, sizes, _DTYPES.get(meta["dtype"])))
+            inputs.append(_input(name, graph["tensor_values"][name]))
         elif kind in ("parameter", "buffer", "tensor_constant"):
             fqn = body.get("parameter_name") or body.get("buffer_name") or \
                 body.get("tensor_constant_name")
@@ -195,7 +180,27 @@ def load(source):
     ranges = {k: (v.get("min_val"), v.get("max_val"))
               for k, v in model.get("range_constraints", {}).items()}
     return Program(graph["nodes"], inputs, outputs, constants,
-                   graph.get("sym_int_values", {}), ranges)
+                   graph.get("sym_int_values", {}), ranges,
+                   graph["tensor_values"])
+
+
+def _input(name, meta):
+    """(name, sizes with symbol names for dynamic ones, numpy dtype) of a
+    tensor the function takes."""
+    if meta["dtype"] == _BF16:
+        _fail(f"input '{name}' is bfloat16, which this importer does not "
+              "take")
+    sizes = []
+    for s in meta["sizes"]:
+        if "as_int" in s:
+            sizes.append(s["as_int"])
+            continue
+        sym = _symbol(s["as_expr"]["expr_str"])
+        if sym is None:
+            _fail(f"input '{name}' has a size '{s['as_expr']['expr_str']}' "
+                  "that is not one symbol")
+        sizes.append(sym)
+    return (name, sizes, _DTYPES.get(meta["dtype"]))
 
 
 # ---------------------------------------------------------------------------
@@ -921,13 +926,188 @@ def _static(base, i):
     return None if isinstance(s, str) else s
 
 
+# ---------------------------------------------------------------------------
+# Attention regions of a larger program (what the torch.compile backend
+# replaces).
+
+# Operations a region may hold between its inputs and the attention.
+_DATA_OPS = set(_VIEWS) | set(_SPLITS) | {
+    "aten.cat.default", "aten.stack.default", "aten.neg.default",
+    "aten.mul.Tensor", "aten.mul.Scalar", "aten.div.Tensor",
+    "aten.div.Scalar", "aten.add.Tensor", "aten.sub.Tensor",
+    "aten._to_copy.default", "aten.to.dtype", "aten.type_as.default"}
+_PROJECTIONS = ("aten.linear.default", "aten.matmul.default")
+_SDPA = "aten.scaled_dot_product_attention.default"
+
+
+def _tensor_names(arg):
+    (kind, v), = arg.items()
+    if kind == "as_tensor":
+        return [v["name"]]
+    if kind == "as_tensors":
+        return [t["name"] for t in v]
+    if kind == "as_optional_tensors":
+        return [t["as_tensor"]["name"] for t in v if "as_tensor" in t]
+    return []
+
+
+def _node_inputs(node):
+    return [t for a in node["inputs"] for t in _tensor_names(a["arg"])]
+
+
+def _node_outputs(node):
+    out = []
+    for o in node["outputs"]:
+        (kind, v), = o.items()
+        if kind == "as_tensor":
+            out.append(v["name"])
+        elif kind == "as_tensors":
+            out += [t["name"] for t in v]
+        elif kind in ("as_sym_int", "as_sym_float", "as_sym_bool"):
+            out.append(v["as_name"])
+    return out
+
+
+def _target(node):
+    return node["target"].removeprefix("torch.ops.")
+
+
+@dataclass
+class Region:
+    """One attention of a program and what maps with it: `program` (its
+    nodes, taking `inputs`, the tensors of the program it reads, and
+    returning `output`)."""
+    program: Program
+    inputs: list
+    output: str
+    attention: str
+
+
+def attention_regions(program):
+    """Per scaled_dot_product_attention of `program`, the region around it
+    that the importer may map: back through data operations to the
+    projections (whose inputs become the region's inputs) or to anything
+    else (an input then), forward through views to an output projection.
+    A region none of whose intermediate values is used outside it."""
+    nodes = program.nodes
+    producer, users = {}, {}
+    for i, n in enumerate(nodes):
+        for t in _node_outputs(n):
+            producer[t] = i
+        for t in _node_inputs(n):
+            users.setdefault(t, set()).add(i)
+    constant = set(program.constants)
+    for n in nodes:
+        ins = _node_inputs(n)
+        data = [t for t in ins if t not in constant]
+        if not data and _target(n) not in (_SDPA,) and \
+                not _target(n).startswith("aten.sym_size"):
+            constant.update(_node_outputs(n))
+    sym_nodes = [i for i, n in enumerate(nodes)
+                 if any("as_sym_int" in o for o in n["outputs"])]
+    regions = []
+    for a, node in enumerate(nodes):
+        if _target(node) != _SDPA:
+            continue
+        region, boundary = {a}, []
+        stack = list(_node_inputs(node))
+        while stack:
+            t = stack.pop()
+            if t in constant or t in boundary:
+                continue
+            p = producer.get(t)
+            if p is None:  # a program input
+                boundary.append(t)
+                continue
+            if p in region:
+                continue
+            pn = nodes[p]
+            target = _target(pn)
+            if target in _PROJECTIONS and all(
+                    x in constant for x in _node_inputs(pn)[1:]):
+                region.add(p)
+                x = _node_inputs(pn)[0]
+                # Back through views only the projections read (e.g.
+                # nn.MultiheadAttention's batch-first input transposed).
+                while producer.get(x) is not None and \
+                        _target(nodes[producer[x]]) in _VIEWS and \
+                        users.get(x, set()) <= region and x not in boundary:
+                    region.add(producer[x])
+                    x = _node_inputs(nodes[producer[x]])[0]
+                if x not in constant and x not in boundary:
+                    boundary.append(x)
+            elif target in _DATA_OPS:
+                region.add(p)
+                stack += _node_inputs(pn)
+            else:
+                boundary.append(t)
+        # Forward: views, then an output projection.
+        out = cur = _node_outputs(node)[0]
+        chain = []
+        while len(users.get(cur, ())) == 1:
+            u = next(iter(users[cur]))
+            un = nodes[u]
+            target = _target(un)
+            if target in _VIEWS and _node_inputs(un)[0] == cur:
+                chain.append(u)
+                cur = _node_outputs(un)[0]
+                continue
+            if target in _PROJECTIONS and _node_inputs(un)[0] == cur and \
+                    all(x in constant for x in _node_inputs(un)[1:]):
+                chain.append(u)
+                cur = _node_outputs(un)[0]
+                # And the views after it (nn.MultiheadAttention's back to
+                # [S, B, E] and batch first).
+                while len(users.get(cur, ())) == 1:
+                    un = nodes[next(iter(users[cur]))]
+                    if _target(un) not in _VIEWS or \
+                            _node_inputs(un)[0] != cur:
+                        break
+                    chain.append(next(iter(users[cur])))
+                    cur = _node_outputs(un)[0]
+                region.update(chain)
+                out = cur
+            break
+        # Nothing computed from the data in the region may be used outside.
+        closed = True
+        for i in region:
+            for t in _node_outputs(nodes[i]):
+                if t != out and t not in constant and \
+                        not users.get(t, set()) <= region:
+                    closed = False
+        if not closed:
+            continue
+        # The constants' nodes and the sizes the region reads.
+        keep = set(region)
+        need = [t for i in region for t in _node_inputs(nodes[i])]
+        while need:
+            t = need.pop()
+            p = producer.get(t)
+            if p is not None and p not in keep and t in constant:
+                keep.add(p)
+                need += _node_inputs(nodes[p])
+        keep.update(sym_nodes)
+        sub_nodes = [nodes[i] for i in sorted(keep)]
+        known = set(boundary) | constant | {
+            t for n in sub_nodes for t in _node_outputs(n)}
+        if any(t not in known for n in sub_nodes for t in _node_inputs(n)):
+            sub_nodes = [n for n in sub_nodes
+                         if all(t in known for t in _node_inputs(n))]
+        inputs = [_input(t, program.tensor_values[t]) for t in boundary]
+        sub = Program(sub_nodes, inputs, [out], program.constants,
+                      program.sym_ints, program.ranges,
+                      program.tensor_values)
+        regions.append(Region(sub, boundary, out, node["name"]))
+    return regions
+
+
 def import_program(source, out_dir, name="main", inputs=None):
     """Imports an ExportedProgram, or torch.export.save's archive, into
     OUT_DIR/NAME.mlir (+ NAME.weights/, NAME.rsp). `inputs`: arrays by the
     program's input names to save with the weights (NAME.rsp then names
     them). Returns (path of NAME.mlir, the program's input names in the
     function's argument order)."""
-    program = load(source)
+    program = source if isinstance(source, Program) else load(source)
     interp = _Interpreter(program)
     outs = interp.run()
     if len(outs) != 1 or not isinstance(outs[0], Sym):
@@ -1149,13 +1329,27 @@ def main(argv=None):
     p.add_argument("program", help="the .pt2 archive torch.export.save wrote")
     p.add_argument("-o", "--output", required=True, help="output directory")
     p.add_argument("--name", default="main", help="entry function name")
+    p.add_argument("--attention-only", action="store_true",
+                   help="import the attention of a larger program (what "
+                   "the torch.compile backend replaces): the region around "
+                   "its one scaled_dot_product_attention, from the "
+                   "projections' inputs to the output projection")
     args = p.parse_args(argv)
     try:
-        path, names = import_program(args.program, args.output, args.name)
+        program = load(args.program)
+        if args.attention_only:
+            regions = attention_regions(program)
+            if len(regions) != 1:
+                _fail(f"the program has {len(regions)} attention regions "
+                      "that can be replaced; --attention-only takes one")
+            program = regions[0].program
+        path, names = import_program(program, args.output, args.name)
     except UnsupportedProgram as e:
         p.exit(1, f"error: {e}\n")
     print(path)
     print("arguments: " + ", ".join(names))
+    if args.attention_only:
+        print(f"result: {program.outputs[0]}")
 
 
 if __name__ == "__main__":

@@ -19,9 +19,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.export import Dim
 
-out = sys.argv[1]
-os.makedirs(out, exist_ok=True)
-torch.manual_seed(29)
+out = None
 
 
 def save(name, module, args, dynamic_shapes=None, run=True):
@@ -182,31 +180,65 @@ class Norm(nn.Module):
         return self.m(y, y, y, need_weights=False)[0]
 
 
-# Core SDPA on inputs, causal, GQA, a scale.
-q, k, v = torch.randn(2, 4, 8, 16), torch.randn(2, 2, 8, 16), \
-    torch.randn(2, 2, 8, 8)
-save("sdpa_gqa_causal", SDPA(is_causal=True, enable_gqa=True, scale=0.2),
-     (q, k, v))
-# Llama-style block, GQA by enable_gqa; and by repeating heads.
-x = torch.randn(2, 8, 32)
-save("llama", Llama(), (x,))
-save("llama_repeat_kv", Llama(gqa_by_repeat=True), (x,))
-# GPT-J style: interleaved, partial rotary, packed biased QKV, a mask.
-x = torch.randn(2, 6, 32)
-mask = torch.rand(2, 1, 6, 6) < 0.7
-mask[..., 0] = True
-save("gptj_mask", GPTJ(), (x, mask))
-# nn.MultiheadAttention: self-attention batch first; cross-attention in
-# [S, B, E] with kdim/vdim; dynamic batch and lengths.
-x = torch.randn(2, 7, 32)
-save("mha_self", MHASelf(32, 4, batch_first=True), (x,))
-q, k, v = torch.randn(5, 3, 32), torch.randn(9, 3, 24), torch.randn(9, 3, 20)
-save("mha_cross_seq_first", MHA(32, 4, kdim=24, vdim=20), (q, k, v))
-x = torch.randn(3, 7, 32)
-save("mha_dynamic", MHASelf(32, 4, batch_first=True), (x,),
-     dynamic_shapes={"x": {0: Dim("batch"), 1: Dim("seq", max=64)}})
-# Refused.
-x = torch.randn(2, 5, 16)
-save("refuse_residual", Residual(), (x,), run=False)
-save("refuse_need_weights", WithWeights(), (x,), run=False)
-save("refuse_norm", Norm(), (x,), run=False)
+class Block(nn.Module):
+    """A pre-norm decoder block: what the torch.compile backend sees. Its
+    attention region (--attention-only) reads the norm's output and
+    returns the attention module's."""
+
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.LayerNorm(32)
+        self.attn = Llama()
+        self.mlp = nn.Sequential(nn.Linear(32, 64), nn.GELU(),
+                                 nn.Linear(64, 32))
+
+    def forward(self, x):
+        h = x + self.attn(self.norm(x))
+        return h + self.mlp(h)
+
+
+def main():
+    global out
+    out = sys.argv[1]
+    os.makedirs(out, exist_ok=True)
+    torch.manual_seed(29)
+    # Core SDPA on inputs, causal, GQA, a scale.
+    q, k, v = torch.randn(2, 4, 8, 16), torch.randn(2, 2, 8, 16), \
+        torch.randn(2, 2, 8, 8)
+    save("sdpa_gqa_causal", SDPA(is_causal=True, enable_gqa=True, scale=0.2),
+         (q, k, v))
+    # Llama-style block, GQA by enable_gqa; and by repeating heads.
+    x = torch.randn(2, 8, 32)
+    save("llama", Llama(), (x,))
+    save("llama_repeat_kv", Llama(gqa_by_repeat=True), (x,))
+    # GPT-J style: interleaved, partial rotary, packed biased QKV, a mask.
+    x = torch.randn(2, 6, 32)
+    mask = torch.rand(2, 1, 6, 6) < 0.7
+    mask[..., 0] = True
+    save("gptj_mask", GPTJ(), (x, mask))
+    # nn.MultiheadAttention: self-attention batch first; cross-attention in
+    # [S, B, E] with kdim/vdim; dynamic batch and lengths.
+    x = torch.randn(2, 7, 32)
+    save("mha_self", MHASelf(32, 4, batch_first=True), (x,))
+    q, k, v = torch.randn(5, 3, 32), torch.randn(9, 3, 24), torch.randn(9, 3, 20)
+    save("mha_cross_seq_first", MHA(32, 4, kdim=24, vdim=20), (q, k, v))
+    x = torch.randn(3, 7, 32)
+    save("mha_dynamic", MHASelf(32, 4, batch_first=True), (x,),
+         dynamic_shapes={"x": {0: Dim("batch"), 1: Dim("seq", max=64)}})
+    # A block: the attention region's input and output as PyTorch computes
+    # them.
+    block, x = Block().eval(), torch.randn(2, 8, 32)
+    save("block", block, (x,))
+    with torch.no_grad():
+        h = block.norm(x)
+        np.save(os.path.join(out, "block.region_in.npy"), h.numpy())
+        np.save(os.path.join(out, "block.region_out.npy"), block.attn(h).numpy())
+    # Refused.
+    x = torch.randn(2, 5, 16)
+    save("refuse_residual", Residual(), (x,), run=False)
+    save("refuse_need_weights", WithWeights(), (x,), run=False)
+    save("refuse_norm", Norm(), (x,), run=False)
+
+
+if __name__ == "__main__":
+    main()
