@@ -214,6 +214,14 @@ def mha_backend(gm, example_inputs):
 
 
 def _compile(gm, example_inputs, pipeline):
+    try:
+        return _replace_attention(gm, example_inputs, pipeline)
+    except te.UnsupportedProgram as e:
+        warnings.warn(f"mha_backend: the graph runs as PyTorch runs it: {e}")
+        return gm.forward
+
+
+def _replace_attention(gm, example_inputs, pipeline):
     if any(not isinstance(t, torch.Tensor) for t in example_inputs):
         warnings.warn("mha_backend: the graph has dynamic sizes; it runs as "
                       "PyTorch runs it (compile with dynamic=False)")
@@ -222,8 +230,11 @@ def _compile(gm, example_inputs, pipeline):
     constant_pos = [i for i, (n, t) in
                     enumerate(zip(placeholders, example_inputs))
                     if _placeholder_is_constant(n, t)]
-    with torch.no_grad():
-        ep = torch.export.export(gm, tuple(example_inputs), strict=False)
+    try:
+        with torch.no_grad():
+            ep = torch.export.export(gm, tuple(example_inputs), strict=False)
+    except Exception as e:  # noqa: BLE001 - any failure: PyTorch runs it
+        raise te.UnsupportedProgram(f"torch.export failed: {e}") from e
     program = te.load(ep)
     names = [n for n, _, _ in program.inputs]
     for i in constant_pos:

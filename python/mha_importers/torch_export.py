@@ -356,8 +356,13 @@ _SPLITS = {
     "aten.split.Tensor": lambda a, g: np.split(
         a, range(g["split_size"], a.shape[g.get("dim", 0)],
                  g["split_size"]), axis=g.get("dim", 0)),
-    "aten.chunk.default": lambda a, g: np.array_split(
-        a, g["chunks"], axis=g.get("dim", 0)),
+    # torch.chunk: chunks of ceil(n / chunks), the last shorter (not
+    # NumPy's array_split, which spreads the remainder).
+    "aten.chunk.default": lambda a, g: np.split(
+        a, range(-(-a.shape[g.get("dim", 0)] // g["chunks"]),
+                 a.shape[g.get("dim", 0)],
+                 -(-a.shape[g.get("dim", 0)] // g["chunks"])),
+        axis=g.get("dim", 0)),
     "aten.unbind.int": lambda a, g: [np.take(a, i, axis=g.get("dim", 0))
                                      for i in range(a.shape[g.get("dim", 0)])],
 }
