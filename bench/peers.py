@@ -643,6 +643,14 @@ def bench_one(args, cfg, threads):
         factories.append(onnx_peer("ort"))
     if cfg.core and not cfg.cache and "iree" in args.peers:
         factories.append(onnx_peer("iree"))
+    if cfg.core and not cfg.cache and "ort" in args.peers:
+        refused["ort"] = ("no model of attention alone is built for ONNX "
+                          "Runtime here; its attention is timed inside the "
+                          "layer rows and on the cache rows")
+    if cfg.core and cfg.cache and "iree" in args.peers:
+        refused["iree"] = ("IREE's ONNX importer takes neither ONNX "
+                           "Runtime's GroupQueryAttention nor ONNX Attention "
+                           "(the cache rows' models)")
     torch_peer = lambda key: (key, lambda: Torch(args, cfg, threads, key))
     if cfg.core and "torch2" in args.peers:
         factories.append(torch_peer("torch2"))
