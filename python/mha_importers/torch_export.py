@@ -616,13 +616,19 @@ class _Interpreter:
             return self.linear(target, g, name)
         if target == "aten.scaled_dot_product_attention.default":
             return self.attention(g, name)
-        if target in ("aten.bmm.default", "aten.softmax.int",
-                      "aten._softmax.default", "aten.baddbmm.default"):
-            refuse("is part of an attention written out as matrix products "
-                   "and softmax (nn.MultiheadAttention with need_weights="
-                   "True does so), which this importer does not map: call "
-                   "it with need_weights=False, or use "
-                   "F.scaled_dot_product_attention")
+        if target == "aten.bmm.default" and len(symbolic) == 2:
+            return self.bmm(g["self"], g["mat2"], name)
+        if target in ("aten.softmax.int", "aten._softmax.default") and \
+                symbolic:
+            return self.softmax(g["self"], g["dim"], name)
+        if target == "aten.mean.dim" and symbolic:
+            return self.mean(g["self"], g["dim"], g.get("keepdim", False),
+                             name)
+        if target == "aten.baddbmm.default":
+            refuse("adds a mask to the scores of an attention written out "
+                   "as matrix products (nn.MultiheadAttention with a mask "
+                   "and need_weights=True), which this importer does not "
+                   "map: call it with need_weights=False")
         if target.startswith("aten._scaled_dot_product"):
             refuse("is a decomposed form of scaled_dot_product_attention; "
                    "import the program before run_decompositions()")
@@ -704,6 +710,77 @@ class _Interpreter:
         base = Base("projection", x.shape[:-1] + (w.shape[0],), name,
                     source=t.base, in_idx=rows, weight=w, bias=b)
         return _arange_sym(base, name)
+
+    # The attention written out (nn.MultiheadAttention's need_weights=True
+    # path): bmm(q·c, kᵀ), softmax over the keys, bmm(p, v), over
+    # [B·H, S, d]; the probabilities may also be returned, averaged over
+    # the heads (mean) or not.
+    def bmm(self, a, b, name):
+        pa = a.terms[0].base if len(a.terms) == 1 else None
+        if pa is not None and pa.kind == "probabilities":
+            return self.attention_from_probabilities(a, b, name)
+        if len(a.shape) != 3 or len(b.shape) != 3:
+            _fail(f"node '{name}' (aten.bmm.default) multiplies values of "
+                  "ranks other than 3")
+        return _arange_sym(Base("scores", a.shape[:2] + b.shape[2:], name,
+                                q=a, kt=b), name)
+
+    def softmax(self, x, dim, name):
+        t = x.terms[0] if len(x.terms) == 1 else None
+        if t is None or t.base.kind != "scores" or \
+                _dims(dim, len(x.shape)) != len(x.shape) - 1 or \
+                not np.array_equal(t.idx, np.arange(t.base.size).reshape(
+                    t.base.shape)) or (t.coef is not None and
+                                       not np.all(t.coef == t.coef.flat[0])):
+            _fail(f"node '{name}' (softmax) is not a softmax over the keys "
+                  "of scores q·kᵀ (bmm) as they are")
+        factor = 1.0 if t.coef is None else float(t.coef.flat[0])
+        return _arange_sym(Base("probabilities", x.shape, name,
+                                scores=t.base, factor=factor), name)
+
+    def attention_from_probabilities(self, p, v, name):
+        t = p.terms[0]
+        probs = t.base
+        if t.coef is not None or not np.array_equal(
+                t.idx, np.arange(probs.size).reshape(probs.shape)):
+            _fail(f"node '{name}' (aten.bmm.default) multiplies the "
+                  "probabilities of an attention in another layout")
+        scores = probs.scores
+        q, kt = scores.q, scores.kt
+        n, m, d = q.shape
+        lk, dv = v.shape[1], v.shape[2]
+        # Heads: the distinct column blocks of the query's projection its
+        # rows read (the layout itself is checked with the layer's).
+        pq = q.terms[0].base
+        if len(q.terms) != 1 or pq.kind != "projection":
+            _fail(f"node '{name}': the query of the written-out attention "
+                  "is not the heads of a projection")
+        heads = len(np.unique(q.terms[0].idx[:, 0, 0] % pq.shape[-1]))
+        if n % heads:
+            _fail(f"node '{name}': {n} rows of scores for {heads} heads")
+        b = n // heads
+        split = lambda shape: (lambda a: a.reshape(shape))
+        k = kt.map(lambda a: np.swapaxes(a, -1, -2), name)
+        q4 = q.map(split((b, heads, m, d)), q.node)
+        k4 = k.map(split((b, heads, lk, d)), kt.node)
+        v4 = v.map(split((b, heads, lk, dv)), v.node)
+        # The factor on q (nn.MultiheadAttention scales it) and on the
+        # scores set the scale; an explicit one, since mha's default is
+        # 1/sqrt(d) only when nothing scales.
+        attn = Base("attention", (b, heads, m, dv), name, q=q4, k=k4, v=v4,
+                    mask=None, causal=False, scale=probs.factor, gqa=False,
+                    probabilities=probs)
+        return _arange_sym(attn, name).map(split((n, m, dv)), name)
+
+    def mean(self, x, dims, keepdim, name):
+        t = x.terms[0] if len(x.terms) == 1 else None
+        if t is None or t.base.kind != "probabilities" or t.coef is not None:
+            _fail(f"node '{name}' (aten.mean.dim) averages something other "
+                  "than an attention's probabilities")
+        return _arange_sym(Base("mean", np.mean(np.zeros(x.shape), axis=tuple(
+            dims), keepdims=keepdim).shape, name, probabilities=t.base,
+            view=t.idx, dims=tuple(_dims(d, len(x.shape)) for d in dims)),
+            name)
 
     def attention(self, g, name):
         q, k, v = g["query"], g["key"], g["value"]
@@ -977,6 +1054,17 @@ def _target(node):
     return node["target"].removeprefix("torch.ops.")
 
 
+def _written_out(nodes, producer, node):
+    """Whether bmm `node` multiplies a softmax of a bmm (an attention
+    written out, as nn.MultiheadAttention's need_weights path does)."""
+    p = producer.get(_node_inputs(node)[0])
+    if p is None or _target(nodes[p]) not in ("aten.softmax.int",
+                                               "aten._softmax.default"):
+        return False
+    q = producer.get(_node_inputs(nodes[p])[0])
+    return q is not None and _target(nodes[q]) == "aten.bmm.default"
+
+
 @dataclass
 class Region:
     """One attention of a program and what maps with it: `program` (its
@@ -1008,14 +1096,31 @@ def attention_regions(program):
         if not data and _target(n) not in (_SDPA,) and \
                 not _target(n).startswith("aten.sym_size"):
             constant.update(_node_outputs(n))
+    # Users that nothing returned depends on (nn.MultiheadAttention's
+    # weights when the caller drops them) do not count.
+    live, need = set(), list(program.outputs)
+    while need:
+        p = producer.get(need.pop())
+        if p is not None and p not in live:
+            live.add(p)
+            need += _node_inputs(nodes[p])
+    users = {t: {u for u in us if u in live} for t, us in users.items()}
     sym_nodes = [i for i, n in enumerate(nodes)
                  if any("as_sym_int" in o for o in n["outputs"])]
     regions = []
     for a, node in enumerate(nodes):
-        if _target(node) != _SDPA:
+        if _target(node) == _SDPA:
+            region, stack = {a}, list(_node_inputs(node))
+        elif _target(node) == "aten.bmm.default" and \
+                _written_out(nodes, producer, node):
+            # bmm(softmax(bmm(q, kᵀ)), v): both products and the softmax.
+            softmax = producer[_node_inputs(node)[0]]
+            scores = producer[_node_inputs(nodes[softmax])[0]]
+            region = {a, softmax, scores}
+            stack = _node_inputs(node)[1:] + _node_inputs(nodes[scores])
+        else:
             continue
-        region, boundary = {a}, []
-        stack = list(_node_inputs(node))
+        boundary = []
         while stack:
             t = stack.pop()
             if t in constant or t in boundary:
@@ -1115,10 +1220,13 @@ def import_program(source, out_dir, name="main", inputs=None):
     program = source if isinstance(source, Program) else load(source)
     interp = _Interpreter(program)
     outs = interp.run()
-    if len(outs) != 1 or not isinstance(outs[0], Sym):
+    weights = outs[1] if len(outs) == 2 else None
+    if not 1 <= len(outs) <= 2 or not isinstance(outs[0], Sym) or \
+            (weights is not None and not _is_weights(weights)):
         _fail(f"the program has {len(outs)} outputs "
-              f"({', '.join(program.outputs)}); the importer takes one, the "
-              "attention's")
+              f"({', '.join(program.outputs)}); the importer takes the "
+              "attention's, and its probabilities (nn.MultiheadAttention's "
+              "need_weights) as a second")
     out = outs[0]
     bases = {id(t.base): t.base for t in out.terms}
     if len(bases) != 1 or len(out.terms) != 1:
@@ -1134,11 +1242,47 @@ def import_program(source, out_dir, name="main", inputs=None):
         _fail(f"the output '{program.outputs[0]}' is not computed by "
               "scaled_dot_product_attention")
     if bases and next(iter(bases.values())).kind == "attention":
+        if weights is not None:
+            _fail("the attention's probabilities are an output of a program "
+                  "without projections; the importer returns them from the "
+                  "layer only")
         return _import_core(program, interp, out, attn, out_dir, name, inputs)
-    return _import_layer(program, interp, out, attn, out_dir, name, inputs)
+    return _import_layer(program, interp, out, attn, out_dir, name, inputs,
+                         probabilities=weights)
 
 
-def _import_layer(program, interp, out, attn, out_dir, name, inputs):
+def _is_weights(x):
+    return isinstance(x, Sym) and len(x.terms) == 1 and \
+        x.terms[0].base.kind in ("mean", "probabilities")
+
+
+def _weights_form(weights, attn, program_out):
+    """'average' or 'per_head' for a program output `weights` that is the
+    probabilities of `attn` ([B, Sq, Sk] averaged over the heads, or
+    [B, H, Sq, Sk]), or a refusal."""
+    what = f"the output '{program_out}'"
+    probs = getattr(attn, "probabilities", None)
+    B, H, Sq, _ = attn.shape
+    t = weights.terms[0]
+    base = t.base
+    p = base.probabilities if base.kind == "mean" else base
+    if p is not probs or t.coef is not None:
+        _fail(f"{what} is not the probabilities of '{attn.node}' as they are")
+    Sk = probs.shape[-1]
+    per_head = np.arange(probs.size).reshape(B, H, Sq, Sk)
+    if base.kind == "probabilities":
+        if np.array_equal(t.idx, per_head):
+            return "per_head"
+    elif base.dims == (1,) and np.array_equal(base.view, per_head) and \
+            np.array_equal(t.idx, np.arange(base.size).reshape(
+                base.shape)) and tuple(base.shape) in ((B, Sq, Sk),):
+        return "average"
+    _fail(f"{what} is neither the probabilities per head [B, H, Sq, Sk] nor "
+          "their mean over the heads [B, Sq, Sk]")
+
+
+def _import_layer(program, interp, out, attn, out_dir, name, inputs,
+                  probabilities=None):
     proj_o, layout = _check_output(out, attn, program.outputs[0])
     q = _heads(attn.q, attn, "query")
     k = _heads(attn.k, attn, "key")
@@ -1199,6 +1343,9 @@ def _import_layer(program, interp, out, attn, out_dir, name, inputs):
         _fail(f"'{attn.node}' is causal with {Sq} queries and "
               f"{attn.k.shape[2]} keys: PyTorch aligns the diagonal top-left,"
               " mha bottom-right; only equal lengths map")
+    if probabilities is not None:
+        layer.return_weights = _weights_form(probabilities, attn,
+                                             program.outputs[1])
     seq_dim = 1 if layout == "bf" else 0
     batch_dim = 1 - seq_dim
     layer.seq_first = layout == "sf"

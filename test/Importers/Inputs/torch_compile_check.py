@@ -77,6 +77,12 @@ class WithWeights(nn.Module):
         return self.m(x, x, x)[0]
 
 
+class WithWeightsReturned(WithWeights):
+    def forward(self, x):
+        y, w = self.m(x, x, x)
+        return y + w.sum() * 0  # the weights used outside the attention
+
+
 x = torch.randn(2, 8, 32)
 check("two decoder blocks (norm, Llama attention, residual, MLP)", Stack(2),
       x, expect=2)
@@ -85,8 +91,10 @@ check("GPT-J block with a mask", GPTJ(), torch.randn(2, 6, 32),
       torch.rand(2, 1, 6, 6) < 0.8)
 check("nn.MultiheadAttention, need_weights=False", MHASelf(32, 4,
       batch_first=True), x)
-check("nn.MultiheadAttention, need_weights=True (left to PyTorch)",
-      WithWeights(), x, expect=0)
+check("nn.MultiheadAttention, need_weights=True, weights unused",
+      WithWeights(), x)
+check("nn.MultiheadAttention, need_weights=True, weights returned (left to "
+      "PyTorch)", WithWeightsReturned(), x, expect=0)
 
 # The same block through PyTorch's own torch.compile (inductor).
 torch._dynamo.reset()

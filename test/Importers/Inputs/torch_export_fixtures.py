@@ -44,6 +44,9 @@ def save(name, module, args, dynamic_shapes=None, run=True):
         np.save(os.path.join(out, f"{name}.{n}.npy"), a.numpy())
     with torch.no_grad():
         y = module(*args)
+    if isinstance(y, tuple):  # nn.MultiheadAttention's (output, weights)
+        y, w = y
+        np.save(os.path.join(out, f"{name}.expected_weights.npy"), w.numpy())
     np.save(os.path.join(out, f"{name}.expected.npy"), y.numpy())
 
 
@@ -161,12 +164,25 @@ class Residual(nn.Module):
 
 
 class WithWeights(nn.Module):
+    """nn.MultiheadAttention called as it is by default (need_weights=True:
+    the attention written out as bmm, softmax, bmm), returning both."""
+
+    def __init__(self, average=True, **kwargs):
+        super().__init__()
+        self.m = nn.MultiheadAttention(32, 4, **kwargs)
+        self.average = average
+
+    def forward(self, q, k, v):
+        return self.m(q, k, v, average_attn_weights=self.average)
+
+
+class WithWeightsMask(nn.Module):
     def __init__(self):
         super().__init__()
         self.m = nn.MultiheadAttention(16, 2, batch_first=True)
 
-    def forward(self, x):
-        return self.m(x, x, x)[0]
+    def forward(self, x, mask):
+        return self.m(x, x, x, attn_mask=mask)[0]
 
 
 class Norm(nn.Module):
@@ -225,6 +241,14 @@ def main():
     x = torch.randn(3, 7, 32)
     save("mha_dynamic", MHASelf(32, 4, batch_first=True), (x,),
          dynamic_shapes={"x": {0: Dim("batch"), 1: Dim("seq", max=64)}})
+    # nn.MultiheadAttention as called by default (need_weights=True): seq
+    # first self-attention, the weights averaged; batch first cross
+    # attention, the weights per head.
+    x = torch.randn(7, 2, 32)
+    save("mha_weights_average", WithWeights(), (x, x, x))
+    q, k = torch.randn(2, 5, 32), torch.randn(2, 9, 32)
+    save("mha_weights_per_head", WithWeights(False, batch_first=True),
+         (q, k, k))
     # A block: the attention region's input and output as PyTorch computes
     # them.
     block, x = Block().eval(), torch.randn(2, 8, 32)
@@ -236,7 +260,8 @@ def main():
     # Refused.
     x = torch.randn(2, 5, 16)
     save("refuse_residual", Residual(), (x,), run=False)
-    save("refuse_need_weights", WithWeights(), (x,), run=False)
+    save("refuse_need_weights_mask", WithWeightsMask(), (x, torch.randn(5, 5)),
+         run=False)
     save("refuse_norm", Norm(), (x,), run=False)
 
 
