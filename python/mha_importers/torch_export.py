@@ -243,6 +243,26 @@ class Sym:
                     for t in self.terms], node)
 
 
+class Filled:
+    """A mask computed from a boolean input: `fill` where the input's
+    element idx is true, `other` where it is false (masked_fill of
+    constants, as nn.MultiheadAttention makes its key padding mask)."""
+
+    def __init__(self, base, idx, fill, other, node):
+        self.base, self.idx, self.node = base, idx, node
+        self.fill = np.broadcast_to(np.asarray(fill, np.float64), idx.shape)
+        self.other = np.broadcast_to(np.asarray(other, np.float64),
+                                     idx.shape)
+
+    @property
+    def shape(self):
+        return self.idx.shape
+
+    def map(self, f, node):
+        return Filled(self.base, f(self.idx), f(self.fill), f(self.other),
+                      node)
+
+
 def _support(t):
     return np.ones(t.idx.shape, bool) if t.coef is None else t.coef != 0
 
@@ -510,9 +530,9 @@ class _Interpreter:
     def evaluate(self, target, g, name):
         def refuse(why):
             _fail(f"node '{name}' ({target}) {why}")
-        symbolic = [v for v in g.values() if isinstance(v, Sym)] + \
+        symbolic = [v for v in g.values() if isinstance(v, (Sym, Filled))] + \
             [x for v in g.values() if isinstance(v, list) for x in v
-             if isinstance(x, Sym)]
+             if isinstance(x, (Sym, Filled))]
         if target in ("aten.sym_size.int",):
             return g["self"].shape[_dims(g["dim"], len(g["self"].shape))]
         if target.startswith("aten._assert") or target in (
@@ -531,7 +551,7 @@ class _Interpreter:
         if target in _VIEWS:
             f = _VIEWS[target]
             x = g["self"]
-            if isinstance(x, Sym):
+            if isinstance(x, (Sym, Filled)):
                 return x.map(lambda a: f(a, g), name)
             return f(np.asarray(x), g)
         if target in _SPLITS:
@@ -607,6 +627,26 @@ class _Interpreter:
                 refuse("adds a constant to a value computed from the inputs "
                        "(a bias outside aten.linear, or a residual)")
             return np.add(a, np.multiply(b, alpha))
+        if target in ("aten.zeros_like.default", "aten.ones_like.default",
+                      "aten.full_like.default") and \
+                isinstance(g["self"], Sym):
+            # Only the shape of a value computed from the inputs.
+            value = {"aten.zeros_like.default": 0,
+                     "aten.ones_like.default": 1}.get(target,
+                                                      g.get("fill_value"))
+            return np.full(g["self"].shape, value,
+                           g.get("dtype") or np.float32)
+        if target in ("aten.masked_fill.Scalar", "aten.masked_fill_.Scalar"):
+            x, m = g["self"], g["mask"]
+            if isinstance(m, Sym) and not isinstance(x, Sym):
+                t = m.terms[0] if len(m.terms) == 1 else None
+                if t is None or t.base.kind != "input" or \
+                        t.base.dtype != np.bool_ or t.coef is not None:
+                    refuse("fills where a value that is not a boolean input "
+                           "is true")
+                shape = np.broadcast_shapes(np.shape(x), m.shape)
+                return Filled(t.base, np.broadcast_to(t.idx, shape),
+                              g["value"], np.broadcast_to(x, shape), name)
         if target in _CONSTANT_OPS:
             if symbolic:
                 refuse("on values computed from the inputs is not part of an "
@@ -1003,6 +1043,71 @@ def _check_mask(mask, attn_name):
     return base
 
 
+def _layer_mask(attn):
+    """The layer's MaskInput for SDPA's attn_mask [B|1, H|1, Sq, Sk]: an
+    input (bool or float), or a boolean input filled with -inf where true
+    or where false (nn.MultiheadAttention's key padding mask), seen through
+    any view that puts each of its dims on one of the four (or broadcasts
+    it); None without a mask."""
+    mask = attn.mask
+    if mask is None:
+        return None
+    what = f"the attn_mask of '{attn.node}'"
+    if isinstance(mask, Filled):
+        base, idx = mask.base, mask.idx
+        fill, other = np.unique(mask.fill), np.unique(mask.other)
+        if (fill.tolist(), other.tolist()) == ([-np.inf], [0.0]):
+            true_attends = False
+        elif (fill.tolist(), other.tolist()) == ([0.0], [-np.inf]):
+            true_attends = True
+        else:
+            _fail(f"{what} (node '{mask.node}') fills a boolean input with "
+                  f"{fill.tolist()} and {other.tolist()}; -inf and 0 map")
+        is_bool = True
+    elif isinstance(mask, Sym):
+        t = mask.terms[0] if len(mask.terms) == 1 else None
+        if t is None or t.base.kind != "input" or t.coef is not None:
+            _fail(f"{what} (node '{mask.node}') is not an input, or a "
+                  "boolean input filled with -inf")
+        base, idx = t.base, t.idx
+        is_bool, true_attends = base.dtype == np.bool_, True
+    else:
+        _fail(f"{what} is a constant; pass it as an input (or use "
+              "is_causal)")
+    # Each operand dim of the view: broadcast (stride 0) or one input dim.
+    op_shape = (1,) * (4 - idx.ndim) + idx.shape
+    idx = idx.reshape(op_shape)
+    strides = [int(np.prod(base.shape[k + 1:])) for k in range(
+        len(base.shape))]
+    letters = [None] * len(base.shape)
+    expected = np.zeros(op_shape, np.int64) + idx.flat[0]
+    for a in range(4):
+        if op_shape[a] == 1:
+            continue
+        step = np.take(idx, 1, axis=a).flat[0] - idx.flat[0]
+        if step == 0:
+            continue
+        k = next((k for k in range(len(strides)) if strides[k] == step and
+                  base.shape[k] == op_shape[a] and letters[k] is None), None)
+        if k is None:
+            _fail(f"{what} (node '{mask.node}') reads its input "
+                  f"'{base.name}' in a layout the importer does not map")
+        letters[k] = "BHQK"[a]
+        shape = [1] * 4
+        shape[a] = op_shape[a]
+        expected = expected + np.arange(op_shape[a]).reshape(shape) * step
+    if idx.flat[0] != 0 or not np.array_equal(idx, expected) or \
+            any(l is None and base.shape[k] != 1
+                for k, l in enumerate(letters)):
+        _fail(f"{what} (node '{mask.node}') reads its input '{base.name}' "
+              "in a layout the importer does not map")
+    free = [c for c in "BHQK" if c not in letters]
+    letters = [l if l is not None else free.pop() for l in letters]
+    return MaskInput(base.name, tuple(_static(base, i) for i in range(
+        len(base.shape))), "".join(letters), is_bool,
+        true_attends=true_attends)
+
+
 def _static(base, i):
     s = base.sizes[i]
     return None if isinstance(s, str) else s
@@ -1363,14 +1468,10 @@ def _import_layer(program, interp, out, attn, out_dir, name, inputs,
         names["key"] = srcs[1].name
         if not layer.kv_shared:
             names["value"] = srcs[2].name
-    mbase = _check_mask(attn.mask, attn.node)
-    if mbase is not None:
-        rank = len(mbase.shape)
-        dims = "BHQK"[4 - rank:]
-        shape = tuple(_static(mbase, i) for i in range(rank))
-        layer.masks.append(MaskInput(mbase.name, shape, dims,
-                                     mbase.dtype == np.bool_))
-        names[mbase.name] = mbase.name
+    mask = _layer_mask(attn)
+    if mask is not None:
+        layer.masks.append(mask)
+        names[mask.name] = mask.name
     if rotary is not None:
         if layer.q_len is None:
             _fail(f"'{attn.node}' has rotary embeddings and a dynamic "

@@ -140,6 +140,15 @@ class MHA(nn.Module):
         return self.m(q, k, v, need_weights=False)[0]
 
 
+class MHAPadding(MHA):
+    """key_padding_mask: nn.MultiheadAttention fills a float mask from it
+    (masked_fill of zeros with -inf) and views it to [B, H, 1, Sk]."""
+
+    def forward(self, x, key_padding_mask):
+        return self.m(x, x, x, key_padding_mask=key_padding_mask,
+                      need_weights=False)[0]
+
+
 class MHASelf(MHA):
     def forward(self, x):
         return self.m(x, x, x, need_weights=False)[0]
@@ -241,6 +250,11 @@ def main():
     x = torch.randn(3, 7, 32)
     save("mha_dynamic", MHASelf(32, 4, batch_first=True), (x,),
          dynamic_shapes={"x": {0: Dim("batch"), 1: Dim("seq", max=64)}})
+    # A key padding mask, seq first.
+    kpm = torch.zeros(3, 6, dtype=torch.bool)
+    kpm[0, 4:] = True
+    kpm[2, 0] = True
+    save("mha_key_padding", MHAPadding(32, 4), (torch.randn(6, 3, 32), kpm))
     # nn.MultiheadAttention as called by default (need_weights=True): seq
     # first self-attention, the weights averaged; batch first cross
     # attention, the weights per head.
