@@ -428,11 +428,14 @@ def _cast(a, dtype):
 
 
 class _Interpreter:
-    def __init__(self, program):
+    def __init__(self, program, sizes=None):
+        """`sizes`: values for some symbols (the others get
+        representatives)."""
         self.p = program
         self.env = {}
         self.inputs = {}
         self.symbols = self._representatives()
+        self.symbols.update(sizes or {})
         for name, sizes, dtype in program.inputs:
             shape = [self.symbols[s] if isinstance(s, str) else s
                      for s in sizes]
@@ -1043,6 +1046,38 @@ def _check_mask(mask, attn_name):
     return base
 
 
+def _rotary_tables_for_any_length(program, attn, symbol, tables):
+    """The rotary tables of a program whose sequence length `symbol` is
+    dynamic: the program interpreted again at the longest length it
+    takes (its export's maximum, where the tables it slices end), the
+    rotation read off there; its first rows must be those found at the
+    representative length."""
+    hi = program.ranges.get(symbol, (None, None))[1]
+    if hi is None or hi > 1 << 20:
+        _fail(f"'{attn.node}' has rotary embeddings and a sequence length "
+              f"'{symbol}' without a maximum; export it with one "
+              "(Dim(..., max=P), the tables' length)")
+    again = _Interpreter(program, {symbol: hi})
+    again.run()
+    base = next((b for v in again.env.values() if isinstance(v, Sym)
+                 for t in v.terms for b in [t.base]
+                 if b.kind == "attention" and b.node == attn.node), None)
+    if base is None:
+        _fail(f"'{attn.node}' was not found at the sequence length {hi}")
+    q = _heads(base.q, base, "query")["rotary"]
+    k = _heads(base.k, base, "key")["rotary"]
+    if q is None or k is None or q[2] != tables[2] or \
+            not (np.array_equal(q[0], k[0]) and np.array_equal(q[1], k[1])):
+        _fail(f"the rotary embeddings of '{attn.node}' differ at the "
+              f"sequence length {hi}")
+    s = tables[0].shape[0]
+    if not (np.allclose(q[0][:s], tables[0], rtol=0, atol=1e-6) and
+            np.allclose(q[1][:s], tables[1], rtol=0, atol=1e-6)):
+        _fail(f"the rotary tables of '{attn.node}' at the sequence length "
+              f"{hi} do not begin with those at {s}")
+    return q
+
+
 def _layer_mask(attn):
     """The layer's MaskInput for SDPA's attn_mask [B|1, H|1, Sq, Sk]: an
     input (bool or float), or a boolean input filled with -inf where true
@@ -1474,9 +1509,8 @@ def _import_layer(program, interp, out, attn, out_dir, name, inputs,
         names[mask.name] = mask.name
     if rotary is not None:
         if layer.q_len is None:
-            _fail(f"'{attn.node}' has rotary embeddings and a dynamic "
-                  "sequence length; the importer takes rotary tables at a "
-                  "static length")
+            rotary = _rotary_tables_for_any_length(
+                program, attn, srcs[0].sizes[seq_dim], rotary)
         layer.rotary = rotary
     arrays = None
     if inputs is not None:

@@ -236,6 +236,8 @@ def main():
     x = torch.randn(2, 8, 32)
     save("llama", Llama(), (x,))
     save("llama_repeat_kv", Llama(gqa_by_repeat=True), (x,))
+    save("llama_dynamic", Llama(), (torch.randn(3, 11, 32),),
+         dynamic_shapes={"x": {0: Dim("batch"), 1: Dim("seq", max=16)}})
     # GPT-J style: interleaved, partial rotary, packed biased QKV, a mask.
     x = torch.randn(2, 6, 32)
     mask = torch.rand(2, 1, 6, 6) < 0.7
