@@ -583,6 +583,9 @@ class _Interpreter:
             if target == "aten.type_as.default":
                 other = g["other"]
                 dtype = None if isinstance(other, Sym) else other.dtype
+            if isinstance(x, Filled) and (dtype is None or np.issubdtype(
+                    np.dtype(dtype), np.floating)):
+                return x  # -inf and 0 in any float type
             if isinstance(x, Sym):
                 if dtype is not None and dtype != self.dtype_of(x):
                     refuse(f"converts the data to {np.dtype(dtype).name}; "
@@ -630,6 +633,8 @@ class _Interpreter:
                 refuse("adds a constant to a value computed from the inputs "
                        "(a bias outside aten.linear, or a residual)")
             return np.add(a, np.multiply(b, alpha))
+        if target in _PROJECTIONS and symbolic:
+            return self.linear(target, g, name)
         if target in ("aten.zeros_like.default", "aten.ones_like.default",
                       "aten.full_like.default") and \
                 isinstance(g["self"], Sym):
@@ -655,8 +660,6 @@ class _Interpreter:
                 refuse("on values computed from the inputs is not part of an "
                        "attention block this importer maps")
             return _CONSTANT_OPS[target](g)
-        if target in ("aten.linear.default", "aten.matmul.default"):
-            return self.linear(target, g, name)
         if target == "aten.scaled_dot_product_attention.default":
             return self.attention(g, name)
         if target == "aten.bmm.default" and len(symbolic) == 2:
