@@ -226,6 +226,11 @@ def _replace_attention(gm, example_inputs, pipeline):
         warnings.warn("mha_backend: the graph has dynamic sizes; it runs as "
                       "PyTorch runs it (compile with dynamic=False)")
         return gm.forward
+    if any(t.device.type != "cpu" for t in example_inputs):
+        warnings.warn("mha_backend: the graph's tensors are not on the CPU; "
+                      "it runs as PyTorch runs it (the backend compiles for "
+                      "the CPU)")
+        return gm.forward
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     constant_pos = [i for i, (n, t) in
                     enumerate(zip(placeholders, example_inputs))
