@@ -17,6 +17,8 @@
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+
+#include <optional>
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/ADT/BitVector.h"
 #include "llvm/ADT/SetVector.h"
@@ -239,6 +241,16 @@ LogicalResult mha::outlineWeightPreparation(func::FuncOp func) {
   // that are called alone).
   if (updatesInPlace)
     return success();
+  // A preparation that only copies weights (nothing packed: a decoding
+  // step's projections) is not called: the rest takes the weights as they
+  // are, rather than copies made on every call. Decided before the body is
+  // cleared: `prepared` holds results of its ops.
+  std::optional<SmallVector<unsigned>> copiedArguments;
+  if (llvm::all_of(prepared, [](Value v) { return isa<BlockArgument>(v); }))
+    copiedArguments = llvm::to_vector(llvm::map_range(prepared, [](Value v) {
+      return cast<BlockArgument>(v).getArgNumber();
+    }));
+  prepared.clear();
   body.clear();
   builder.setInsertionPointToStart(&body);
   SmallVector<Value> weightValues, restValues;
@@ -246,14 +258,10 @@ LogicalResult mha::outlineWeightPreparation(func::FuncOp func) {
     (llvm::is_contained(weights, argument.getArgNumber()) ? weightValues
                                                           : restValues)
         .push_back(argument);
-  // A preparation that only copies weights (nothing packed: a decoding
-  // step's projections) is not called: the rest takes the weights as they
-  // are, rather than copies made on every call.
   SmallVector<Value> preparedValues;
-  if (llvm::all_of(prepared, [](Value v) { return isa<BlockArgument>(v); }))
-    for (Value value : prepared)
-      preparedValues.push_back(
-          body.getArgument(cast<BlockArgument>(value).getArgNumber()));
+  if (copiedArguments)
+    for (unsigned i : *copiedArguments)
+      preparedValues.push_back(body.getArgument(i));
   else
     llvm::append_range(
         preparedValues,
