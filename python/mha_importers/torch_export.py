@@ -28,16 +28,20 @@ the inputs (with rotary embeddings: two terms whose factors are the
 tables). Dynamic sizes are given distinct representative values while
 interpreting, so that no two of them can be confused.
 
-What maps (one attention per program, its only output):
+What maps (one attention per program: its output, and optionally its
+probabilities as a second output):
 - `aten.scaled_dot_product_attention` on inputs [B, H, S, d]: `mha.attention`
   (`is_causal`, `scale`, `enable_gqa`, `attn_mask` given as an input).
-- the layer: projections (`aten.linear`, with or without biases, separate
-  or packed as in nn.MultiheadAttention's `in_proj_weight`) of one, two or
-  three inputs ([B, S, E], or [S, B, E] for the whole layer), heads split in
-  any way, optional rotary embeddings on q and k computed from constants
-  (half-rotated or interleaved, partial), SDPA, the heads merged and the
-  output projection: `mha.multi_head_attention`, weights marked
-  `mha.weight`.
+- the layer: projections (`aten.linear` or `@`, with or without biases,
+  separate or packed as in nn.MultiheadAttention's `in_proj_weight`) of
+  one, two or three inputs ([B, S, E], or [S, B, E] for the whole layer),
+  heads split in any way, optional rotary embeddings on q and k computed
+  from constants (half-rotated or interleaved, partial), the attention
+  (SDPA, or written out as bmm/softmax/bmm as nn.MultiheadAttention does
+  with need_weights=True, its probabilities returned averaged or per
+  head), masks given as inputs (through views, or a boolean input filled
+  with -inf: a key padding mask), the heads merged and the output
+  projection: `mha.multi_head_attention`, weights marked `mha.weight`.
 Anything else is refused, naming the node.
 """
 from dataclasses import dataclass
@@ -78,7 +82,6 @@ class Program:
     inputs: list          # user inputs: (name, sizes, dtype)
     outputs: list         # user outputs: names
     constants: dict       # placeholder name -> ndarray (params, buffers)
-    sym_ints: dict        # sym int name -> its expression (JSON)
     ranges: dict          # symbol -> (min, max)
     tensor_values: dict   # tensor name -> its metadata (JSON)
 
@@ -180,7 +183,7 @@ def load(source):
     ranges = {k: (v.get("min_val"), v.get("max_val"))
               for k, v in model.get("range_constraints", {}).items()}
     return Program(graph["nodes"], inputs, outputs, constants,
-                   graph.get("sym_int_values", {}), ranges,
+                   ranges,
                    graph["tensor_values"])
 
 
@@ -433,7 +436,6 @@ class _Interpreter:
         representatives)."""
         self.p = program
         self.env = {}
-        self.inputs = {}
         self.symbols = self._representatives()
         self.symbols.update(sizes or {})
         for name, sizes, dtype in program.inputs:
@@ -441,7 +443,6 @@ class _Interpreter:
                      for s in sizes]
             base = Base("input", shape, name, name=name, sizes=sizes,
                         dtype=dtype)
-            self.inputs[name] = base
             self.env[name] = _arange_sym(base, name)
         self.env.update(program.constants)
 
@@ -1211,16 +1212,16 @@ def _written_out(nodes, producer, node):
 @dataclass
 class Region:
     """One attention of a program and what maps with it: `program` (its
-    nodes, taking `inputs`, the tensors of the program it reads, and
+    nodes, taking as inputs the tensors of the program it reads, and
     returning `output`)."""
     program: Program
-    inputs: list
     output: str
     attention: str
 
 
 def attention_regions(program):
-    """Per scaled_dot_product_attention of `program`, the region around it
+    """Per attention of `program` (scaled_dot_product_attention, or
+    bmm(softmax(bmm)) written out), the region around it
     that the importer may map: back through data operations to the
     projections (whose inputs become the region's inputs) or to anything
     else (an input then), forward through views to an output projection.
@@ -1348,9 +1349,9 @@ def attention_regions(program):
                          if all(t in known for t in _node_inputs(n))]
         inputs = [_input(t, program.tensor_values[t]) for t in boundary]
         sub = Program(sub_nodes, inputs, [out], program.constants,
-                      program.sym_ints, program.ranges,
+                      program.ranges,
                       program.tensor_values)
-        regions.append(Region(sub, boundary, out, node["name"]))
+        regions.append(Region(sub, out, node["name"]))
     return regions
 
 
