@@ -263,6 +263,9 @@ void mha::buildLowerToCPUPipeline(OpPassManager &pm,
   pm.addPass(createMHAApproximateExpPass());
   // tanh likewise (softcap).
   pm.addPass(createMHAApproximateTanhPass());
+  // The rows of the key blocks ahead prefetched where the configuration
+  // asks (decoding from 16-bit caches).
+  pm.addPass(createMHAPrefetchKeyBlocksPass());
   buildCPUToLLVMStage(pm, options.emitCInterface, options.openMP);
 }
 

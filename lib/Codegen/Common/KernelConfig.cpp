@@ -43,12 +43,13 @@ mha::defaultRegisterTile(int64_t vectorBits) {
 
 /// A configuration of the op fields only, or of the function fields only.
 static LoweringConfigAttr opFields(LoweringConfigAttr c) {
-  if (!c || (!c.getQTile() && !c.getKvTile() && c.getMma().empty() &&
-             !c.getWarps() && !c.getKvSplits() && !c.getHeadTile()))
+  if (!c ||
+      (!c.getQTile() && !c.getKvTile() && c.getMma().empty() && !c.getWarps() &&
+       !c.getKvSplits() && !c.getHeadTile() && !c.getPrefetchBlocks()))
     return {};
-  return LoweringConfigAttr::get(c.getContext(), c.getQTile(), c.getKvTile(),
-                                 {}, {}, {}, {}, c.getMma(), c.getWarps(),
-                                 c.getKvSplits(), c.getHeadTile());
+  return LoweringConfigAttr::get(
+      c.getContext(), c.getQTile(), c.getKvTile(), {}, {}, {}, {}, c.getMma(),
+      c.getWarps(), c.getKvSplits(), c.getHeadTile(), c.getPrefetchBlocks());
 }
 static LoweringConfigAttr functionFields(LoweringConfigAttr c) {
   if (!c || (c.getRegisterTile().empty() && !c.getChunk() &&
@@ -56,7 +57,7 @@ static LoweringConfigAttr functionFields(LoweringConfigAttr c) {
     return {};
   return LoweringConfigAttr::get(c.getContext(), {}, {}, c.getRegisterTile(),
                                  c.getChunk(), c.getWorkgroupTile(),
-                                 c.getThreads(), {}, {}, {}, {});
+                                 c.getThreads(), {}, {}, {}, {}, {});
 }
 
 /// Whether `op` runs as the warp-level tensor-core kernel.
@@ -186,6 +187,31 @@ static std::optional<int64_t> cpuKeySplits(Operation *op, int64_t qTile) {
   if (!ShapedType::isDynamic(keys))
     splits = std::min(splits, keys / kMinChunkKeys);
   return splits > 1 ? std::optional<int64_t>(splits) : std::nullopt;
+}
+
+/// CPU: the key blocks a decoding attention's key loop prefetches ahead.
+/// Its K/V rows are read once, as they lie in memory; with 16-bit elements
+/// the hardware prefetchers leave the loop waiting on memory for part of
+/// every block (f32 rows, twice as long, stream at the read bandwidth
+/// without help, and prefetching them gains nothing). One block ahead, for
+/// K/V larger than kPrefetchMinBytes (or of dynamic size): what stays in
+/// the last-level cache between calls gains nothing either, and the
+/// prefetch instructions then only cost issue slots.
+static constexpr int64_t kPrefetchMinBytes = 32 << 20;
+static std::optional<int64_t> cpuPrefetchBlocks(Operation *op, int64_t qTile) {
+  AttentionOp attention = decodingAttention(op, qTile);
+  if (!attention)
+    return std::nullopt;
+  auto key = cast<ShapedType>(attention.getKey().getType());
+  auto value = cast<ShapedType>(attention.getValue().getType());
+  unsigned bits = key.getElementTypeBitWidth();
+  if (bits >= 32 || value.getElementTypeBitWidth() >= 32)
+    return std::nullopt;
+  if (key.hasStaticShape() && value.hasStaticShape() &&
+      (key.getNumElements() + value.getNumElements()) * bits / 8 <
+          kPrefetchMinBytes)
+    return std::nullopt;
+  return 1;
 }
 
 /// GPU: one thread per query row of a workgroup, 32 rows and keys per tile;
@@ -452,20 +478,22 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
     target = getDefaultCPUTarget(ctx);
   bool gpu = target.isGPU();
   if (isConfigured(op) && gpu && mmaAttentionUnsupported(op, target).empty())
-    return LoweringConfigAttr::get(ctx, 16 * kMMAWarps,
-                                   mmaKeyTile(cast<AttentionOp>(op), target),
-                                   {}, {}, {}, {}, {16, 8, 16}, kMMAWarps, {}, {});
+    return LoweringConfigAttr::get(
+        ctx, 16 * kMMAWarps, mmaKeyTile(cast<AttentionOp>(op), target), {}, {},
+        {}, {}, {16, 8, 16}, kMMAWarps, {}, {}, {});
   if (isConfigured(op) && gpu) {
     int64_t tile = simtTile(op, target);
-    return LoweringConfigAttr::get(ctx, tile, tile, {}, {}, {}, {}, {}, {}, {}, {});
+    return LoweringConfigAttr::get(ctx, tile, tile, {}, {}, {}, {}, {}, {}, {},
+                                   {}, {});
   }
   if (isConfigured(op))
     return gpu ? LoweringConfigAttr::get(ctx, kGPUQueryTile, kGPUKeyTile, {},
-                                         {}, {}, {}, {}, {}, {}, {})
+                                         {}, {}, {}, {}, {}, {}, {}, {})
                : LoweringConfigAttr::get(
-                     ctx, cpuQueryTile(op), cpuKeyTile(op, target), {}, {},
-                     {}, {}, {}, {}, cpuKeySplits(op, cpuQueryTile(op)),
-                     cpuHeadTile(op, cpuQueryTile(op)));
+                     ctx, cpuQueryTile(op), cpuKeyTile(op, target), {}, {}, {},
+                     {}, {}, {}, cpuKeySplits(op, cpuQueryTile(op)),
+                     cpuHeadTile(op, cpuQueryTile(op)),
+                     cpuPrefetchBlocks(op, cpuQueryTile(op)));
   if (!isa<FunctionOpInterface>(op))
     return {};
   if (!gpu) {
@@ -474,7 +502,7 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
     if (failed(tile))
       return {};
     return LoweringConfigAttr::get(ctx, {}, {}, {tile->first, tile->second},
-                                   /*chunk=*/64, {}, {}, {}, {}, {}, {});
+                                   /*chunk=*/64, {}, {}, {}, {}, {}, {}, {});
   }
   // As many threads as the smallest query tile has rows (the tensor-core
   // kernels state their own: 32 per warp).
@@ -490,7 +518,7 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
   if (!threads)
     threads = kGPUQueryTile;
   return LoweringConfigAttr::get(ctx, {}, {}, {}, {},
-                                 {threads, workgroupCols(op)}, threads, {},
+                                 {threads, workgroupCols(op)}, threads, {}, {},
                                  {}, {}, {});
 }
 
@@ -508,6 +536,11 @@ std::pair<int64_t, int64_t> mha::resolveTileSizes(Operation *op,
 int64_t mha::resolveHeadTile(Operation *op) {
   LoweringConfigAttr config = getLoweringConfig(op);
   return config ? config.getHeadTile().value_or(1) : 1;
+}
+
+int64_t mha::resolvePrefetchBlocks(Operation *op) {
+  LoweringConfigAttr config = getLoweringConfig(op);
+  return config ? config.getPrefetchBlocks().value_or(0) : 0;
 }
 
 int64_t mha::resolveKeySplits(Operation *op, int64_t given) {
@@ -559,17 +592,19 @@ LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
                                         TargetAttr target) {
   LoweringConfigAttr config = getLoweringConfig(func);
   StringRef kind = stringifyTargetKind(target.getKind());
-  // The key split and head tiles are built by mha-tile-attention on CPU
-  // only.
+  // The key split, head tiles and prefetches are built by
+  // mha-tile-attention and mha-prefetch-key-blocks on CPU only.
   WalkResult splits = func->walk([&](Operation *op) {
     LoweringConfigAttr own = getLoweringConfig(op);
     if (!isConfigured(op) || !own)
       return WalkResult::advance();
-    for (auto [name, value] :
-         {std::pair<StringRef, std::optional<int64_t>>{"kv_splits",
-                                                      own.getKvSplits()},
-          {"head_tile", own.getHeadTile()}}) {
-      if (value.value_or(1) == 1)
+    for (auto [name, value] : {std::pair<StringRef, std::optional<int64_t>>{
+                                   "kv_splits", own.getKvSplits()},
+                               {"head_tile", own.getHeadTile()},
+                               {"prefetch_blocks", own.getPrefetchBlocks()}}) {
+      // One chunk or head per tile is no split or tile; any prefetch is
+      // one.
+      if (!value || (*value == 1 && name != "prefetch_blocks"))
         continue;
       if (target.isGPU())
         op->emitError() << "lowering_config: " << name
@@ -658,7 +693,7 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
     if (over && over.getKvSplits() && !isa<AttentionOp>(op))
       over = opFields(LoweringConfigAttr::get(
           op->getContext(), over.getQTile(), over.getKvTile(), {}, {}, {}, {},
-          over.getMma(), over.getWarps(), {}, {}));
+          over.getMma(), over.getWarps(), {}, {}, {}));
     LoweringConfigAttr given = opFields(getLoweringConfig(op)).merge(over);
     LoweringConfigAttr selected = selectLoweringConfig(op, target);
     // Tile sizes given for a tensor-core kernel the rules chose: its warps
@@ -668,12 +703,12 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
       int64_t rows = given.getQTile().value_or(*selected.getQTile());
       int64_t keys = given.getKvTile().value_or(*selected.getKvTile());
       if (rows % 16 == 0 && keys % 16 == 0 && !given.getWarps())
-        selected = LoweringConfigAttr::get(op->getContext(), rows, keys, {},
-                                           {}, {}, {}, selected.getMma(),
-                                           rows / 16, {}, {});
+        selected = LoweringConfigAttr::get(op->getContext(), rows, keys, {}, {},
+                                           {}, {}, selected.getMma(), rows / 16,
+                                           {}, {}, {});
       else if (!given.getWarps())
         selected = LoweringConfigAttr::get(op->getContext(), kGPUQueryTile,
-                                           kGPUKeyTile, {}, {}, {}, {}, {},
+                                           kGPUKeyTile, {}, {}, {}, {}, {}, {},
                                            {}, {}, {});
     }
     op->setAttr(kLoweringConfigAttrName, selected.merge(given));
@@ -684,8 +719,9 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
     if (!op->hasAttr(kLoweringConfigAttrName) &&
         mmaContractionUnsupported(op, target).empty())
       op->setAttr(kLoweringConfigAttrName,
-                  LoweringConfigAttr::get(op->getContext(), {}, {}, {}, {},
-                                          {}, {}, {16, 8, 16}, kMMAWarps, {}, {}));
+                  LoweringConfigAttr::get(op->getContext(), {}, {}, {}, {}, {},
+                                          {}, {16, 8, 16}, kMMAWarps, {}, {},
+                                          {}));
   });
   WalkResult walk = root->walk([&](FunctionOpInterface func) {
     if (func.isExternal())
@@ -703,8 +739,8 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
         given.getWorkgroupTile().empty())
       selected = selected.merge(LoweringConfigAttr::get(
           func->getContext(), {}, {}, {}, {},
-          {*given.getThreads(), selected.getWorkgroupTile()[1]}, {}, {},
-          {}, {}, {}));
+          {*given.getThreads(), selected.getWorkgroupTile()[1]}, {}, {}, {}, {},
+          {}, {}));
     LoweringConfigAttr config = selected.merge(given);
     func->setAttr(kLoweringConfigAttrName, config);
     if (failed(verifyLoweringConfig(func, target)))

@@ -191,7 +191,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   // Its thread count, for the launch (mha-map-forall-to-gpu).
   threadsLoop->setAttr(kLoweringConfigAttrName,
                        LoweringConfigAttr::get(ctx, {}, {}, {}, {}, {},
-                                               32 * warps, {}, {}, {}, {}));
+                                               32 * warps, {}, {}, {}, {}, {}));
   rewriter.setInsertionPointToStart(threadsLoop.getBody());
   Value thread = threadsLoop.getInductionVar(0);
 

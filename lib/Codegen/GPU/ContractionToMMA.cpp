@@ -167,7 +167,7 @@ FailureOr<Value> mha::lowerContractionToMMA(RewriterBase &rewriter,
           gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)));
   threadsLoop->setAttr(kLoweringConfigAttrName,
                        LoweringConfigAttr::get(ctx, {}, {}, {}, {}, {},
-                                               kThreads, {}, {}, {}, {}));
+                                               kThreads, {}, {}, {}, {}, {}));
   rewriter.setInsertionPointToStart(threadsLoop.getBody());
   Value thread = threadsLoop.getInductionVar(0);
   Value warp = e.div(thread, 32), lane = e.rem(thread, 32);

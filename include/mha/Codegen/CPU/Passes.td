@@ -195,6 +195,51 @@ def MHARejoinPeeledLoopsPass : Pass<"mha-rejoin-peeled-loops"> {
                            "::mlir::scf::SCFDialect"];
 }
 
+def MHAPrefetchKeyBlocksPass : Pass<"mha-prefetch-key-blocks"> {
+  let summary = "Prefetch the rows of the key blocks ahead in the key loops "
+                "that mha-tile-attention marked (on memrefs)";
+  let description = [{
+    A decoding step's key loop reads each key and value block once, its
+    rows as they lie in memory, and is bound by reading them. With 16-bit
+    rows (bf16 or f16 caches) the hardware prefetchers leave it waiting on
+    memory for part of every block, as if reading and computing took turns;
+    software prefetches of the next blocks' rows, issued while the current
+    block is computed, keep the reads going.
+
+    On every `scf.for` marked `mha.prefetch_blocks = N` (set by
+    `mha-tile-attention` from the op's lowering configuration,
+    `prefetch_blocks`), after bufferization: for each block the loop slices
+    at its induction variable from a buffer defined outside it (a
+    `memref.subview` of `step` rows, whole contiguous rows after the row
+    dim, only read), the first loop nested in it that walks the block's
+    rows (range `[0, step)`, its induction variable indexing a read of the
+    block) issues, at each of its steps, a `memref.prefetch` of every cache
+    line (`cache-line-bytes`) of the same rows N blocks ahead, clamped to
+    the buffer's last row. The keys are prefetched where the scores read
+    them, the values where P·V does, so the prefetches spread over the
+    block's work. Blocks that match nothing are left as they are.
+    `mha-lower-to-cpu` runs it after bufferization.
+
+    ```mlir
+    scf.for %i = %c0 to %n step %c128 {
+      %k = memref.subview %keys[0, 0, %i, 0] [1, 1, 128, 128] [1, 1, 1, 1] : ...
+      scf.for %j = %c0 to %c128 step %c4 {
+        // memref.prefetch %keys[0, 0, min(%i + 128 + %j + r, rows - 1), c]
+        // for r in 0..3 and every cache line c of a row
+        ... vector.transfer_read %k[%c0, %c0, %j, %c0] ...
+      }
+      ...
+    } {mha.prefetch_blocks = 1 : i64}
+    ```
+  }];
+  let options = [
+    Option<"cacheLineBytes", "cache-line-bytes", "int64_t", /*default=*/"64",
+           "Bytes per prefetched cache line">,
+  ];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def MHAStridedCopiesToLoopsPass : Pass<"mha-strided-copies-to-loops"> {
   let summary = "memref.copy of non-contiguous memrefs as linalg.copy, for "
                 "loops instead of a call of the runner library's memrefCopy";

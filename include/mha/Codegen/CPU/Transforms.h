@@ -10,6 +10,7 @@
 #define MHA_CODEGEN_CPU_TRANSFORMS_H
 
 #include "mha/Dialect/MHA/IR/MHAOps.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/LoopLikeInterface.h"
 #include "mlir/Support/LLVM.h"
 
@@ -97,6 +98,19 @@ void privatizePeeledLoops(RewriterBase &rewriter, Operation *root);
 /// ones between them stay apart. Removes the `#mha.peeled` mapping from
 /// every loop.
 void rejoinPeeledLoops(RewriterBase &rewriter, Operation *root);
+
+/// Software prefetches in `keyLoop`, an scf.for on memrefs (after
+/// bufferization) that slices a block of rows from a buffer defined outside
+/// it at each step (a memref.subview of `step` rows at its induction
+/// variable, whole contiguous rows after that dim, only read): the first
+/// loop nested in it that walks the block's rows (its range [0, step), its
+/// induction variable indexing a read of the block) prefetches, at each of
+/// its steps, every `lineBytes` cache line of the same rows `blocks` key
+/// blocks ahead (clamped to the buffer's last row), so that they are on
+/// their way from memory while the current block is computed. Returns the
+/// number of blocks whose rows are prefetched (0 where nothing matched).
+unsigned prefetchKeyBlocks(RewriterBase &rewriter, scf::ForOp keyLoop,
+                           int64_t blocks, int64_t lineBytes = 64);
 
 } // namespace mha
 } // namespace mlir

@@ -88,6 +88,10 @@ std::pair<int64_t, int64_t> resolveTileSizes(Operation *op, int64_t qTile,
 /// configuration's head_tile, else 1.
 int64_t resolveHeadTile(Operation *op);
 
+/// The key blocks `op`'s key loop prefetches ahead: its lowering
+/// configuration's prefetch_blocks, else 0 (none).
+int64_t resolvePrefetchBlocks(Operation *op);
+
 /// The key splits of `op` (an mha.attention): `given` if non-zero, else its
 /// lowering configuration's kv_splits, else 1 (not split).
 int64_t resolveKeySplits(Operation *op, int64_t given);

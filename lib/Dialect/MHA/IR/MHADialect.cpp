@@ -73,23 +73,19 @@ TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
   return success();
 }
 
-LogicalResult
-LoweringConfigAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                           std::optional<int64_t> qTile,
-                           std::optional<int64_t> kvTile,
-                           ArrayRef<int64_t> registerTile,
-                           std::optional<int64_t> chunk,
-                           ArrayRef<int64_t> workgroupTile,
-                           std::optional<int64_t> threads,
-                           ArrayRef<int64_t> mma,
-                           std::optional<int64_t> warps,
-                           std::optional<int64_t> kvSplits,
-                           std::optional<int64_t> headTile) {
+LogicalResult LoweringConfigAttr::verify(
+    function_ref<InFlightDiagnostic()> emitError, std::optional<int64_t> qTile,
+    std::optional<int64_t> kvTile, ArrayRef<int64_t> registerTile,
+    std::optional<int64_t> chunk, ArrayRef<int64_t> workgroupTile,
+    std::optional<int64_t> threads, ArrayRef<int64_t> mma,
+    std::optional<int64_t> warps, std::optional<int64_t> kvSplits,
+    std::optional<int64_t> headTile, std::optional<int64_t> prefetchBlocks) {
   for (auto [name, value] :
        {std::pair<StringRef, std::optional<int64_t>>{"q_tile", qTile},
         {"kv_tile", kvTile},
         {"kv_splits", kvSplits},
         {"head_tile", headTile},
+        {"prefetch_blocks", prefetchBlocks},
         {"chunk", chunk},
         {"threads", threads},
         {"warps", warps}})
@@ -138,7 +134,8 @@ LoweringConfigAttr LoweringConfigAttr::merge(LoweringConfigAttr overrides) const
       pickTile(overrides.getMma(), getMma()),
       pick(overrides.getWarps(), getWarps()),
       pick(overrides.getKvSplits(), getKvSplits()),
-      pick(overrides.getHeadTile(), getHeadTile()));
+      pick(overrides.getHeadTile(), getHeadTile()),
+      pick(overrides.getPrefetchBlocks(), getPrefetchBlocks()));
 }
 
 TargetAttr mha::getTarget(Operation *op) {

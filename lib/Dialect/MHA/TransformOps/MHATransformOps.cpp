@@ -106,6 +106,7 @@ DiagnosedSilenceableFailure transform::MHATileAttentionOp::applyToOne(
                       static_cast<int64_t>(getKvTileSize())};
   options.kvSplits = static_cast<int64_t>(getKvSplits());
   options.headTile = static_cast<int64_t>(getHeadTile());
+  options.prefetchBlocks = static_cast<int64_t>(getPrefetchBlocks());
   FailureOr<TiledAttention> tiled = tileAttention(rewriter, target, options);
   if (failed(tiled))
     return emitDefaultDefiniteFailure(target);

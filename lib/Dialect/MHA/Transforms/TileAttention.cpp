@@ -366,11 +366,32 @@ tileAttentionWithKeySplits(RewriterBase &rewriter, AttentionOp op,
                         (*mergeLoop)->getResult(0)};
 }
 
+static FailureOr<TiledAttention> tileAttentionLoops(RewriterBase &rewriter,
+                                                    AttentionOp op,
+                                                    const TileOptions &options);
+
 FailureOr<TiledAttention> mha::tileAttention(RewriterBase &rewriter,
                                              AttentionOp op,
                                              const TileOptions &options) {
   if (failed(checkTileOptions(op, options)))
     return failure();
+  if (options.prefetchBlocks > 0 && options.workgroups)
+    return op.emitOpError()
+           << "cannot prefetch key blocks in GPU workgroups (prefetch_blocks "
+              "= "
+           << options.prefetchBlocks
+           << "): the prefetch is implemented on CPU only";
+  FailureOr<TiledAttention> tiled = tileAttentionLoops(rewriter, op, options);
+  if (succeeded(tiled) && tiled->keyLoop && options.prefetchBlocks > 0)
+    tiled->keyLoop->setAttr(kPrefetchBlocksAttrName,
+                            rewriter.getI64IntegerAttr(options.prefetchBlocks));
+  return tiled;
+}
+
+/// tileAttention once its options are checked.
+static FailureOr<TiledAttention>
+tileAttentionLoops(RewriterBase &rewriter, AttentionOp op,
+                   const TileOptions &options) {
   // Nothing to tile (and tiles of a static 0 would be out of bounds): the
   // reference form computes the empty result, or the zeros of rows with no
   // key.
@@ -441,6 +462,7 @@ struct MHATileAttentionPass final
           resolveTileSizes(op, qTileSize, kvTileSize);
       options.kvSplits = resolveKeySplits(op, kvSplits);
       options.headTile = resolveHeadTile(op);
+      options.prefetchBlocks = resolvePrefetchBlocks(op);
       if (failed(tileAttention(rewriter, op, options)))
         return signalPassFailure();
     }

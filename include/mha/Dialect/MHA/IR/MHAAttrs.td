@@ -143,6 +143,13 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
       its own iteration of the parallel loop, and the chunks' states are
       merged exactly after; for decoding, where batches times key/value
       heads are fewer than the cores.
+    - `prefetch_blocks` (CPU, `mha.attention`): key blocks ahead whose key
+      and value rows its key loop prefetches in software
+      (`mha-prefetch-key-blocks`), where the loop reads each block's rows
+      as they lie in memory (decoding). The hardware prefetchers leave
+      such a loop waiting on memory for part of every block when the rows
+      are narrow (16-bit caches); the prefetches keep the next block's rows
+      on their way while the current one is computed.
 
     On a function (they depend on the target):
     - `register_tile = [rows, cols]` (CPU): a contraction's register tile
@@ -169,7 +176,8 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
     MHA_TileParameter:$mma,
     OptionalParameter<"std::optional<int64_t>">:$warps,
     OptionalParameter<"std::optional<int64_t>">:$kv_splits,
-    OptionalParameter<"std::optional<int64_t>">:$head_tile);
+    OptionalParameter<"std::optional<int64_t>">:$head_tile,
+    OptionalParameter<"std::optional<int64_t>">:$prefetch_blocks);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{

@@ -61,6 +61,8 @@ def MHATileAttentionOp : MHA_TransformOp<"tile_attention"> {
     decoding). With `kv_splits` above 1 the keys are split into that many chunks as
     well (flash-decoding): the `scf.forall` then runs over (batch, head,
     query tile, chunk) and a second one merges the chunks' states.
+    `prefetch_blocks` above 0 marks the key loop for
+    `mha-prefetch-key-blocks` (that many key blocks ahead).
 
     ```mlir
     %forall, %keys = transform.mha.tile_attention %att {q_tile_size = 64, kv_tile_size = 32}
@@ -71,7 +73,8 @@ def MHATileAttentionOp : MHA_TransformOp<"tile_attention"> {
                    DefaultValuedAttr<I64Attr, "64">:$q_tile_size,
                    DefaultValuedAttr<I64Attr, "64">:$kv_tile_size,
                    DefaultValuedAttr<I64Attr, "1">:$kv_splits,
-                   DefaultValuedAttr<I64Attr, "1">:$head_tile);
+                   DefaultValuedAttr<I64Attr, "1">:$head_tile,
+                   DefaultValuedAttr<I64Attr, "0">:$prefetch_blocks);
   let results = (outs TransformHandleTypeInterface:$forall,
                       TransformHandleTypeInterface:$key_loop);
   let extraClassDeclaration = [{

@@ -109,6 +109,10 @@ struct TileOptions {
   /// Chunks the keys of an mha.attention are split into, folded in parallel
   /// and merged exactly after (flash-decoding); 0 or 1: not split. CPU only.
   int64_t kvSplits = 0;
+  /// Key blocks ahead whose rows the key loop prefetches (its lowering
+  /// configuration's prefetch_blocks): set on the key loop as
+  /// kPrefetchBlocksAttrName for mha-prefetch-key-blocks; 0: none. CPU only.
+  int64_t prefetchBlocks = 0;
 };
 
 /// The mapping that marks an scf.forall of `rank` dimensions as a grid of
@@ -222,6 +226,12 @@ splitOnlineAttentionKeys(RewriterBase &rewriter, OnlineAttentionOp op,
 /// (and could not skip the keys past a batch's length).
 inline constexpr llvm::StringLiteral kKeyBlocksReadOnceAttrName =
     "mha.key_blocks_read_once";
+
+/// The integer attribute tileAttention puts on the key loop of an op whose
+/// lowering configuration sets prefetch_blocks: how many key blocks ahead
+/// mha-prefetch-key-blocks prefetches the rows the loop reads.
+inline constexpr llvm::StringLiteral kPrefetchBlocksAttrName =
+    "mha.prefetch_blocks";
 
 /// Whether `op` has a static batch, query or key length of 0: there is
 /// nothing to tile, and the tiling entry points lower it to the reference
