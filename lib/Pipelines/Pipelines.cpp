@@ -264,7 +264,7 @@ void mha::buildLowerToCPUPipeline(OpPassManager &pm,
   // tanh likewise (softcap).
   pm.addPass(createMHAApproximateTanhPass());
   // The rows of the key blocks ahead prefetched where the configuration
-  // asks (decoding from 16-bit caches).
+  // asks (decoding from long caches).
   pm.addPass(createMHAPrefetchKeyBlocksPass());
   buildCPUToLLVMStage(pm, options.emitCInterface, options.openMP);
 }

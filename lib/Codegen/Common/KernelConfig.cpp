@@ -190,13 +190,12 @@ static std::optional<int64_t> cpuKeySplits(Operation *op, int64_t qTile) {
 }
 
 /// CPU: the key blocks a decoding attention's key loop prefetches ahead.
-/// Its K/V rows are read once, as they lie in memory; with 16-bit elements
-/// the hardware prefetchers leave the loop waiting on memory for part of
-/// every block (f32 rows, twice as long, stream at the read bandwidth
-/// without help, and prefetching them gains nothing). One block ahead, for
-/// K/V larger than kPrefetchMinBytes (or of dynamic size): what stays in
-/// the last-level cache between calls gains nothing either, and the
-/// prefetch instructions then only cost issue slots.
+/// Its K/V rows are read once, as they lie in memory, and the hardware
+/// prefetchers alone leave the loop waiting on memory for part of every
+/// block (reading and computing take turns). One block ahead, for K/V of
+/// at least kPrefetchMinBytes (or of dynamic size): K/V that stay in the
+/// last-level cache between calls gain nothing, and the prefetch
+/// instructions then only cost issue slots.
 static constexpr int64_t kPrefetchMinBytes = 32 << 20;
 static std::optional<int64_t> cpuPrefetchBlocks(Operation *op, int64_t qTile) {
   AttentionOp attention = decodingAttention(op, qTile);
@@ -204,11 +203,9 @@ static std::optional<int64_t> cpuPrefetchBlocks(Operation *op, int64_t qTile) {
     return std::nullopt;
   auto key = cast<ShapedType>(attention.getKey().getType());
   auto value = cast<ShapedType>(attention.getValue().getType());
-  unsigned bits = key.getElementTypeBitWidth();
-  if (bits >= 32 || value.getElementTypeBitWidth() >= 32)
-    return std::nullopt;
   if (key.hasStaticShape() && value.hasStaticShape() &&
-      (key.getNumElements() + value.getNumElements()) * bits / 8 <
+      key.getNumElements() * key.getElementTypeBitWidth() / 8 +
+              value.getNumElements() * value.getElementTypeBitWidth() / 8 <
           kPrefetchMinBytes)
     return std::nullopt;
   return 1;

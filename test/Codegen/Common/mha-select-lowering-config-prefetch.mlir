@@ -3,13 +3,13 @@
 // RUN: not mha-opt %s --split-input-file --mha-select-lowering-config="overrides={#mha.lowering_config<prefetch_blocks = 0>}" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ZERO
 
 // The CPU rule prefetches one key block ahead where a decoding attention
-// (the queries one tile) reads 16-bit keys and values of 32 MiB or more, or
-// of dynamic size; not f32 ones (they stream without help), not caches that
-// stay in the last-level cache, not a prefill (more queries than a tile).
+// (the queries one tile) reads keys and values of 32 MiB or more (bf16,
+// f16, f32), or of dynamic size; not K/V that stay in the last-level cache
+// (16 MiB here), not a prefill (more queries than a tile).
 // CHECK-LABEL: func.func @rule
 // CHECK: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 2, head_tile = 4, prefetch_blocks = 1>
 // CHECK: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 2, head_tile = 4, prefetch_blocks = 1>
-// CHECK: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 2, head_tile = 4>
+// CHECK: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 2, head_tile = 4, prefetch_blocks = 1>
 // CHECK: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 2, head_tile = 4>
 // CHECK: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 2, head_tile = 4, prefetch_blocks = 1>
 // CHECK: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64>

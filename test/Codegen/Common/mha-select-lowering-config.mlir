@@ -106,13 +106,15 @@ func.func @decode(%q: tensor<2x8x1x64xf32>, %k: tensor<2x2x4096x64xf32>, %q4: te
 // least 512 keys; none with 16 such iterations already, with keys for one
 // chunk only, with a dynamic batch, or with more queries than a tile. A
 // dynamic key length splits (chunks of at least a key tile).
+// Those of 32 MiB of keys and values or more, or of dynamic size, also
+// prefetch the next key block (prefetch_blocks).
 // AVX512-LABEL: func.func @splits
-// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 16, head_tile = 8>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 16, head_tile = 8, prefetch_blocks = 1>
 // AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 2, head_tile = 8>
 // AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, head_tile = 8>
-// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, head_tile = 8>
-// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 16, head_tile = 8>
-// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, head_tile = 8>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, head_tile = 8, prefetch_blocks = 1>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, kv_splits = 16, head_tile = 8, prefetch_blocks = 1>
+// AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 128, head_tile = 8, prefetch_blocks = 1>
 // AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64>
 func.func @splits(%q: tensor<1x8x1x128xf32>, %k: tensor<1x1x32768x128xf32>,
                   %k1k: tensor<1x1x1024x128xf32>, %k1000: tensor<1x1x1000x128xf32>, %qb: tensor<16x8x1x128xf32>,

@@ -200,11 +200,11 @@ def MHAPrefetchKeyBlocksPass : Pass<"mha-prefetch-key-blocks"> {
                 "that mha-tile-attention marked (on memrefs)";
   let description = [{
     A decoding step's key loop reads each key and value block once, its
-    rows as they lie in memory, and is bound by reading them. With 16-bit
-    rows (bf16 or f16 caches) the hardware prefetchers leave it waiting on
-    memory for part of every block, as if reading and computing took turns;
-    software prefetches of the next blocks' rows, issued while the current
-    block is computed, keep the reads going.
+    rows as they lie in memory, and is bound by reading them. The hardware
+    prefetchers alone leave it waiting on memory for part of every block,
+    as if reading and computing took turns; software prefetches of the next
+    blocks' rows, issued while the current block is computed, keep the
+    reads going.
 
     On every `scf.for` marked `mha.prefetch_blocks = N` (set by
     `mha-tile-attention` from the op's lowering configuration,

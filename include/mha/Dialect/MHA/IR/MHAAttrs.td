@@ -146,10 +146,10 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
     - `prefetch_blocks` (CPU, `mha.attention`): key blocks ahead whose key
       and value rows its key loop prefetches in software
       (`mha-prefetch-key-blocks`), where the loop reads each block's rows
-      as they lie in memory (decoding). The hardware prefetchers leave
-      such a loop waiting on memory for part of every block when the rows
-      are narrow (16-bit caches); the prefetches keep the next block's rows
-      on their way while the current one is computed.
+      as they lie in memory (decoding). The hardware prefetchers alone
+      leave such a loop waiting on memory for part of every block; the
+      prefetches keep the next block's rows on their way while the current
+      one is computed.
 
     On a function (they depend on the target):
     - `register_tile = [rows, cols]` (CPU): a contraction's register tile
