@@ -59,6 +59,19 @@ class KeyLengths:
 
 
 @dataclass
+class PastKV:
+    """A layer's past keys and values (ONNX Attention's past_key and
+    past_value, [B, Hkv, P, dk] and [B, Hkv, P, dv]; None: a dynamic dim),
+    runtime arguments of those names: the attention sees the past and then
+    the step's keys (Sk after P), and returns the present keys and values,
+    the two concatenated ([B, Hkv, P + Sk, d])."""
+    key_name: str
+    value_name: str
+    key_shape: tuple
+    value_shape: tuple
+
+
+@dataclass
 class Layer:
     """A multi-head attention layer in mha's terms (docs/Semantics.md)."""
     num_heads: int
@@ -100,6 +113,21 @@ class Layer:
     # Rotary embeddings of the projected queries and keys (self-attention):
     # (cos [P, R/2], sin [P, R/2], interleaved), token s at row s.
     rotary: Optional[tuple] = None
+    # Past keys and values before the step's (PastKV); the present keys and
+    # values are then results too.
+    past: Optional[PastKV] = None
+    # The results in order, of "y" (the output), "weights" (return_weights),
+    # "present_key" and "present_value" (with past); None: "y", then
+    # "weights" where asked.
+    results: Optional[List[str]] = None
+
+    def total_keys(self):
+        """Keys the attention sees: Sk, or P + Sk with past (None:
+        dynamic)."""
+        if self.past is None:
+            return self.kv_len
+        p = self.past.key_shape[2]
+        return None if p is None or self.kv_len is None else p + self.kv_len
 
     def weights(self):
         names = ["w_q", "w_k", "w_v", "w_o"]
@@ -193,7 +221,7 @@ def _mask_to_mha(em, layer, elt, args, sizes):
         return None, None
     b, h, sq, sk = sizes  # SSA index values or ints
     full = {"B": layer.batch, "H": layer.num_heads, "Q": layer.q_len,
-            "K": layer.kv_len}
+            "K": layer.total_keys()}
     any_float = any(not m.is_bool or m.padding_fill is not None
                     for m in layer.masks)
     out_elt = elt if any_float else "i1"
@@ -336,6 +364,10 @@ def write(layer: Layer, out_dir: str, name: str = "main",
         else:
             constants.append((lengths.name, list(lengths.shape),
                               lengths.element, lengths.constant))
+    past = layer.past
+    if past is not None:
+        runtime += [(past.key_name, list(past.key_shape), elt),
+                    (past.value_name, list(past.value_shape), elt)]
     if layer.rotary is not None:
         cos, sin, _ = layer.rotary
         dt = layer.w_q.dtype
@@ -362,10 +394,48 @@ def write(layer: Layer, out_dir: str, name: str = "main",
             return shape[i]
         c = em.value(f"arith.constant {i} : index")
         return em.value(f"tensor.dim {value}, {c} : {tensor_type(shape, elt)}")
+    # With past: caches of P + Sk rows holding the past, into which the
+    # layer (kv_cache, lengths P) writes the step's keys and values at P;
+    # the updated caches it returns are the present keys and values.
+    caches = None
+    if past is not None:
+        zero = em.value(f"arith.constant 0.0 : {elt}")
+        step = size_of(k, kshape, 1)
+        caches = []
+        for nm, shape in ((past.key_name, past.key_shape),
+                          (past.value_name, past.value_shape)):
+            shape = list(shape)
+            out = shape[:2] + [layer.total_keys()] + shape[3:]
+            caches.append((em.value(
+                f"tensor.pad {args[nm]} low[0, 0, 0, 0] high[0, 0, {step}, 0] "
+                f"{{\n    ^bb0(%i0: index, %i1: index, %i2: index, "
+                f"%i3: index):\n      tensor.yield {zero} : {elt}\n    }} : "
+                f"{tensor_type(shape, elt)} to {tensor_type(out, elt)}"),
+                tensor_type(out, elt)))
+        p = past.key_shape[2]
+        if p is None:
+            c2 = em.value("arith.constant 2 : index")
+            p = em.value(f"tensor.dim {args[past.key_name]}, {c2} : "
+                         f"{tensor_type(list(past.key_shape), elt)}")
+            p = em.value(f"arith.index_cast {p} : index to i32")
+        else:
+            p = em.value(f"arith.constant {p} : i32")
+        batch = qshape[0]
+        dyn = "" if batch is not None else f"[{size_of(q, qshape, 0)}]"
+        lengths_type = tensor_type([batch], "i32")
+        caches.append((em.value(f"tensor.splat {p}{dyn} : {lengths_type}"),
+                       lengths_type))
     mask, mask_type = None, None
     if layer.masks:
+        total = size_of(k, kshape, 1)
+        if past is not None:
+            total = layer.total_keys()
+            if total is None:
+                c2 = em.value("arith.constant 2 : index")
+                total = em.value(f"tensor.dim {caches[0][0]}, {c2} : "
+                                 f"{caches[0][1]}")
         sizes = (size_of(q, qshape, 0), layer.num_heads, size_of(q, qshape, 1),
-                 size_of(k, kshape, 1))
+                 total)
         mask, mask_type = _mask_to_mha(em, layer, elt, args, sizes)
     operands = [q, k, v] + [f"%{n}" for n, _ in weights[:4]]
     types = [tensor_type(qshape, elt), tensor_type(kshape, elt),
@@ -381,6 +451,9 @@ def write(layer: Layer, out_dir: str, name: str = "main",
     if lengths is not None:
         text += f" key_lengths({args[lengths.name]})"
         types.append(tensor_type(list(lengths.shape), lengths.element))
+    if caches is not None:
+        text += f" kv_cache({', '.join(v for v, _ in caches)})"
+        types += [t for _, t in caches]
     if layer.rotary is not None:
         text += f" rotary({args['rotary_cos']}, {args['rotary_sin']})"
         types += [tensor_type(list(layer.rotary[0].shape), elt)] * 2
@@ -406,13 +479,19 @@ def write(layer: Layer, out_dir: str, name: str = "main",
         heads = [] if layer.return_weights == "average" else [layer.num_heads]
         result_types.append(
             tensor_type([qshape[0]] + heads + [qshape[1], kshape[1]], elt))
+    if caches is not None:
+        result_types += [caches[0][1], caches[1][1]]
     text += (f" {{{', '.join(attrs)}}} : ({', '.join(types)}) -> "
              f"({', '.join(result_types)})")
     y = em.value(text)
-    returned = []
-    if layer.return_weights:
-        em.lines[-1] = em.lines[-1].replace(f"{y} =", f"{y}:2 =", 1)
-        returned.append((f"{y}#1", result_types[1]))
+    extra = (["weights"] if layer.return_weights else []) + \
+        (["present_key", "present_value"] if caches is not None else [])
+    named = {}
+    if extra:
+        em.lines[-1] = em.lines[-1].replace(
+            f"{y} =", f"{y}:{len(result_types)} =", 1)
+        for i, what in enumerate(extra, 1):
+            named[what] = (f"{y}#{i}", result_types[i])
         y = f"{y}#0"
     result_type = tensor_type(outer(Sq, eo), elt)
     if layer.seq_first:
@@ -423,7 +502,8 @@ def write(layer: Layer, out_dir: str, name: str = "main",
         [f"%{n}: {tensor_type(s, e)}" for n, s, e, _ in constants] + \
         [f"%{n}: {tensor_type(list(w.shape), elt)} {{mha.weight}}"
          for n, w in weights]
-    returned.insert(0, (y, result_type))
+    named["y"] = (y, result_type)
+    returned = [named[r] for r in layer.results or ["y"] + extra]
     # The runtime arguments come first: in the response file when given,
     # else the caller passes them before it.
     arrays = [(n, inputs[n]) for n, _, _ in runtime

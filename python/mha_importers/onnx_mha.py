@@ -5,8 +5,8 @@
 The model's graph is one attention layer: per input a projection (MatMul
 with a weight initializer, optionally an Add of a bias initializer), an
 ONNX `Attention` (opsets 23-25: 3-d inputs with q_num_heads/kv_num_heads,
-is_causal, scale, softcap, left/right_window_size, an optional attn_mask and
-nonpad_kv_seqlen) or `com.microsoft.MultiHeadAttention`
+is_causal, scale, softcap, left/right_window_size, an optional attn_mask,
+nonpad_kv_seqlen, past_key/past_value with present_key/present_value) or `com.microsoft.MultiHeadAttention`
 (ONNX Runtime's: num_heads, scale, unidirectional, a packed q/k/v bias, a
 [B, Sk] int32 key padding mask and an additive attention_bias), then the
 output projection. It becomes NAME.mlir (one mha.multi_head_attention; the
@@ -27,7 +27,7 @@ import onnx
 from onnx import numpy_helper
 
 from . import attention_node, ort_nodes
-from .layer import KeyLengths, Layer, MaskInput, write
+from .layer import KeyLengths, Layer, MaskInput, PastKV, write
 
 _FLOAT = {onnx.TensorProto.FLOAT: np.float32,
           onnx.TensorProto.FLOAT16: np.float16}
@@ -51,9 +51,8 @@ _MS_INPUTS = ("query", "key", "value", "bias", "key_padding_mask",
               "past_sequence_length", "cache_indirection")
 _MS_OUTPUTS = ("output", "present_key", "present_value", "qk")
 _MS_ATTRS = {"num_heads", "scale", "unidirectional", "mask_filter_value"}
-# Present, these need a KV cache or outputs mha does not have.
-_REFUSED = {"Attention": ("past_key", "past_value", "present_key",
-                          "present_value"),
+# Present, these need a KV cache or outputs mha does not have in a layer.
+_REFUSED = {"Attention": (),
             "MultiHeadAttention": ("past_key", "past_value",
                                    "past_sequence_length",
                                    "cache_indirection", "present_key",
@@ -351,10 +350,26 @@ def import_model(model, out_dir, name="main", inputs=None):
                   "initializer")
         bo, out = g.inits[other], add.output[0]
     weights_out = "" if ms else outs["qk_matmul_output"]
-    if [o.name for o in g.outputs] != [out] + ([weights_out] if weights_out
-                                               else []):
+    presents = {} if ms else {outs[n]: n for n in ("present_key",
+                                                   "present_value") if outs[n]}
+    past_k = "" if ms else ins["past_key"]
+    past_v = "" if ms else ins["past_value"]
+    if bool(past_k) != bool(past_v):
+        _fail("Attention has one of past_key and past_value; ONNX takes both "
+              "or neither")
+    if presents and not past_k:
+        _fail("Attention outputs present_key/present_value without "
+              "past_key and past_value, which a layer does not support (the "
+              "present keys would be the projected keys alone)")
+    if past_k and weights_out:
+        _fail("Attention output qk_matmul_output together with past_key and "
+              "past_value is not supported in a layer")
+    produced = {out: "y", **({weights_out: "weights"} if weights_out else {}),
+                **presents}
+    graph_outs = [o.name for o in g.outputs]
+    if out not in graph_outs or set(graph_outs) != set(produced):
         _fail("the graph's outputs are not the output projection (and the "
-              "attention probabilities)")
+              "attention probabilities, or present_key and present_value)")
 
     sq_shape, sk_shape = _shape(g.inputs[xq]), _shape(g.inputs[xk])
     layer = Layer(num_heads=h, num_kv_heads=hkv, w_q=wq, w_k=wk, w_v=wv,
@@ -362,8 +377,37 @@ def import_model(model, out_dir, name="main", inputs=None):
                   batch=sq_shape[0], q_len=sq_shape[1], kv_len=sk_shape[1])
     if weights_out:  # [B, H, Sq, Sk] probabilities
         layer.return_weights = "per_head"
+    layer.results = [produced[o] for o in graph_outs]
     layer.self_attention = xq == xk == xv
     layer.kv_shared = xk == xv != xq
+    if past_k:
+        dk, dv = wq.shape[1] // h, wv.shape[1] // hkv
+        pdims = []
+        for nm, role, d in ((past_k, "past_key", dk), (past_v, "past_value",
+                                                      dv)):
+            if nm not in g.inputs:
+                _fail(f"{role} '{nm}' is not a graph input")
+            dims = _dims(g.inputs[nm])
+            if len(dims) != 4:
+                _fail(f"{role} '{nm}' has rank {len(dims)}; ONNX's is 4-d "
+                      f"[batch, kv_num_heads, past_sequence_length, "
+                      f"head_size]")
+            if g.inputs[nm].type.tensor_type.elem_type != q_elem:
+                _fail(f"{role} '{nm}' is not of the inputs' type")
+            for i, (got, want, what) in enumerate(
+                    ((dims[0], _dims(g.inputs[xq])[0], "the batch size"),
+                     (dims[1], hkv, "kv_num_heads"),
+                     (dims[3], d, "the head size"))):
+                if got is None or got != want:
+                    _fail(f"{role} '{nm}' dimension {[0, 1, 3][i]} "
+                          f"({_dim_text(got)}) is not known to be {what} "
+                          f"({_dim_text(want)})")
+            pdims.append(dims[2])
+        if pdims[0] is None or pdims[0] != pdims[1]:
+            _fail(f"past_key and past_value lengths ({_dim_text(pdims[0])}, "
+                  f"{_dim_text(pdims[1])}) are not known to be the same")
+        layer.past = PastKV(past_k, past_v, _shape(g.inputs[past_k]),
+                            _shape(g.inputs[past_v]))
     if not layer.self_attention and (xq == xk or xq == xv):
         _fail("the query input is also the key or the value input, but not "
               "both")
@@ -373,8 +417,10 @@ def import_model(model, out_dir, name="main", inputs=None):
     # spec; onnx 1.22 aligned it top-left) and 0 (top-left) without it, as
     # is ONNX Runtime's unidirectional: those agree only where Sq = Sk.
     if not lengths_name:
-        square = layer.q_len is not None and layer.q_len == layer.kv_len
-        where = "" if ms else " without nonpad_kv_seqlen"
+        square = layer.self_attention or (layer.q_len is not None and
+                                          layer.q_len == layer.kv_len)
+        where = "" if ms else (" offset by the past length" if past_k
+                               else " without nonpad_kv_seqlen")
         for what, used in (("causal attention", causal),
                            (f"left_window_size = {window_left}",
                             window_left is not None),
@@ -394,6 +440,9 @@ def import_model(model, out_dir, name="main", inputs=None):
     # read out of bounds.
     qd, kd = _dims(g.inputs[xq]), _dims(g.inputs[xk])
     target = {"B": qd[0], "H": h, "Q": qd[1], "K": kd[1]}
+    if past_k:  # the mask spans the past and the step's keys
+        total = layer.total_keys()
+        target["K"] = total if total is not None else "past + keys"
     meaning = {"B": "batch size", "H": "number of heads",
                "Q": "query length", "K": "key length"}
 

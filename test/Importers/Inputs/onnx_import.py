@@ -419,6 +419,120 @@ distinct("nonpad_window", y(), top_left=y(nonpad=None),
          no_window=y(left=-1, right=-1), no_lengths=y(nonpad=np.full(2, 8)))
 save("nonpad_window", m, {"query": xq, "key": xkv, "m": fmask}, y())
 
+
+def onnx_attention_past(q, k, v, pk, pv, mask, qh, kvh, causal):
+    """ONNX Attention on 3-d q, k, v with past_key and past_value
+    [B, kvh, P, d]: the keys and values are the past's, then the step's
+    (present = concat(past, new)), and is_causal's diagonal is offset by
+    the past length P (query i attends key j <= i + P). Returns the output
+    [B, Sq, qh * dv] and the present keys and values."""
+    pres_k = np.concatenate([pk, heads(k, kvh)], axis=2)
+    pres_v = np.concatenate([pv, heads(v, kvh)], axis=2)
+    q = heads(q, qh)
+    kr = np.repeat(pres_k, qh // kvh, axis=1)
+    vr = np.repeat(pres_v, qh // kvh, axis=1)
+    s = q @ kr.transpose(0, 1, 3, 2) / np.sqrt(q.shape[-1])
+    if mask is not None:
+        s = s + mask
+    if causal:
+        sq, sk, p = s.shape[-2], s.shape[-1], pk.shape[2]
+        allowed = np.arange(sk)[None, :] <= np.arange(sq)[:, None] + p
+        s = s + np.where(allowed, 0, -np.inf)
+    y = softmax_rows(s) @ vr
+    return y.transpose(0, 2, 1, 3).reshape(q.shape[0], q.shape[2], -1), \
+        pres_k, pres_v
+
+
+def save_outputs(name, m, inputs, expected):
+    """`expected`: the graph outputs' values in the graph's order, saved as
+    expected0.npy, expected1.npy, ..."""
+    onnx.save(m, f"{out}/{name}.onnx")
+    import_model(m, f"{out}/{name}", inputs=inputs)
+    for i, e in enumerate(expected):
+        np.save(f"{out}/{name}/expected{i}.npy", e.astype(np.float32))
+    if HAS_REFERENCE:
+        feeds = dict(zip([i.name for i in m.graph.input], inputs.values()))
+        got = ReferenceEvaluator(m).run(None, feeds)
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g, e, rtol=1e-4, atol=1e-5,
+                                       err_msg=f"{name} vs onnx.reference")
+        checked.append(name)
+
+
+def past_model(nodes, inputs, inits, outputs, opset=23):
+    graph = helper.make_graph(
+        nodes, "attention", inputs,
+        [helper.make_tensor_value_info(n, F32, shape) for n, shape in outputs],
+        [numpy_helper.from_array(a, n) for n, a in inits.items()])
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("",
+                                                                    opset)])
+    m.ir_version = 10
+    return m
+
+
+# 12. A decoding step of a layer with a KV cache (past_key, past_value in,
+#     present_key, present_value out, listed first and last): GQA (4 query
+#     heads, 2 key/value heads), biases, is_causal (its diagonal offset by
+#     the past length), a float attn_mask [Sq, P + Sk] over the past and
+#     the step's keys; 3 new tokens after 5.
+x = randn(2, 3, 32)
+pk, pv = randn(2, 2, 5, 8), randn(2, 2, 5, 8)
+fmask = randn(3, 8)
+fmask[1, 2] = -np.inf
+w = dict(wq=randn(32, 32, scale=0.2), wk=randn(32, 16, scale=0.2),
+         wv=randn(32, 16, scale=0.2), wo=randn(32, 24, scale=0.2),
+         bq=randn(32), bk=randn(16), bv=randn(16), bo=randn(24))
+nodes = projections("qkv", "xxx", [0, 0, 0], [1, 1, 1])
+nodes.append(helper.make_node("Attention", ["q", "k", "v", "m", "pk", "pv"],
+                              ["a", "present_k", "present_v"], q_num_heads=4,
+                              kv_num_heads=2, is_causal=1))
+nodes += [helper.make_node("MatMul", ["a", "wo"], ["y0"]),
+          helper.make_node("Add", ["y0", "bo"], ["y"])]
+m = past_model(nodes, [helper.make_tensor_value_info("x", F32, [2, 3, 32]),
+                       helper.make_tensor_value_info("m", F32, [3, 8]),
+                       helper.make_tensor_value_info("pk", F32, [2, 2, 5, 8]),
+                       helper.make_tensor_value_info("pv", F32, [2, 2, 5, 8])],
+               w, [("present_k", [2, 2, 8, 8]), ("y", [2, 3, 24]),
+                   ("present_v", [2, 2, 8, 8])])
+qkv = [ref(x, "q"), ref(x, "k"), ref(x, "v")]
+run = lambda p_k=pk, p_v=pv, causal=True, mask=fmask: onnx_attention_past(
+    *qkv, p_k, p_v, mask, 4, 2, causal)
+y_of = lambda r: r[0] @ w["wo"] + w["bo"]
+got = run()
+distinct("past_gqa_causal_mask", y_of(got), no_causal=y_of(run(causal=False)),
+         no_mask=y_of(run(mask=None)),
+         zero_past=y_of(run(p_k=np.zeros_like(pk), p_v=np.zeros_like(pv))))
+save_outputs("past_gqa_causal_mask", m,
+             {"query": x, "m": fmask, "pk": pk, "pv": pv},
+             [got[1], y_of(got), got[2]])
+
+# 13. The same with dynamic batch, step and past lengths (one symbol for
+#     the step's queries and keys: self-attention, where ONNX's causal
+#     diagonal is mha's), no mask, no biases: 2 new tokens after 6.
+x = randn(1, 2, 16)
+pk, pv = randn(1, 2, 6, 8), randn(1, 2, 6, 8)
+w = dict(wq=randn(16, 16, scale=0.4), wk=randn(16, 16, scale=0.4),
+         wv=randn(16, 16, scale=0.4), wo=randn(16, 16, scale=0.4))
+nodes = projections("qkv", "xxx", [0, 0, 0], [None] * 3)
+nodes.append(helper.make_node("Attention", ["q", "k", "v", "", "pk", "pv"],
+                              ["a", "present_k", "present_v"], q_num_heads=2,
+                              kv_num_heads=2, is_causal=1))
+nodes.append(helper.make_node("MatMul", ["a", "wo"], ["y"]))
+m = past_model(nodes, [
+    helper.make_tensor_value_info("x", F32, ["b", "s", 16]),
+    helper.make_tensor_value_info("pk", F32, ["b", 2, "p", 8]),
+    helper.make_tensor_value_info("pv", F32, ["b", 2, "p", 8])],
+    w, [("y", ["b", "s", 16]), ("present_k", ["b", 2, None, 8]),
+        ("present_v", ["b", 2, None, 8])])
+qkv = [x @ w["wq"], x @ w["wk"], x @ w["wv"]]
+run = lambda causal=True: onnx_attention_past(*qkv, pk, pv, None, 2, 2,
+                                              causal)
+got = run()
+distinct("past_dynamic", got[0] @ w["wo"],
+         no_causal=run(causal=False)[0] @ w["wo"])
+save_outputs("past_dynamic", m, {"query": x, "pk": pk, "pv": pv},
+             [got[0] @ w["wo"], got[1], got[2]])
+
 print(f"onnx {onnx.__version__}: " +
       (f"onnx.reference agrees on {', '.join(checked)}" if HAS_REFERENCE
        else "no Attention in onnx.reference, numpy only"))

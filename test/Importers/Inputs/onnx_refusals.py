@@ -62,10 +62,10 @@ def mask(elem_type, shape):
     return dict(inputs=("q", "k", "v", "m"), extra=[("m", elem_type, shape)])
 
 
-def cross(kv_len=6):
+def cross(kv_len=6, x=(1, 4, 8)):
     """Keys and values from a second input xkv [1, kv_len, 8]: Sq = 4 is
-    not Sk."""
-    return dict(inputs=("q", "kx", "vx"),
+    not Sk (or lengths the importer cannot compare)."""
+    return dict(inputs=("q", "kx", "vx"), x=x,
                 extra=[("xkv", F32, [1, kv_len, 8])],
                 nodes=[helper.make_node("MatMul", ["xkv", "wk"], ["kx"]),
                        helper.make_node("MatMul", ["xkv", "wv"], ["vx"])])
@@ -77,11 +77,22 @@ def nonpad(elem_type=I64, shape=(1,), opset=24, inputs=("q", "k", "v")):
 
 
 cases = {
-    # Attention (ai.onnx): inputs and outputs of a KV cache.
-    "past_key": layer(inputs=("q", "k", "v", "", "pk", "pv"),
-                      extra=[("pk", F32, [1, 2, 3, 4]),
-                             ("pv", F32, [1, 2, 3, 4])]),
+    # Attention (ai.onnx): a KV cache (past_key, past_value) that is not
+    # whole or does not fit the layer, present_key without it.
+    "past_key_only": layer(inputs=("q", "k", "v", "", "pk"),
+                           extra=[("pk", F32, [1, 2, 3, 4])]),
     "present_key": layer(outputs=("a", "pk")),
+    "past_qk": layer(dict(qk_matmul_output_mode=3),
+                     inputs=("q", "k", "v", "", "pk", "pv"),
+                     outputs=("a", "", "", "qk"),
+                     extra=[("pk", F32, [1, 2, 3, 4]),
+                            ("pv", F32, [1, 2, 3, 4])]),
+    "past_heads": layer(inputs=("q", "k", "v", "", "pk", "pv"),
+                        extra=[("pk", F32, [1, 3, 3, 4]),
+                               ("pv", F32, [1, 2, 3, 4])]),
+    "past_lengths": layer(inputs=("q", "k", "v", "", "pk", "pv"),
+                          extra=[("pk", F32, [1, 2, 3, 4]),
+                                 ("pv", F32, [1, 2, 5, 4])]),
     "qk_mode_0": layer(outputs=("a", "", "", "qk")),
     "too_many_inputs": layer(inputs=("q", "k", "v", "", "", "", "", "z")),
     "no_value": layer(inputs=("q", "k")),
@@ -109,14 +120,15 @@ cases = {
     "head_size": layer(weights=dict(wk=w8[:, :4], wv=w8[:, :4])),
     # Causal and windows where ONNX's diagonal (top-left without
     # nonpad_kv_seqlen) is not mha's (bottom-right): Sq != Sk, or lengths
-    # not static.
+    # of a cross attention that are not static (self-attention's are the
+    # same).
     "causal_cross": layer(dict(is_causal=1), **cross()),
     "left_window_cross": layer(dict(left_window_size=2), opset=25,
                                **cross()),
     "right_window_cross": layer(dict(right_window_size=0), opset=25,
                                 **cross()),
     "window_dynamic": layer(dict(left_window_size=2), opset=25,
-                            x=(1, "s", 8)),
+                            **cross("s", x=(1, "s", 8))),
     # Q, K, V that are not 3-d projections.
     "4d": layer(heads=False, x=(1, 2, 4, 8)),
     "no_shape": layer(x=None),
