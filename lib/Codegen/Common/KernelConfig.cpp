@@ -684,10 +684,14 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
   root->walk([&](Operation *op) {
     if (!isConfigured(op))
       return;
-    // A pipeline's kv_splits is for the standalone attentions (a layer's
-    // attention is fused with its projections, unsplit).
+    // A pipeline's kv_splits (and head_tile, prefetch_blocks) is for the
+    // standalone attentions (a layer's attention is fused with its
+    // projections, unsplit).
     LoweringConfigAttr over = opFields(overrides);
-    if (over && over.getKvSplits() && !isa<AttentionOp>(op))
+    if (over &&
+        (over.getKvSplits() || over.getHeadTile() ||
+         over.getPrefetchBlocks()) &&
+        !isa<AttentionOp>(op))
       over = opFields(LoweringConfigAttr::get(
           op->getContext(), over.getQTile(), over.getKvTile(), {}, {}, {}, {},
           over.getMma(), over.getWarps(), {}, {}, {}));

@@ -1,6 +1,7 @@
 // RUN: mha-opt %s --split-input-file --verify-diagnostics --mha-select-lowering-config | FileCheck %s
 // RUN: not mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = vulkan, max_workgroup_threads = 1024>}" -o /dev/null 2>&1 | FileCheck %s --check-prefix=GPU
 // RUN: not mha-opt %s --split-input-file --mha-select-lowering-config="overrides={#mha.lowering_config<prefetch_blocks = 0>}" -o /dev/null 2>&1 | FileCheck %s --check-prefix=ZERO
+// RUN: mha-opt %s --split-input-file --verify-diagnostics --mha-select-lowering-config="overrides={#mha.lowering_config<prefetch_blocks = 3>}" | FileCheck %s --check-prefix=OVER
 
 // The CPU rule prefetches one key block ahead where a decoding attention
 // (the queries one tile) reads keys and values of 32 MiB or more (bf16,
@@ -31,13 +32,19 @@ func.func @rule(%q: tensor<1x32x1x128xbf16>, %k: tensor<1x8x32768x128xbf16>,
 // -----
 
 // Given by hand: kept on the CPU; GPU targets refuse it (the prefetch is
-// built on CPU only).
+// built on CPU only). A pipeline's (overrides) goes to the attentions, not
+// to the layers.
 // CHECK-LABEL: func.func @given
 // CHECK: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64, prefetch_blocks = 2>
+// OVER-LABEL: func.func @given
+// OVER: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64, prefetch_blocks = 3>
+// OVER: mha.multi_head_attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64>,
 // GPU: error: lowering_config: prefetch_blocks is implemented on cpu targets only, not on a vulkan target
-func.func @given(%q: tensor<1x2x100x16xf32>) -> tensor<1x2x100x16xf32> {
+func.func @given(%q: tensor<1x2x100x16xf32>, %x: tensor<2x16x32xf32>, %w: tensor<32x32xf32>) -> (tensor<1x2x100x16xf32>, tensor<2x16x32xf32>) {
   %o = mha.attention ins(%q, %q, %q : tensor<1x2x100x16xf32>, tensor<1x2x100x16xf32>, tensor<1x2x100x16xf32>) outs(%q : tensor<1x2x100x16xf32>) {mha.lowering_config = #mha.lowering_config<prefetch_blocks = 2>} -> tensor<1x2x100x16xf32>
-  return %o : tensor<1x2x100x16xf32>
+  %y = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w {num_heads = 2 : i64}
+    : (tensor<2x16x32xf32>, tensor<2x16x32xf32>, tensor<2x16x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>, tensor<32x32xf32>) -> tensor<2x16x32xf32>
+  return %o, %y : tensor<1x2x100x16xf32>, tensor<2x16x32xf32>
 }
 
 // -----
