@@ -30,53 +30,91 @@ size_t NpyArray::elementSize(StringRef dtype) {
   return mha_dtype_size(dtype.str().c_str());
 }
 
+namespace {
+/// The element types NpyArray holds, by dtype code.
+enum class Kind { F32, F16, BF16, I32, I64, Bool };
+} // namespace
+
+/// `dtype`'s kind from its two characters: get and set run per element, and
+/// comparing whole strings there (a memcmp call each) made filling a large
+/// array slower than what it fills it for.
+static Kind kindOf(const std::string &dtype) {
+  char type = dtype.empty() ? 'b' : dtype[0];
+  char width = dtype.size() < 2 ? '1' : dtype[1];
+  if (type == 'f')
+    return width == '4' ? Kind::F32 : Kind::F16;
+  if (type == 'u')
+    return Kind::BF16;
+  if (type == 'i')
+    return width == '4' ? Kind::I32 : Kind::I64;
+  return Kind::Bool;
+}
+
 double NpyArray::get(int64_t i) const {
-  if (dtype == "f4") {
+  const char *p = data.data();
+  switch (kindOf(dtype)) {
+  case Kind::F32: {
     float v;
-    std::memcpy(&v, data.data() + 4 * i, 4);
+    std::memcpy(&v, p + 4 * i, 4);
     return v;
   }
-  if (dtype == "f2") {
+  case Kind::F16: {
     uint16_t v;
-    std::memcpy(&v, data.data() + 2 * i, 2);
+    std::memcpy(&v, p + 2 * i, 2);
     return halfToFloat(v);
   }
-  if (dtype == "u2") {
+  case Kind::BF16: {
     uint16_t v;
-    std::memcpy(&v, data.data() + 2 * i, 2);
+    std::memcpy(&v, p + 2 * i, 2);
     return bf16ToFloat(v);
   }
-  if (dtype == "i4") {
+  case Kind::I32: {
     int32_t v;
-    std::memcpy(&v, data.data() + 4 * i, 4);
+    std::memcpy(&v, p + 4 * i, 4);
     return v;
   }
-  if (dtype == "i8") {
+  case Kind::I64: {
     int64_t v;
-    std::memcpy(&v, data.data() + 8 * i, 8);
+    std::memcpy(&v, p + 8 * i, 8);
     return static_cast<double>(v);
+  }
+  case Kind::Bool:
+    break;
   }
   return data[i] != 0 ? 1.0 : 0.0;
 }
 
 void NpyArray::set(int64_t i, double value) {
-  if (dtype == "f4") {
+  char *p = data.data();
+  switch (kindOf(dtype)) {
+  case Kind::F32: {
     float v = static_cast<float>(value);
-    std::memcpy(data.data() + 4 * i, &v, 4);
-  } else if (dtype == "f2") {
+    std::memcpy(p + 4 * i, &v, 4);
+    return;
+  }
+  case Kind::F16: {
     uint16_t v = floatToHalf(static_cast<float>(value));
-    std::memcpy(data.data() + 2 * i, &v, 2);
-  } else if (dtype == "u2") {
+    std::memcpy(p + 2 * i, &v, 2);
+    return;
+  }
+  case Kind::BF16: {
     uint16_t v = floatToBf16(static_cast<float>(value));
-    std::memcpy(data.data() + 2 * i, &v, 2);
-  } else if (dtype == "i4") {
+    std::memcpy(p + 2 * i, &v, 2);
+    return;
+  }
+  case Kind::I32: {
     auto v = static_cast<int32_t>(value);
-    std::memcpy(data.data() + 4 * i, &v, 4);
-  } else if (dtype == "i8") {
+    std::memcpy(p + 4 * i, &v, 4);
+    return;
+  }
+  case Kind::I64: {
     auto v = static_cast<int64_t>(value);
-    std::memcpy(data.data() + 8 * i, &v, 8);
-  } else {
+    std::memcpy(p + 8 * i, &v, 8);
+    return;
+  }
+  case Kind::Bool:
     data[i] = value != 0.0;
+    return;
   }
 }
 

@@ -283,29 +283,9 @@ double countFlops(func::FuncOp func, ArrayRef<NpyArray> args) {
 void fillRandom(NpyArray &array, std::mt19937_64 &rng) {
   std::uniform_real_distribution<double> uniform(-1.0, 1.0);
   std::bernoulli_distribution coin(0.8);
-  int64_t n = array.numElements();
-  // The dtype compared once per array, not per element: the float types
-  // written directly (the same values NpyArray::set writes).
-  char *data = array.data.data();
-  if (array.dtype == "f4") {
-    for (int64_t i = 0; i < n; ++i) {
-      float v = static_cast<float>(uniform(rng));
-      std::memcpy(data + 4 * i, &v, 4);
-    }
-    return;
-  }
-  if (array.dtype == "f2" || array.dtype == "u2") {
-    bool half = array.dtype == "f2";
-    for (int64_t i = 0; i < n; ++i) {
-      float f = static_cast<float>(uniform(rng));
-      uint16_t v = half ? floatToHalf(f) : floatToBf16(f);
-      std::memcpy(data + 2 * i, &v, 2);
-    }
-    return;
-  }
   bool discrete =
       array.dtype == "b1" || array.dtype == "i4" || array.dtype == "i8";
-  for (int64_t i = 0; i < n; ++i)
+  for (int64_t i = 0, e = array.numElements(); i < e; ++i)
     array.set(i, discrete ? coin(rng) : uniform(rng));
 }
 
