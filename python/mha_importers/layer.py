@@ -394,19 +394,20 @@ def write(layer: Layer, out_dir: str, name: str = "main",
             return shape[i]
         c = em.value(f"arith.constant {i} : index")
         return em.value(f"tensor.dim {value}, {c} : {tensor_type(shape, elt)}")
-    # With past: caches of P + Sk rows holding the past, into which the
-    # layer (kv_cache, lengths P) writes the step's keys and values at P;
-    # the updated caches it returns are the present keys and values.
-    caches = None
+    # With past, the kv_cache operands (key cache, value cache, lengths):
+    # caches of P + Sk rows holding the past, into which the layer writes
+    # the step's keys and values at P (the lengths); the updated caches it
+    # returns are the present keys and values.
+    kv_cache = None
     if past is not None:
         zero = em.value(f"arith.constant 0.0 : {elt}")
         step = size_of(k, kshape, 1)
-        caches = []
+        kv_cache = []
         for nm, shape in ((past.key_name, past.key_shape),
                           (past.value_name, past.value_shape)):
             shape = list(shape)
             out = shape[:2] + [layer.total_keys()] + shape[3:]
-            caches.append((em.value(
+            kv_cache.append((em.value(
                 f"tensor.pad {args[nm]} low[0, 0, 0, 0] high[0, 0, {step}, 0] "
                 f"{{\n    ^bb0(%i0: index, %i1: index, %i2: index, "
                 f"%i3: index):\n      tensor.yield {zero} : {elt}\n    }} : "
@@ -423,17 +424,18 @@ def write(layer: Layer, out_dir: str, name: str = "main",
         batch = qshape[0]
         dyn = "" if batch is not None else f"[{size_of(q, qshape, 0)}]"
         lengths_type = tensor_type([batch], "i32")
-        caches.append((em.value(f"tensor.splat {p}{dyn} : {lengths_type}"),
-                       lengths_type))
+        kv_cache.append((em.value(f"tensor.splat {p}{dyn} : {lengths_type}"),
+                         lengths_type))
     mask, mask_type = None, None
     if layer.masks:
-        total = size_of(k, kshape, 1)
-        if past is not None:
+        if past is None:
+            total = size_of(k, kshape, 1)
+        else:  # the padded key cache's rows
             total = layer.total_keys()
             if total is None:
                 c2 = em.value("arith.constant 2 : index")
-                total = em.value(f"tensor.dim {caches[0][0]}, {c2} : "
-                                 f"{caches[0][1]}")
+                total = em.value(f"tensor.dim {kv_cache[0][0]}, {c2} : "
+                                 f"{kv_cache[0][1]}")
         sizes = (size_of(q, qshape, 0), layer.num_heads, size_of(q, qshape, 1),
                  total)
         mask, mask_type = _mask_to_mha(em, layer, elt, args, sizes)
@@ -451,9 +453,9 @@ def write(layer: Layer, out_dir: str, name: str = "main",
     if lengths is not None:
         text += f" key_lengths({args[lengths.name]})"
         types.append(tensor_type(list(lengths.shape), lengths.element))
-    if caches is not None:
-        text += f" kv_cache({', '.join(v for v, _ in caches)})"
-        types += [t for _, t in caches]
+    if kv_cache is not None:
+        text += f" kv_cache({', '.join(v for v, _ in kv_cache)})"
+        types += [t for _, t in kv_cache]
     if layer.rotary is not None:
         text += f" rotary({args['rotary_cos']}, {args['rotary_sin']})"
         types += [tensor_type(list(layer.rotary[0].shape), elt)] * 2
@@ -479,13 +481,13 @@ def write(layer: Layer, out_dir: str, name: str = "main",
         heads = [] if layer.return_weights == "average" else [layer.num_heads]
         result_types.append(
             tensor_type([qshape[0]] + heads + [qshape[1], kshape[1]], elt))
-    if caches is not None:
-        result_types += [caches[0][1], caches[1][1]]
+    if kv_cache is not None:
+        result_types += [kv_cache[0][1], kv_cache[1][1]]
     text += (f" {{{', '.join(attrs)}}} : ({', '.join(types)}) -> "
              f"({', '.join(result_types)})")
     y = em.value(text)
     extra = (["weights"] if layer.return_weights else []) + \
-        (["present_key", "present_value"] if caches is not None else [])
+        (["present_key", "present_value"] if kv_cache is not None else [])
     named = {}
     if extra:
         em.lines[-1] = em.lines[-1].replace(

@@ -6,7 +6,8 @@ The model's graph is one attention layer: per input a projection (MatMul
 with a weight initializer, optionally an Add of a bias initializer), an
 ONNX `Attention` (opsets 23-25: 3-d inputs with q_num_heads/kv_num_heads,
 is_causal, scale, softcap, left/right_window_size, an optional attn_mask,
-nonpad_kv_seqlen, past_key/past_value with present_key/present_value) or `com.microsoft.MultiHeadAttention`
+nonpad_kv_seqlen, past_key/past_value with present_key/present_value) or
+`com.microsoft.MultiHeadAttention`
 (ONNX Runtime's: num_heads, scale, unidirectional, a packed q/k/v bias, a
 [B, Sk] int32 key padding mask and an additive attention_bias), then the
 output projection. It becomes NAME.mlir (one mha.multi_head_attention; the
@@ -51,12 +52,10 @@ _MS_INPUTS = ("query", "key", "value", "bias", "key_padding_mask",
               "past_sequence_length", "cache_indirection")
 _MS_OUTPUTS = ("output", "present_key", "present_value", "qk")
 _MS_ATTRS = {"num_heads", "scale", "unidirectional", "mask_filter_value"}
-# Present, these need a KV cache or outputs mha does not have in a layer.
-_REFUSED = {"Attention": (),
-            "MultiHeadAttention": ("past_key", "past_value",
-                                   "past_sequence_length",
-                                   "cache_indirection", "present_key",
-                                   "present_value", "qk")}
+# Present, these need a KV cache or outputs mha does not have in a layer
+# (com.microsoft.MultiHeadAttention's; ONNX Attention's cache maps).
+_MS_REFUSED = ("past_key", "past_value", "past_sequence_length",
+               "cache_indirection", "present_key", "present_value", "qk")
 
 _SOFTMAX_PRECISIONS = (onnx.TensorProto.FLOAT16, onnx.TensorProto.BFLOAT16,
                        onnx.TensorProto.FLOAT, onnx.TensorProto.DOUBLE)
@@ -120,7 +119,7 @@ def _check_node(att, a, opset, bare=False):
         _fail("Attention input nonpad_kv_seqlen together with past_key and "
               "past_value is not supported (ONNX does not allow it: "
               "nonpad_kv_seqlen describes a cache kept outside the operator)")
-    for n in () if bare else _REFUSED[att.op_type]:
+    for n in _MS_REFUSED if ms and not bare else ():
         if ins.get(n) or outs.get(n):
             kind = "input" if n in in_names else "output"
             _fail(f"{op} {kind} {n} is not supported")
