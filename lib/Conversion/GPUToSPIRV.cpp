@@ -18,9 +18,11 @@
 #include "mlir/Conversion/VectorToSPIRV/VectorToSPIRV.h"
 #include "mlir/Dialect/Arith/Transforms/Passes.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SPIRV/IR/SPIRVDialect.h"
+#include "mlir/Dialect/SPIRV/IR/SPIRVOps.h"
 #include "mlir/Dialect/SPIRV/IR/TargetAndABI.h"
 #include "mlir/Dialect/SPIRV/Transforms/SPIRVConversion.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -52,6 +54,27 @@ static void workgroupAttributionsToAllocs(gpu::GPUModuleOp module) {
                     builder.getI64IntegerAttr(0));
   });
 }
+
+namespace {
+
+/// math.exp2 as GLSL's Exp2 (MLIR 22's math-to-SPIR-V patterns map exp but
+/// not exp2, which the tensor-core attention kernel's softmax uses).
+struct Exp2ToGL final : OpConversionPattern<math::Exp2Op> {
+  using OpConversionPattern::OpConversionPattern;
+
+  LogicalResult
+  matchAndRewrite(math::Exp2Op op, OpAdaptor adaptor,
+                  ConversionPatternRewriter &rewriter) const override {
+    Type type = getTypeConverter()->convertType(op.getType());
+    if (!type)
+      return failure();
+    rewriter.replaceOpWithNewOp<spirv::GLExp2Op>(op, type,
+                                                 adaptor.getOperand());
+    return success();
+  }
+};
+
+} // namespace
 
 /// Converts `copy` (a clone of a gpu.module) into a spirv.module in place.
 static LogicalResult convertToSPIRV(gpu::GPUModuleOp copy) {
@@ -99,6 +122,7 @@ static LogicalResult convertToSPIRV(gpu::GPUModuleOp copy) {
   populatePolynomialApproximateErfcPattern(patterns);
   arith::populateArithToSPIRVPatterns(typeConverter, patterns);
   populateMathToSPIRVPatterns(typeConverter, patterns);
+  patterns.add<Exp2ToGL>(typeConverter, ctx);
   populateBuiltinFuncToSPIRVPatterns(typeConverter, patterns);
   populateFuncToSPIRVPatterns(typeConverter, patterns);
   populateGPUToSPIRVPatterns(typeConverter, patterns);

@@ -295,7 +295,10 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
   pm.addPass(memref::createFoldMemRefAliasOpsPass());
   pm.addPass(createLowerAffinePass());
   GpuSPIRVAttachTargetOptions target;
-  target.spirvVersion = "v1.0";
+  // 1.3 at most: the subgroup shuffles of the tensor-core kernels (run with
+  // their tensor-core ops emulated) need it; spirv-update-vce gives each
+  // module the lowest version its ops need.
+  target.spirvVersion = "v1.3";
   // The options struct leaves the device id uninitialized (its pass option
   // has no default): unknown, as the command-line pass has it, rather than
   // whatever was on the stack in the target attribute (valgrind's memcheck).
@@ -305,8 +308,8 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
   // the host's f16 buffers as garbage); spirv-update-vce keeps only what a
   // module uses, so f32 kernels do not require them of the device. Int64:
   // the i64 key lengths (ONNX's nonpad_kv_seqlen) kernels read.
-  for (StringRef capability :
-       {"Shader", "Float16", "StorageBuffer16BitAccess", "Int64"})
+  for (StringRef capability : {"Shader", "Float16", "StorageBuffer16BitAccess",
+                               "Int64", "GroupNonUniformShuffle"})
     target.spirvCapabilities.push_back(capability.str());
   for (StringRef extension :
        {"SPV_KHR_storage_buffer_storage_class", "SPV_KHR_16bit_storage"})
@@ -343,7 +346,8 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
 
 void mha::buildGPUMappingStage(OpPassManager &pm, StringRef target,
                                StringRef overrides, bool raiseAttention,
-                               int64_t maxKernelLoopIterations) {
+                               int64_t maxKernelLoopIterations,
+                               bool emulateTensorCores) {
   buildEntryStage(pm, raiseAttention, /*forGPU=*/true);
   // Query tiles, workgroup tiles, threads and the tensor-core kernels from
   // one configuration, which keeps them consistent.
@@ -372,6 +376,10 @@ void mha::buildGPUMappingStage(OpPassManager &pm, StringRef target,
   // Over the target's shared memory: refused here with the sizes, rather
   // than by ptxas at the end with the whole module.
   pm.addPass(createMHACheckWorkgroupMemoryPass());
+  // After the check: the exchange buffers are the emulation's, not the
+  // kernel's.
+  if (emulateTensorCores)
+    pm.addPass(createMHAEmulateTensorCoresPass());
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
   // Before lower-affine: the value-bounds analysis bounds the loops of
   // partial tiles and causal key ranges through their affine maps.
@@ -396,16 +404,28 @@ static std::string gpuOverrides(const Options &options) {
   return fields.empty() ? "" : "#mha.lowering_config<" + fields + ">";
 }
 
+/// The `mha.target` of the CUDA pipeline for `chip` and PTX `features`.
+static std::string cudaTarget(StringRef chip, StringRef features) {
+  return ("#mha.target<kind = cuda, chip = \"" + chip + "\", features = \"" +
+          features +
+          "\", subgroup_size = 32, max_workgroup_threads = 1024, "
+          "max_workgroup_memory = 49152>")
+      .str();
+}
+
 void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
                                      const LowerToVulkanOptions &options) {
-  buildGPUMappingStage(
-      pm,
-      // No max_workgroup_memory: lavapipe advertises 32 KiB, but whether it
-      // refuses more was never checked, so nothing that runs today is refused.
-      "#mha.target<kind = vulkan, subgroup_size = 32, "
-      "max_workgroup_threads = 1024>",
-      gpuOverrides(options), options.raiseAttention,
-      options.maxKernelLoopIterations);
+  // No max_workgroup_memory: lavapipe advertises 32 KiB, but whether it
+  // refuses more was never checked, so nothing that runs today is refused.
+  std::string target = "#mha.target<kind = vulkan, subgroup_size = 32, "
+                       "max_workgroup_threads = 1024>";
+  // The CUDA pipeline's strategy (tensor-core kernels where it has them), so
+  // that its kernels run here with their tensor-core ops emulated.
+  if (options.emulateTensorCores)
+    target = cudaTarget("sm_80", "+ptx80");
+  buildGPUMappingStage(pm, target, gpuOverrides(options),
+                       options.raiseAttention, options.maxKernelLoopIterations,
+                       options.emulateTensorCores);
   // Bounded in the mapping stage, where the loop bounds are still affine.
   buildVulkanBackendStage(pm, /*emitCInterface=*/true,
                           /*maxKernelLoopIterations=*/0);
@@ -413,13 +433,8 @@ void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
 
 void mha::buildLowerToCUDAPipeline(OpPassManager &pm,
                                    const LowerToCUDAOptions &options) {
-  buildGPUMappingStage(
-      pm,
-      "#mha.target<kind = cuda, chip = \"" + options.chip +
-          "\", features = \"" + options.features +
-          "\", subgroup_size = 32, max_workgroup_threads = 1024, "
-          "max_workgroup_memory = 49152>",
-      gpuOverrides(options), options.raiseAttention);
+  buildGPUMappingStage(pm, cudaTarget(options.chip, options.features),
+                       gpuOverrides(options), options.raiseAttention);
   // CUDA kernels read device memory: each launch's host buffers are copied
   // in and out around it, on one stream (gpu-async-region chains the copies,
   // the launch and the frees with tokens and waits before the host reads).

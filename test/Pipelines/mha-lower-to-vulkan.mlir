@@ -23,7 +23,7 @@
 // LLVM: gpu.launch_func @main_kernel::@main_kernel
 // The target's device id is unknown (not printed), not whatever the options
 // struct held uninitialized.
-// LLVM: gpu.binary @main_kernel [#gpu.object<#spirv.target_env<#spirv.vce<v1.0, [Shader, Float16, StorageBuffer16BitAccess, Int64], [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>, #spirv.resource_limits<>>, "
+// LLVM: gpu.binary @main_kernel [#gpu.object<#spirv.target_env<#spirv.vce<v1.3, [Shader, Float16, StorageBuffer16BitAccess, Int64, GroupNonUniformShuffle], [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>, #spirv.resource_limits<>>, "
 
 func.func @main(%q: tensor<2x4x128x16xf32>, %k: tensor<2x4x128x16xf32>, %v: tensor<2x4x128x16xf32>) -> tensor<2x4x128x16xf32> {
   %init = tensor.empty() : tensor<2x4x128x16xf32>

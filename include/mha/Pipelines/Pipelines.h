@@ -244,21 +244,33 @@ void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
 /// workgroup tiles (mha-tile-for-workgroups), the attention tiled
 /// FlashAttention-style (mha-tile-attention), each tile's linalg ops
 /// distributed over the configuration's threads with the tile's buffers in
-/// workgroup memory (mha-distribute-to-threads), bufferization, one workgroup per
-/// tile (mha-map-forall-to-gpu), the rest of linalg as loops (docs/GPU.md);
+/// workgroup memory (mha-distribute-to-threads), bufferization, one workgroup
+/// per tile (mha-map-forall-to-gpu), the rest of linalg as loops (docs/GPU.md);
 /// with `maxKernelLoopIterations` > 0 (Vulkan), the kernels' short innermost
 /// loops unrolled and the loop iterations of an invocation bounded by it
-/// (mha-unroll-kernel-loops, mha-check-kernel-loop-iterations).
+/// (mha-unroll-kernel-loops, mha-check-kernel-loop-iterations); with
+/// `emulateTensorCores`, the tensor-core ops of the kernels emulated
+/// (mha-emulate-tensor-cores) right after the mapping to gpu.launch.
 void buildGPUMappingStage(OpPassManager &pm, StringRef target,
                           StringRef overrides, bool raiseAttention = true,
-                          int64_t maxKernelLoopIterations = 0);
+                          int64_t maxKernelLoopIterations = 0,
+                          bool emulateTensorCores = false);
 
 /// Options of `mha-lower-to-vulkan`.
 struct LowerToVulkanOptions
     : public GPUTileOptions<
           LowerToVulkanOptions,
           VulkanTargetOptions<LowerToVulkanOptions,
-                              EntryOptions<LowerToVulkanOptions>>> {};
+                              EntryOptions<LowerToVulkanOptions>>> {
+  PassOptions::Option<bool> emulateTensorCores{
+      *this, "emulate-tensor-cores",
+      llvm::cl::desc(
+          "Map for CUDA sm_80 (the tensor-core kernels of f16 attention and "
+          "projections) and run those kernels with their tensor-core ops "
+          "emulated (mha-emulate-tensor-cores): a numerical check of the "
+          "CUDA kernels on a Vulkan device, slow"),
+      llvm::cl::init(false)};
+};
 
 /// `mha` ops on tensors to Vulkan: buildGPUMappingStage, then
 /// buildVulkanBackendStage.

@@ -275,4 +275,39 @@ def MHACheckWorkgroupMemoryPass : Pass<"mha-check-workgroup-memory"> {
   ];
 }
 
+def MHAEmulateTensorCoresPass : Pass<"mha-emulate-tensor-cores"> {
+  let summary = "Emulate the tensor-core ops of GPU kernels with workgroup "
+                "memory and barriers";
+  let description = [{
+    Rewrites, in every `gpu.launch`, the ops of the tensor-core kernels into
+    ops any GPU has, computing the same per-lane results: `nvgpu.mma.sync`
+    (m16n8k16, f16 operands, f32 accumulators) and `nvgpu.ldmatrix` (16-bit
+    matrices, transposed or not) become exchanges between the lanes of a
+    warp through workgroup buffers the pass adds to the launch (each lane
+    writes its operands or row address, a barrier, each lane reads what its
+    result needs, a barrier); `nvgpu.device_async_copy` a synchronous copy
+    (zero-filled past `srcElements`); its groups and waits disappear. The
+    fragment layouts are the PTX ISA's, written independently of the code
+    that builds the kernels.
+
+    Why: the tensor-core kernels' numbers depend on their lane layouts,
+    which only an NVIDIA GPU runs. With this pass (the Vulkan pipeline's
+    `emulate-tensor-cores`) the same kernels run on lavapipe in CI, their
+    results checked against numpy. It checks layouts and arithmetic, not
+    speed, nor the ordering of asynchronous copies (they complete at once).
+    An exchange must be reached by every thread of the workgroup (not under
+    a conditional), and the launch have whole warps in x; an op it cannot
+    emulate (another shape or element type, bf16's `nvvm.mma.sync` is left
+    for the SPIR-V conversion to refuse) stops it with an error naming it.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::ub::UBDialect",
+    "::mlir::vector::VectorDialect",
+  ];
+}
+
 #endif // MHA_CODEGEN_GPU_PASSES_TD

@@ -120,6 +120,18 @@ void alignWorkgroupMemory(Operation *root, int64_t bytes);
 /// exceeds `maxBytes` and fails if there was one.
 LogicalResult checkWorkgroupMemory(Operation *root, int64_t maxBytes);
 
+/// Rewrites the tensor-core ops of the `gpu.launch` kernels under `root`
+/// (`nvgpu.mma.sync` m16n8k16 on f16, `nvgpu.ldmatrix`,
+/// `nvgpu.device_async_copy` and its groups and waits) into portable ops
+/// that compute the same per-lane results: the lanes of a warp exchange
+/// their operands through workgroup memory between barriers. A numerical
+/// check of the tensor-core kernels' fragment layouts on a device without
+/// tensor cores (lavapipe), slow; the copies become synchronous. Fails,
+/// naming the op, on an op it cannot emulate: another mma shape or type, an
+/// exchange under a conditional (its barriers need the whole workgroup), a
+/// launch not of 32·n threads in x.
+LogicalResult emulateTensorCoreOps(RewriterBase &rewriter, Operation *root);
+
 } // namespace mha
 } // namespace mlir
 
