@@ -35,6 +35,12 @@
 // CHECK-COUNT-3: kernel layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 19456 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 12 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 0 (loop 0), {{.*}} bar.sync {{[0-9]+}} (loop 2)
 // CHECK-NEXT: kernel layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 18432 bytes, mma.sync 64 (loop 64), ldmatrix 32 (loop 32)
 // CHECK-NEXT: kernel layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 19456 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 12 (loop 6)
+// With biases, the same GEMM kernels, each adding its bias in the epilogue
+// (a pair of columns for each of a thread's 4 output tiles: 8 loads, outside
+// the k loop).
+// CHECK-COUNT-3: kernel layer_bias_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 19456 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 12 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 8 (loop 0),
+// CHECK-NEXT: kernel layer_bias_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 18432 bytes, mma.sync 64 (loop 64)
+// CHECK-NEXT: kernel layer_bias_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 19456 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 12 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 8 (loop 0),
 
 // 4 warps per workgroup; only buffers and run-time sizes as arguments.
 // HOST-LABEL: llvm.func @d64(
@@ -81,5 +87,11 @@ func.func @d128(%q: tensor<2x16x2048x128xf16>, %k: tensor<2x16x2048x128xf16>, %v
 func.func @layer(%x: tensor<2x128x256xf16>, %wq: tensor<256x256xf16>, %wk: tensor<256x256xf16>, %wv: tensor<256x256xf16>, %wo: tensor<256x256xf16>) -> tensor<2x128x256xf16> {
   %y = mha.multi_head_attention %x, %x, %x, %wq, %wk, %wv, %wo {num_heads = 4 : i64, causal}
          : (tensor<2x128x256xf16>, tensor<2x128x256xf16>, tensor<2x128x256xf16>, tensor<256x256xf16>, tensor<256x256xf16>, tensor<256x256xf16>, tensor<256x256xf16>) -> tensor<2x128x256xf16>
+  return %y : tensor<2x128x256xf16>
+}
+
+func.func @layer_bias(%x: tensor<2x128x256xf16>, %wq: tensor<256x256xf16>, %wk: tensor<256x256xf16>, %wv: tensor<256x256xf16>, %wo: tensor<256x256xf16>, %bq: tensor<256xf16>, %bk: tensor<256xf16>, %bv: tensor<256xf16>, %bo: tensor<256xf16>) -> tensor<2x128x256xf16> {
+  %y = mha.multi_head_attention %x, %x, %x, %wq, %wk, %wv, %wo bias(%bq, %bk, %bv, %bo) {num_heads = 4 : i64}
+         : (tensor<2x128x256xf16>, tensor<2x128x256xf16>, tensor<2x128x256xf16>, tensor<256x256xf16>, tensor<256x256xf16>, tensor<256x256xf16>, tensor<256x256xf16>, tensor<256xf16>, tensor<256xf16>, tensor<256xf16>, tensor<256xf16>) -> tensor<2x128x256xf16>
   return %y : tensor<2x128x256xf16>
 }

@@ -13,6 +13,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 
 #include "mlir/AsmParser/AsmParser.h"
@@ -287,6 +288,24 @@ bool isExtendedMultiplyAdd(Block &block) {
           extended(mul.getRhs(), block.getArgument(0)));
 }
 
+/// Whether `op` extends one tensor to f32 elementwise into an empty one,
+/// reading it through a projection of the output's dims: a bias broadcast.
+bool isBiasBroadcast(linalg::GenericOp op) {
+  if (op.getNumDpsInputs() != 1 || op.getNumDpsInits() != 1 ||
+      !op.hasPureTensorSemantics() || op.getNumReductionLoops() != 0 ||
+      !op.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>() ||
+      !cast<ShapedType>(op.getResult(0).getType()).getElementType().isF32())
+    return false;
+  SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+  if (!maps[1].isIdentity() || !maps[0].isProjectedPermutation() ||
+      !resultDims(maps[0]))
+    return false;
+  Block &body = *op.getBlock();
+  auto ext = dyn_cast<arith::ExtFOp>(body.front());
+  return ext && ext.getIn() == body.getArgument(0) &&
+         cast<linalg::YieldOp>(body.getTerminator()).getOperand(0) == ext;
+}
+
 } // namespace
 
 FailureOr<MMAContraction> mha::matchMMAContraction(Operation *root,
@@ -311,8 +330,11 @@ FailureOr<MMAContraction> mha::matchMMAContraction(Operation *root,
   if (!isExtendedMultiplyAdd(*op.getBlock()))
     return fail("its body must be out + extf(a) * extf(b)");
   auto fill = op.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
-  if (!fill || !matchPattern(fill.getInputs()[0], m_AnyZeroFloat()))
-    return fail("its output must start as a fill with 0");
+  auto broadcast = op.getDpsInits()[0].getDefiningOp<linalg::GenericOp>();
+  bool zero = fill && matchPattern(fill.getInputs()[0], m_AnyZeroFloat());
+  if (!zero && !(broadcast && isBiasBroadcast(broadcast)))
+    return fail("its output must start as a fill with 0 or as a bias "
+                "extended to f32");
   if (!op->hasOneUse())
     return fail("its one user must round its result");
   auto rounding = dyn_cast<linalg::GenericOp>(*op->getUsers().begin());
@@ -381,6 +403,16 @@ FailureOr<MMAContraction> mha::matchMMAContraction(Operation *root,
   if (ranges[gemm.k.back()] % 8 || ranges[gemm.n.back()] % 8)
     return fail("the innermost reduction and output dims must be multiples "
                 "of 8");
+  if (!zero) {
+    // The bias's indices from the loops: through the output's map, then
+    // the broadcast's.
+    gemm.bias = broadcast.getDpsInputs()[0];
+    gemm.biasMap = broadcast.getIndexingMapsArray()[0].compose(maps[2]);
+    for (AffineExpr result : gemm.biasMap.getResults())
+      if (!in(gemm.n, cast<AffineDimExpr>(result).getPosition()))
+        return fail("its bias must vary along output dims of the second "
+                    "input only");
+  }
   return gemm;
 }
 

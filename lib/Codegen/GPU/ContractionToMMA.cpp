@@ -1,7 +1,8 @@
 //===- ContractionToMMA.cpp - Projections as tensor-core GEMM kernels -----===//
 //
-// A linalg contraction of f16 (or bf16) operands accumulated in f32 and
-// rounded back by its one consumer (the projections of a decomposed layer:
+// A linalg contraction of f16 (or bf16) operands accumulated in f32 from 0
+// or from a bias, and rounded back by its one consumer (the projections of a
+// decomposed layer:
 // x[b, s, e] · W[e, h, d] -> [b, h, s, d], the head split in the output's
 // layout, and attn[b, h, s, d] · Wo[h, d, n] -> [b, s, n]) as a GEMM kernel
 // on tensor cores (mha-contraction-to-mma):
@@ -14,7 +15,7 @@
 //         ldmatrix A (x4) and B (x4, .trans), 8 mma.sync per k16 step
 //         barrier
 //       }
-//       round and store the accumulators        // the output's own layout
+//       add the bias, round, store              // the output's own layout
 //     }
 //   }
 //
@@ -129,6 +130,7 @@ FailureOr<Value> mha::lowerContractionToMMA(RewriterBase &rewriter,
     sizeK *= staticRanges[d];
 
   Value a = readBuffer(e, aTensor), b = readBuffer(e, bTensor);
+  Value bias = gemm.bias ? readBuffer(e, gemm.bias) : Value();
   SmallVector<Value> outSizes;
   for (int64_t d = 0; d < outType.getRank(); ++d)
     if (outType.isDynamicDim(d))
@@ -268,7 +270,32 @@ FailureOr<Value> mha::lowerContractionToMMA(RewriterBase &rewriter,
   }
   waitForCopies(e, kLoop.getResults().back());
 
-  // Rounded pairs into the output, through its indexing map.
+  // The bias of the thread's columns n and n + 1 of each output tile (n + 1
+  // differs from n in the last output dim only, whose size is even), read
+  // once for its rows; columns past the last clamped to it (not stored).
+  SmallVector<Value> biasPairs;
+  if (bias)
+    for (int64_t ni = 0; ni < 4; ++ni) {
+      Value n = e.min(e.add(e.add(e.add(firstN, warpN), t2), 8 * ni),
+                      e.index(sizeN - 2));
+      SmallVector<Value> values(op.getNumLoops(), e.index(0));
+      unflatten(e, n, gemm.n, nSizes, values);
+      Value pair = e.zeros(VectorType::get({2}, rewriter.getF32Type()));
+      for (int64_t j = 0; j < 2; ++j) {
+        SmallVector<Value> column = indicesOf(gemm.biasMap, values);
+        for (auto [i, result] : llvm::enumerate(gemm.biasMap.getResults()))
+          if (cast<AffineDimExpr>(result).getPosition() == gemm.n.back())
+            column[i] = e.add(column[i], j);
+        Value element = memref::LoadOp::create(rewriter, loc, bias, column);
+        pair = e.insert(arith::ExtFOp::create(rewriter, loc,
+                                              rewriter.getF32Type(), element),
+                        pair, {j});
+      }
+      biasPairs.push_back(pair);
+    }
+
+  // Rounded pairs (with the bias, in f32) into the output, through its
+  // indexing map.
   AffineMap outMap = maps[2];
   for (int64_t mi = 0; mi < 2; ++mi)
     for (int64_t ni = 0; ni < 4; ++ni)
@@ -285,9 +312,11 @@ FailureOr<Value> mha::lowerContractionToMMA(RewriterBase &rewriter,
         SmallVector<Value> values(op.getNumLoops());
         unflatten(e, m, gemm.m, mSizes, values);
         unflatten(e, n, gemm.n, nSizes, values);
+        Value sums = e.extract(kLoop.getResult(mi * 4 + ni), {r});
+        if (bias)
+          sums = e.fadd(sums, biasPairs[ni]);
         Value pair = arith::TruncFOp::create(
-            rewriter, loc, VectorType::get({2}, element),
-            e.extract(kLoop.getResult(mi * 4 + ni), {r}));
+            rewriter, loc, VectorType::get({2}, element), sums);
         vector::StoreOp::create(rewriter, loc, pair, out,
                                 indicesOf(outMap, values),
                                 /*nontemporal=*/false, llvm::Align(4));

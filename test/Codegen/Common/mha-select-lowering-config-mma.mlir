@@ -126,6 +126,41 @@ func.func @projections(%x: tensor<64x32xf16>, %w: tensor<32x16xf16>, %x32: tenso
 
 // -----
 
+// A projection with its bias (the accumulator starts from the bias extended
+// to f32) gets the GEMM kernel too, which adds the bias in its epilogue.
+// SM80-LABEL: func.func @projection_bias
+// SM80: linalg.generic
+// SM80-NOT: mma
+// SM80: linalg.generic
+// SM80-SAME: mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 4>
+// SIMT-LABEL: func.func @projection_bias
+// SIMT-NOT: mma
+func.func @projection_bias(%x: tensor<64x32xf16>, %w: tensor<32x16xf16>, %bias: tensor<16xf16>) -> tensor<64x16xf16> {
+  %e = tensor.empty() : tensor<64x16xf32>
+  %acc = linalg.generic {indexing_maps = [affine_map<(m, n) -> (n)>, affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]} ins(%bias : tensor<16xf16>) outs(%e : tensor<64x16xf32>) {
+  ^bb0(%in: f16, %o: f32):
+    %0 = arith.extf %in : f16 to f32
+    linalg.yield %0 : f32
+  } -> tensor<64x16xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<64x32xf16>, tensor<32x16xf16>) outs(%acc : tensor<64x16xf32>) {
+  ^bb0(%a: f16, %b: f16, %o: f32):
+    %0 = arith.extf %a : f16 to f32
+    %1 = arith.extf %b : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %o, %2 : f32
+    linalg.yield %3 : f32
+  } -> tensor<64x16xf32>
+  %e16 = tensor.empty() : tensor<64x16xf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<64x16xf32>) outs(%e16 : tensor<64x16xf16>) {
+  ^bb0(%a: f32, %o: f16):
+    %0 = arith.truncf %a : f32 to f16
+    linalg.yield %0 : f16
+  } -> tensor<64x16xf16>
+  return %r : tensor<64x16xf16>
+}
+
+// -----
+
 // The thread-per-row kernel's tiles on a target with a workgroup-memory
 // limit: 32, halved while the estimate of the kernel's workgroup memory
 // exceeds it (f32, 48 KiB: causal d=128 8, d=96 16, d=64 32); the

@@ -103,3 +103,105 @@ func.func @vulkan(%x: tensor<4x8xf16>, %w: tensor<8x16xf16>, %acc: tensor<4x16xf
   return %p : tensor<4x16xf32>
 }
 }
+
+// -----
+
+// The output projection with its bias (attn[b, h, s, d] · Wo[h, d, n] + bo[n]
+// -> [b, s, n]): the accumulator starts from the bias extended to f32, which
+// the kernel adds in the epilogue: the bias of each of the thread's column
+// pairs (n, n + 1) of its 4 output tiles read once (n clamped to the last
+// pair), added to the accumulators of its rows before rounding.
+
+// CHECK-LABEL: func.func @project_out_bias
+// CHECK-SAME:    %[[BO:[a-z0-9]+]]: tensor<64xf16>)
+// CHECK: %[[RES:.+]]:9 = scf.for
+// CHECK: %[[NC:.+]] = arith.minsi %[[N:.+]], %c62 : index
+// (the bias buffer's loads, canonicalized into extracts of its tensor)
+// CHECK: %[[B0:.+]] = tensor.extract %[[BO]][%[[NC]]] : tensor<64xf16>
+// CHECK: %[[E0:.+]] = arith.extf %[[B0]] : f16 to f32
+// CHECK: %[[N1:.+]] = arith.addi %[[NC]], %c1 : index
+// CHECK: %[[B1:.+]] = tensor.extract %[[BO]][%[[N1]]] : tensor<64xf16>
+// CHECK: %[[E1:.+]] = arith.extf %[[B1]] : f16 to f32
+// CHECK: %[[PAIR:.+]] = vector.from_elements %[[E0]], %[[E1]] : vector<2xf32>
+// CHECK-COUNT-3: vector.from_elements
+// CHECK: scf.if
+// CHECK: %[[ACC:.+]] = vector.extract %[[RES]]#0[0] : vector<2xf32> from vector<2x2xf32>
+// CHECK: %[[SUM:.+]] = arith.addf %[[ACC]], %[[PAIR]] : vector<2xf32>
+// CHECK: %[[ROUNDED:.+]] = arith.truncf %[[SUM]] : vector<2xf32> to vector<2xf16>
+// CHECK: vector.store %[[ROUNDED]], %{{.+}}[%{{.+}}, %{{.+}}, %[[N]]]
+// CHECK-NOT: tensor.extract
+// CHECK-NOT: linalg.generic
+module attributes {mha.target = #mha.target<kind = cuda, chip = "sm_80">} {
+func.func @project_out_bias(%attn: tensor<2x2x40x32xf16>, %w: tensor<2x32x64xf16>, %bo: tensor<64xf16>) -> tensor<2x40x64xf16> {
+  %e = tensor.empty() : tensor<2x40x64xf32>
+  %acc = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%bo : tensor<64xf16>) outs(%e : tensor<2x40x64xf32>) {
+  ^bb0(%in: f16, %o: f32):
+    %0 = arith.extf %in : f16 to f32
+    linalg.yield %0 : f32
+  } -> tensor<2x40x64xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d2, d1, d3)>, affine_map<(d0, d1, d2, d3, d4) -> (d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4)>], iterator_types = ["parallel", "parallel", "reduction", "reduction", "parallel"]} ins(%attn, %w : tensor<2x2x40x32xf16>, tensor<2x32x64xf16>) outs(%acc : tensor<2x40x64xf32>) attrs = {mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 4>} {
+  ^bb0(%a: f16, %b: f16, %o: f32):
+    %0 = arith.extf %a : f16 to f32
+    %1 = arith.extf %b : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %o, %2 : f32
+    linalg.yield %3 : f32
+  } -> tensor<2x40x64xf32>
+  %e16 = tensor.empty() : tensor<2x40x64xf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%p : tensor<2x40x64xf32>) outs(%e16 : tensor<2x40x64xf16>) {
+  ^bb0(%a: f32, %o: f16):
+    %0 = arith.truncf %a : f32 to f16
+    linalg.yield %0 : f16
+  } -> tensor<2x40x64xf16>
+  return %r : tensor<2x40x64xf16>
+}
+}
+
+// -----
+
+// An accumulator that starts from anything else, or a "bias" that varies
+// along the rows (M), is not the kernel's.
+
+module attributes {mha.target = #mha.target<kind = cuda, chip = "sm_80">} {
+func.func @acc_argument(%x: tensor<64x32xf16>, %w: tensor<32x64xf16>, %acc: tensor<64x64xf32>) -> tensor<64x64xf32> {
+  // expected-error @below {{cannot run as the tensor-core GEMM kernel: its output must start as a fill with 0 or as a bias extended to f32}}
+  %p = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<64x32xf16>, tensor<32x64xf16>) outs(%acc : tensor<64x64xf32>) attrs = {mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 4>} {
+  ^bb0(%a: f16, %b: f16, %o: f32):
+    %0 = arith.extf %a : f16 to f32
+    %1 = arith.extf %b : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %o, %2 : f32
+    linalg.yield %3 : f32
+  } -> tensor<64x64xf32>
+  return %p : tensor<64x64xf32>
+}
+}
+
+// -----
+
+module attributes {mha.target = #mha.target<kind = cuda, chip = "sm_80">} {
+func.func @row_bias(%x: tensor<64x32xf16>, %w: tensor<32x64xf16>, %bias: tensor<64xf16>) -> tensor<64x64xf16> {
+  %e = tensor.empty() : tensor<64x64xf32>
+  %acc = linalg.generic {indexing_maps = [affine_map<(m, n) -> (m)>, affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]} ins(%bias : tensor<64xf16>) outs(%e : tensor<64x64xf32>) {
+  ^bb0(%in: f16, %o: f32):
+    %0 = arith.extf %in : f16 to f32
+    linalg.yield %0 : f32
+  } -> tensor<64x64xf32>
+  // expected-error @below {{cannot run as the tensor-core GEMM kernel: its bias must vary along output dims of the second input only}}
+  %p = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<64x32xf16>, tensor<32x64xf16>) outs(%acc : tensor<64x64xf32>) attrs = {mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 4>} {
+  ^bb0(%a: f16, %b: f16, %o: f32):
+    %0 = arith.extf %a : f16 to f32
+    %1 = arith.extf %b : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %o, %2 : f32
+    linalg.yield %3 : f32
+  } -> tensor<64x64xf32>
+  %e16 = tensor.empty() : tensor<64x64xf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<64x64xf32>) outs(%e16 : tensor<64x64xf16>) {
+  ^bb0(%a: f32, %o: f16):
+    %0 = arith.truncf %a : f32 to f16
+    linalg.yield %0 : f16
+  } -> tensor<64x64xf16>
+  return %r : tensor<64x64xf16>
+}
+}

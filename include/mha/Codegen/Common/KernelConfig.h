@@ -50,14 +50,20 @@ std::string mmaAttentionUnsupported(Operation *op, TargetAttr target);
 /// A contraction the tensor-core GEMM kernel (mha-contraction-to-mma)
 /// computes: its iteration dims grouped as M (first input and output), N
 /// (second input and output) and K (reductions), each in its input's memory
-/// order, and the elementwise op that rounds its f32 result.
+/// order, the elementwise op that rounds its f32 result, and the bias its
+/// accumulator starts from (none: from 0) with the map from the iteration
+/// dims to its indices (N dims only).
 struct MMAContraction {
   Operation *rounding;
   SmallVector<unsigned> m, n, k;
+  Value bias;
+  AffineMap biasMap;
 };
 
 /// `op` as such a contraction: a linalg.generic computing out + extf(a) ·
-/// extf(b) of f16 (or bf16) inputs from a zero fill, whose one user rounds
+/// extf(b) of f16 (or bf16) inputs from a zero fill or from a bias
+/// broadcast along M (an elementwise extf of a tensor indexed by output
+/// dims of the second input: a projection's bias), whose one user rounds
 /// it back elementwise, without batch dims, its inputs' and output's
 /// innermost dims the last reduction (first input) and the last output dim
 /// of the second (multiples of 8, static with every reduction and
