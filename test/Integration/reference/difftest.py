@@ -5,7 +5,7 @@ the independent numpy reference (through check_mha.py).
 
     difftest.py --mha-run BIN [--mha-aot BIN] --workdir DIR
                 [--seed S] [--count N | --minutes M]
-                [--targets loops,cpu,vulkan,aot] [--no-minimize]
+                [--targets loops,cpu,vulkan,mma,aot] [--no-minimize]
 
 A trial is one configuration (the layer, or with core=1 one mha.attention:
 B, Sq, Sk drawn as 1, around the tile sizes in use +-1, or long; E, H, Hkv
@@ -20,8 +20,11 @@ rotary), the layer's weights prepared once
 one target
 drawn for it: `loops`, `cpu` with drawn options (query/key tile sizes,
 register tiles, chunk, panel reduction, openmp on/off, raise-attention),
-`vulkan` (static shapes; its tile sizes) or an `mha-aot` executable of
-`cpu`; on 1, 2 or more threads than cores, with
+`vulkan` (static shapes; its tile sizes), `mma` (the CUDA pipeline's
+tensor-core kernels run on the Vulkan device with their tensor-core ops
+emulated, `vulkan{emulate-tensor-cores}`: static shapes, f16, head dims
+mostly multiples of 16, query tiles of whole warps) or an `mha-aot`
+executable of `cpu`; on 1, 2 or more threads than cores, with
 threaded runs repeated (`--repeat`: every call bitwise equal to the first,
 since races are intermittent). Results must match the reference at the
 suite's tolerances (f32 1e-4; f16 2e-3/1e-2; bf16 2e-2/3e-2).
@@ -48,9 +51,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 CHECK = os.path.join(HERE, "check_mha.py")
 TOLERANCES = {"f32": ("1e-4", "1e-4"), "f16": ("2e-3", "1e-2"),
               "bf16": ("2e-2", "3e-2")}
-TARGETS = ["loops", "cpu", "vulkan", "aot"]
+TARGETS = ["loops", "cpu", "vulkan", "mma", "aot"]
 # How often each target is drawn (the cpu pipeline has the most options).
-WEIGHTS = {"loops": 1, "cpu": 5, "vulkan": 2, "aot": 1}
+WEIGHTS = {"loops": 1, "cpu": 5, "vulkan": 2, "mma": 1, "aot": 1}
 
 
 def lengths_around(rng, tile, long_ok):
@@ -75,6 +78,15 @@ def draw_target(rng, targets):
     if target == "vulkan":
         q, kv = rng.choice([16, 32, 64]), rng.choice([8, 16, 32, 64])
         options = [f"q-tile-size={q}", f"kv-tile-size={kv}"]
+        return target, "vulkan{" + " ".join(options) + "}", q, kv
+    if target == "mma":
+        # The rule's tiles (64 rows over 4 warps, 64 keys), or drawn ones:
+        # whole warps of 16 rows, key blocks of 16 to 64.
+        options = ["emulate-tensor-cores"]
+        q, kv = 64, 64
+        if rng.random() < 0.5:
+            q, kv = rng.choice([16, 32, 64]), rng.choice([16, 32, 64])
+            options += [f"q-tile-size={q}", f"kv-tile-size={kv}"]
         return target, "vulkan{" + " ".join(options) + "}", q, kv
     # cpu, or cpu ahead of time.
     options = []
@@ -197,10 +209,28 @@ def draw_features(rng, c, core):
 
 def draw_trial(rng, targets, long_ok, repeat, thread_counts):
     target, pipeline, q_tile, kv_tile = draw_target(rng, targets)
-    config = draw_config(rng, q_tile, kv_tile, static=target == "vulkan",
-                         long_ok=long_ok)
+    config = draw_config(rng, q_tile, kv_tile,
+                         static=target in ("vulkan", "mma"), long_ok=long_ok)
     if target == "vulkan" and config["dtype"] == "bf16":
         config["dtype"] = "f16"  # Vulkan kernels take f32 and f16.
+    if target == "mma":
+        # f16 (the emulation takes no bf16), head dims the tensor-core
+        # kernels take in most trials (the others run on the thread-per-row
+        # kernels, as on CUDA).
+        config["dtype"] = "f16"
+        if rng.random() < 0.8:
+            config["dk"] = rng.choice([16, 32, 48, 64])
+            config["dv"] = rng.choice([config["dk"], 8, 24, 40])
+            config.pop("rotary_dim", None)  # drawn for the old dk
+        if rng.random() < 0.7:
+            # What the attention kernel does not take (it would run on the
+            # thread-per-row kernel), left out of most trials.
+            for key in ("mask", "mask_shape", "masked_row", "key_lengths",
+                        "softcap", "window_left", "window_right",
+                        "key_transposed", "kv_cache"):
+                config.pop(key, None)
+            if not config["causal"]:
+                config.pop("causal_offset", None)  # drawn for a window
     # Weights prepared once (the CPU pipelines' NAME_prepare and
     # NAME_prepared), or constants in the IR (packed at compile time).
     if target in ("cpu", "loops", "aot") and not config.get("core"):
@@ -242,8 +272,11 @@ def command(args, trial, workdir):
 
 # Documented limits a pipeline refuses with an error that names them: a
 # trial past one is REFUSED, neither OK nor FAILED. Lavapipe's loop limit
-# (mha-check-kernel-loop-iterations) depends on lengths and tiles together.
-REFUSALS = ["loop iterations, more than the 65535 the target runs"]
+# (mha-check-kernel-loop-iterations) depends on lengths and tiles together;
+# CUDA's 48 KiB of workgroup memory (mha-check-workgroup-memory, in `mma`
+# trials) on the drawn tiles of the thread-per-row kernels.
+REFUSALS = ["loop iterations, more than the 65535 the target runs",
+            "(max_workgroup_memory): give smaller tiles"]
 
 
 def run(args, trial, workdir):
@@ -358,7 +391,7 @@ def main():
     parser.add_argument("--count", type=int, default=20)
     parser.add_argument("--minutes", type=float,
                         help="run a campaign this long instead of --count")
-    parser.add_argument("--targets", default="loops,cpu,vulkan,aot")
+    parser.add_argument("--targets", default="loops,cpu,vulkan,mma,aot")
     parser.add_argument("--long", action="store_true",
                         help="also draw long sequences (300-1100)")
     parser.add_argument("--threads", default="1,2,2,4,8",
