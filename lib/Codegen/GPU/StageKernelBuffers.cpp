@@ -2,8 +2,9 @@
 //--===//
 //
 // For targets whose kernels cannot read host memory: each host buffer a
-// gpu.launch uses copied into device memory around it, back only when the
-// kernel may write it (mha-stage-kernel-buffers).
+// gpu.launch uses copied into device memory around it (in only when it holds
+// something before the launch), back only when the kernel may write it
+// (mha-stage-kernel-buffers).
 //
 //===----------------------------------------------------------------------===//
 
@@ -64,6 +65,63 @@ static Operation *allocationOf(Value value) {
   }
 }
 
+/// Whether nothing reads or writes `host`'s allocation before `launch`: a
+/// buffer allocated (in the launch's block) for what the kernel computes,
+/// whose contents are undefined until then, so that copying them in would
+/// move bytes for nothing.
+static bool isUninitializedAt(Value host, gpu::LaunchOp launch) {
+  Operation *alloc = allocationOf(host);
+  if (!isa_and_present<memref::AllocOp, memref::AllocaOp>(alloc) ||
+      alloc->getBlock() != launch->getBlock())
+    return false;
+  SmallVector<Value> worklist = {alloc->getResult(0)};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (Operation *user : value.getUsers()) {
+      if (user == launch || launch->isProperAncestor(user) ||
+          isa<memref::DimOp>(user))
+        continue;
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user);
+          view && view.getViewSource() == value) {
+        worklist.push_back(view.getViewDest());
+        continue;
+      }
+      Operation *at = launch->getBlock()->findAncestorOpInBlock(*user);
+      if (!at || at->isBeforeInBlock(launch))
+        return false;
+    }
+  }
+  return true;
+}
+
+/// Whether `host` is only read, by the host and every kernel: one device copy
+/// then serves all the launches of a block (the layer's input, read by the
+/// Q, K and V projections).
+static bool isReadOnly(Value host) {
+  SmallVector<Value> worklist = {host};
+  while (!worklist.empty()) {
+    Value value = worklist.pop_back_val();
+    for (OpOperand &use : value.getUses()) {
+      Operation *user = use.getOwner();
+      if (auto launch = dyn_cast<gpu::LaunchOp>(user->getParentOp());
+          launch && launch.getBody().isAncestor(user->getParentRegion()))
+        continue; // checked per launch, through mayWriteInside
+      if (auto view = dyn_cast<ViewLikeOpInterface>(user);
+          view && view.getViewSource() == value) {
+        worklist.push_back(view.getViewDest());
+        continue;
+      }
+      if (user->getParentOfType<gpu::LaunchOp>())
+        continue;
+      auto effects = dyn_cast<MemoryEffectOpInterface>(user);
+      if (!effects || effects.getEffectOnValue<MemoryEffects::Write>(value) ||
+          effects.getEffectOnValue<MemoryEffects::Free>(value))
+        return false;
+    }
+  }
+  return true;
+}
+
 LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
   // Buffers only kernels use (the projections' outputs, read by the
   // attention kernel) live in device memory from the start: no copies.
@@ -92,6 +150,18 @@ LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
 
   SmallVector<gpu::LaunchOp> launches;
   root->walk([&](gpu::LaunchOp launch) { launches.push_back(launch); });
+  // Host buffers no kernel writes, each with the launches that read it.
+  DenseMap<Value, int64_t> readers, writers;
+  for (gpu::LaunchOp launch : launches) {
+    SetVector<Value> captured;
+    getUsedValuesDefinedAbove(launch.getBody(), captured);
+    for (Value host : captured)
+      if (isa<MemRefType>(host.getType()))
+        ++(mayWriteInside(host, launch.getBody()) ? writers : readers)[host];
+  }
+  // The device copy of such a buffer already made for a launch of the same
+  // block, and the op freeing it (moved after each launch that reuses it).
+  DenseMap<std::pair<Block *, Value>, std::pair<Value, Operation *>> copies;
   for (gpu::LaunchOp launch : launches) {
     if (launch.getAsyncToken() || !launch.getAsyncDependencies().empty())
       return launch.emitOpError()
@@ -112,6 +182,19 @@ LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
                << " of a host buffer; device copies are made of whole "
                   "buffers of identity layout";
       bool written = mayWriteInside(host, launch.getBody());
+      bool shared = !written && !writers.count(host) &&
+                    readers.lookup(host) > 1 && isReadOnly(host);
+      if (shared) {
+        auto it = copies.find({launch->getBlock(), host});
+        if (it != copies.end()) {
+          Value device = it->second.first;
+          rewriter.replaceUsesWithIf(host, device, [&](OpOperand &use) {
+            return launch->isProperAncestor(use.getOwner());
+          });
+          rewriter.moveOpAfter(it->second.second, launch);
+          continue;
+        }
+      }
       rewriter.setInsertionPoint(launch);
       SmallVector<Value> sizes;
       for (int64_t d = 0; d < type.getRank(); ++d)
@@ -120,13 +203,17 @@ LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
       Value device = gpu::AllocOp::create(rewriter, loc, type, Type(),
                                           ValueRange(), sizes, ValueRange())
                          .getMemref();
-      gpu::MemcpyOp::create(rewriter, loc, Type(), ValueRange(), device, host);
+      if (!isUninitializedAt(host, launch))
+        gpu::MemcpyOp::create(rewriter, loc, Type(), ValueRange(), device,
+                              host);
       rewriter.replaceUsesWithIf(host, device, [&](OpOperand &use) {
         return launch->isProperAncestor(use.getOwner());
       });
       rewriter.setInsertionPointAfter(launch);
       auto free = gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange(),
                                          device);
+      if (shared)
+        copies[{launch->getBlock(), host}] = {device, free};
       if (written) {
         rewriter.setInsertionPoint(free);
         gpu::MemcpyOp::create(rewriter, loc, Type(), ValueRange(), host,

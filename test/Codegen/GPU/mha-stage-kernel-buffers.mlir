@@ -100,3 +100,79 @@ func.func @device_resident(%out: memref<8xf32>, %x: f32) {
   memref.dealloc %tmp : memref<8xf32>
   return
 }
+
+// -----
+
+// A host buffer allocated for what the kernel computes (a result): nothing
+// is in it before the launch, so it is not copied in, only back out. One the
+// host writes first is copied in.
+
+// CHECK-LABEL: func.func @fresh_result
+// CHECK: %[[RES:.+]] = memref.alloc() : memref<8xf32>
+// CHECK: %[[PRE:.+]] = memref.alloc() : memref<8xf32>
+// CHECK: memref.store %{{.+}}, %[[PRE]]
+// CHECK: %[[DPRE:.+]] = gpu.alloc  () : memref<8xf32>
+// CHECK-NEXT: gpu.memcpy  %[[DPRE]], %[[PRE]] :
+// CHECK-NEXT: %[[DRES:.+]] = gpu.alloc  () : memref<8xf32>
+// CHECK-NEXT: gpu.launch
+// CHECK: memref.store %{{.+}}, %[[DRES]]
+// CHECK-DAG: gpu.memcpy  %[[RES]], %[[DRES]] :
+// CHECK-DAG: gpu.memcpy  %[[PRE]], %[[DPRE]] :
+// CHECK: return %[[RES]], %[[PRE]]
+func.func @fresh_result(%x: f32) -> (memref<8xf32>, memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %res = memref.alloc() : memref<8xf32>
+  %pre = memref.alloc() : memref<8xf32>
+  memref.store %x, %pre[%c0] : memref<8xf32>
+  gpu.launch blocks(%b, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%i, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {
+    %y = memref.load %pre[%c0] : memref<8xf32>
+    memref.store %y, %res[%i] : memref<8xf32>
+    memref.store %y, %pre[%i] : memref<8xf32>
+    gpu.terminator
+  }
+  return %res, %pre : memref<8xf32>, memref<8xf32>
+}
+
+// -----
+
+// A host buffer that nothing writes, read by several launches of a block
+// (a layer's input, read by each projection): one device copy for all of
+// them, freed after the last. One a kernel writes is copied around each
+// launch.
+
+// CHECK-LABEL: func.func @shared_input
+// CHECK-SAME: (%[[X:.+]]: memref<8xf32>, %[[Y:.+]]: memref<8xf32>, %[[OUT:.+]]: memref<8xf32>)
+// CHECK: %[[DX:.+]] = gpu.alloc  () : memref<8xf32>
+// CHECK-NEXT: gpu.memcpy  %[[DX]], %[[X]] :
+// CHECK: gpu.launch
+// CHECK: memref.load %[[DX]]
+// CHECK-NOT: gpu.memcpy  %{{.+}}, %[[X]] :
+// CHECK-NOT: gpu.dealloc  %[[DX]] :
+// CHECK: gpu.launch
+// CHECK: memref.load %[[DX]]
+// CHECK: gpu.terminator
+// CHECK: gpu.dealloc  %[[DX]] :
+// CHECK-NOT: gpu.dealloc  %[[DX]] :
+// CHECK: return
+func.func @shared_input(%x: memref<8xf32>, %y: memref<8xf32>, %out: memref<8xf32>) {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  gpu.launch blocks(%b, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%i, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {
+    %v = memref.load %x[%i] : memref<8xf32>
+    memref.store %v, %y[%i] : memref<8xf32>
+    gpu.terminator
+  }
+  gpu.launch blocks(%b, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%i, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {
+    %v = memref.load %x[%i] : memref<8xf32>
+    %w = memref.load %y[%i] : memref<8xf32>
+    %s = arith.addf %v, %w : f32
+    memref.store %s, %out[%i] : memref<8xf32>
+    gpu.terminator
+  }
+  return
+}

@@ -175,9 +175,14 @@ def MHAStageKernelBuffersPass : Pass<"mha-stage-kernel-buffers"> {
     and used inside it is copied into a `gpu.alloc` of its run-time sizes
     with `gpu.memcpy` before the launch, the kernel uses the copy, and after
     the launch the copy is written back (only when the kernel may write it:
-    stores, or ops of unknown effects, through views too) and freed. The
-    ops are synchronous; `gpu-async-region` then chains them on a stream.
-    Dynamic sizes work. Buffers must have identity layouts (whole buffers).
+    stores, or ops of unknown effects, through views too) and freed. A
+    buffer allocated in the launch's block that nothing touches before the
+    launch (a result) is not copied in: its contents are undefined. A buffer
+    that neither the host nor any kernel writes, read by several launches of
+    one block (a layer's input, read by each projection), is copied once and
+    freed after the last of them. The ops are synchronous;
+    `gpu-async-region` then chains them on a stream. Dynamic sizes work.
+    Buffers must have identity layouts (whole buffers).
   }];
   let dependentDialects = [
     "::mlir::gpu::GPUDialect",
