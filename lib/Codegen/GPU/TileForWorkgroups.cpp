@@ -87,7 +87,14 @@ LogicalResult mha::tileForWorkgroups(RewriterBase &rewriter, Operation *root,
         }))
       roots.push_back(op);
   });
+  MLIRContext *ctx = root->getContext();
   for (linalg::LinalgOp op : llvm::reverse(roots)) {
+    // What nothing uses (the initial value of a contraction the tensor-core
+    // kernels replaced) is no kernel.
+    if (op->use_empty()) {
+      rewriter.eraseOp(op);
+      continue;
+    }
     SmallVector<int64_t> ranges = op.getStaticLoopRanges();
     SmallVector<unsigned> parallel;
     for (auto [i, iterator] : llvm::enumerate(op.getIteratorTypesArray()))
@@ -108,8 +115,9 @@ LogicalResult mha::tileForWorkgroups(RewriterBase &rewriter, Operation *root,
     FailureOr<Operation *> loop = tileAndFuseIntoForall(rewriter, op, tiles);
     if (failed(loop))
       return op.emitOpError() << "could not be tiled into workgroups";
+    // `op` is gone: replaced by the loop.
     auto forall = cast<scf::ForallOp>(*loop);
-    forall.setMappingAttr(workgroupMapping(op.getContext(), forall.getRank()));
+    forall.setMappingAttr(workgroupMapping(ctx, forall.getRank()));
     if (depth <= 0)
       continue;
     SmallVector<linalg::LinalgOp> reductions;
