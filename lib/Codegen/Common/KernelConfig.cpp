@@ -441,12 +441,8 @@ std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target) {
     return "it takes no mask operand";
   if (attention.getKeyTransposed())
     return "it needs the keys in their default layout, not key_transposed";
-  if (attention.getKeyLengths())
-    return "it takes no key_lengths operand";
-  if (attention.getSoftcapAttr())
-    return "it has no softcap";
-  if (attention.getWindowLeftAttr() || attention.getWindowRightAttr())
-    return "it has no sliding window";
+  if (attention.getKeyOffset())
+    return "it takes no key_offset (a block of keys of a larger op)";
   int64_t dk = attention.getQuery().getType().getDimSize(3);
   int64_t dv = attention.getValue().getType().getDimSize(3);
   if (ShapedType::isDynamic(dk) || dk % 16 || dk > 256)

@@ -65,14 +65,14 @@ using namespace mlir::mha::detail;
 /// Starts copying the key block at `firstKey` of head `head` of `source`
 /// ([B, H, S, width] in device memory) into the shared `tile` ([keys,
 /// width + padding]), by all threads of the workgroup, 16 bytes each per
-/// step (cp.async, through L2 only); keys past the last are zero-filled
-/// (their scores are masked). Returns the group to wait for. A thread left
-/// over in the last step copies a chunk another thread copies too (the same
-/// bytes).
+/// step (cp.async, through L2 only); keys from `validKeys` on (past the
+/// last, or past the batch's length) are zero-filled (their scores are
+/// masked). Returns the group to wait for. A thread left over in the last
+/// step copies a chunk another thread copies too (the same bytes).
 static Value startTileCopy(Emitter &e, Value bIdx, Value thread,
                            int64_t threads, Value source, Value head,
-                           Value firstKey, Value keys, Value tile,
-                           int64_t width) {
+                           Value firstKey, Value keys, Value validKeys,
+                           Value tile, int64_t width) {
   int64_t tileKeys = cast<MemRefType>(tile.getType()).getDimSize(0);
   int64_t chunksPerRow = width / 8, chunks = tileKeys * chunksPerRow;
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(e.b.getContext());
@@ -85,7 +85,7 @@ static Value startTileCopy(Emitter &e, Value bIdx, Value thread,
     Value row = e.div(chunk, chunksPerRow);
     Value col = e.mul(e.rem(chunk, chunksPerRow), 8);
     Value key = e.add(firstKey, row);
-    Value inRange = e.cmp(arith::CmpIPredicate::slt, key, keys);
+    Value inRange = e.cmp(arith::CmpIPredicate::slt, key, validKeys);
     Value elements = e.select(inRange, e.index(8), e.index(0));
     tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
         e.b, e.loc, tokenType, tile, ValueRange{row, col}, source,
@@ -146,9 +146,22 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   Value out = memref::AllocOp::create(
       rewriter, loc, MemRefType::get(oType.getShape(), element),
       dynamicSizes);
-  Value offset =
-      op.getCausal() ? op.getCausalOffsetOrDefault(rewriter) : Value();
-  double scaleLog2e = op.getScaleOrDefault() * M_LOG2E;
+  // Which keys a query sees besides Sk: per-batch lengths, causal and the
+  // windows, relative to the diagonal (built here, on the host).
+  KeyVisibility visibility = op.getKeyVisibility(rewriter);
+  Value lengths =
+      visibility.keyLengths ? readBuffer(e, visibility.keyLengths) : Value();
+  bool causal = op.getCausal();
+  // The right bound of a row's keys relative to its diagonal (causal: 0),
+  // and the left one (window_left).
+  std::optional<int64_t> rightBound =
+      causal ? std::optional<int64_t>(0) : visibility.windowRight;
+  std::optional<int64_t> leftBound = visibility.windowLeft;
+  std::optional<double> softcap = op.getSoftcapValue();
+  double scale = op.getScaleOrDefault();
+  // exp2 of scores in base 2: the scale folded in, unless the cap already
+  // applied it.
+  double scoreFactor = softcap ? M_LOG2E : scale * M_LOG2E;
 
   auto workgroups = scf::ForallOp::create(
       rewriter, loc,
@@ -165,7 +178,6 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   Value bIdx = workgroups.getInductionVar(0),
         hIdx = workgroups.getInductionVar(1),
         firstRow = workgroups.getInductionVar(2);
-  bool causal = op.getCausal();
   if (causal) {
     // The query tiles in reverse: with a causal mask the last ones see the
     // most keys, and workgroups start in grid order, so the longest run
@@ -203,6 +215,16 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   Value rows[2] = {e.add(warpRow, g), e.add(e.add(warpRow, g), 8)};
   Value lastQuery = e.add(queries, -1);
   Value t2 = e.mul(t, 2);
+  // The batch's key length (its keys past it are invisible) and diagonal.
+  Value length, validKeys = keys, diagonal = visibility.diagonal;
+  if (lengths) {
+    Value stored = memref::LoadOp::create(rewriter, loc, lengths, bIdx);
+    length = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(),
+                                        stored);
+    validKeys = e.max(e.min(length, keys), e.index(0));
+    if (diagonal)
+      diagonal = e.add(diagonal, length);
+  }
   // ldmatrix: lane l gives the address of row l % 8 of matrix l / 8.
   Value matrix = e.div(lane, 8), matrixRow = e.rem(lane, 8);
 
@@ -232,13 +254,21 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     qFrags.push_back(frag);
   }
 
-  // The keys the workgroup's rows may see: all, or up to the causal
-  // diagonal of its last row. The same for all its warps: they stage the
-  // tiles together, between barriers.
-  Value keyEnd = keys;
-  if (causal) {
+  // The keys the workgroup's rows may see: the batch's valid ones, up to
+  // the right bound of its last row and from the left bound of its first
+  // (whole blocks). The same for all its warps: they stage the tiles
+  // together, between barriers.
+  Value keyEnd = validKeys, keyStart = e.index(0);
+  if (rightBound) {
     Value lastRow = e.min(e.add(firstRow, rowsPerBlock - 1), lastQuery);
-    keyEnd = e.max(e.min(e.add(e.add(lastRow, offset), 1), keys), e.index(0));
+    keyEnd =
+        e.max(e.min(e.add(e.add(lastRow, diagonal), *rightBound + 1), keyEnd),
+              e.index(0));
+  }
+  if (leftBound) {
+    Value left =
+        e.max(e.add(e.add(firstRow, diagonal), -*leftBound), e.index(0));
+    keyStart = e.mul(e.div(left, blockKeys), blockKeys);
   }
   int64_t scoreTiles = blockKeys / 8, outTiles = dv / 8;
   auto scoresType = VectorType::get({scoreTiles, 2, 2}, f32);
@@ -249,19 +279,21 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   // use (FlashAttention-2's order): V_j's copy runs during S_j = Q K_jᵀ,
   // K_{j+1}'s during the softmax and P V_j. The first K block starts here.
   int64_t threads = 32 * warps;
+  // Rows past the batch's valid keys are zero-filled too: a KV cache's rows
+  // past its length hold anything (NaN: 0 · NaN in P V would be NaN).
   auto startCopy = [&](Value source, Value firstKey, Value tile,
                        int64_t width) {
     return startTileCopy(e, bIdx, thread, threads, source, kvHead, firstKey,
-                         keys, tile, width);
+                         keys, validKeys, tile, width);
   };
-  Value firstK = startCopy(k, e.index(0), kTile, dk);
+  Value firstK = startCopy(k, keyStart, kTile, dk);
   // Iteration arguments: the row max and the thread's part of the row sum,
   // one accumulator fragment per output tile, the copy of the next K block.
   SmallVector<Value> inits = {initMax, e.zeros(rowType)};
   for (int64_t nd = 0; nd < outTiles; ++nd)
     inits.push_back(e.zeros(cType));
   inits.push_back(firstK);
-  auto keyLoop = scf::ForOp::create(rewriter, loc, e.index(0), keyEnd,
+  auto keyLoop = scf::ForOp::create(rewriter, loc, keyStart, keyEnd,
                                     e.index(blockKeys), inits);
   {
     OpBuilder::InsertionGuard guard(rewriter);
@@ -304,15 +336,33 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     gpu::BarrierOp::create(rewriter, loc);
     Value nextK = startCopy(k, e.add(kb, blockKeys), kTile, dk);
 
-    // Masks, on the blocks that need them: past the last key, or across
-    // the causal diagonal of the warp's first row.
+    // The cap (c · tanh(s · scale / c)), before any mask.
+    if (softcap) {
+      Value inner = e.f32(scale / *softcap), outer = e.f32(*softcap);
+      for (int64_t n = 0; n < scoreTiles; ++n)
+        for (int64_t r = 0; r < 2; ++r)
+          for (int64_t j = 0; j < 2; ++j) {
+            Value x = e.extract(scores, {n, r, j});
+            Value capped = e.fmul(
+                outer, math::TanhOp::create(rewriter, loc, e.fmul(x, inner)));
+            scores = e.insert(capped, scores, {n, r, j});
+          }
+    }
+
+    // Masks, on the blocks that need them: past the batch's last key,
+    // across the right bound of the warp's first row or the left bound of
+    // its last.
     Value blockEnd = e.add(kb, blockKeys);
-    Value needsMask = e.cmp(arith::CmpIPredicate::sgt, blockEnd, keys);
-    if (causal)
-      needsMask = arith::OrIOp::create(
-          rewriter, loc, needsMask,
-          e.cmp(arith::CmpIPredicate::sgt, e.add(blockEnd, -1),
-                e.add(warpRow, offset)));
+    Value needsMask = e.cmp(arith::CmpIPredicate::sgt, blockEnd, validKeys);
+    auto orMask = [&](Value c) {
+      needsMask = arith::OrIOp::create(rewriter, loc, needsMask, c);
+    };
+    if (rightBound)
+      orMask(e.cmp(arith::CmpIPredicate::sgt, e.add(blockEnd, -1),
+                   e.add(e.add(warpRow, diagonal), *rightBound)));
+    if (leftBound)
+      orMask(e.cmp(arith::CmpIPredicate::slt, kb,
+                   e.add(e.add(e.add(warpRow, 15), diagonal), -*leftBound)));
     auto ifMask = scf::IfOp::create(rewriter, loc, scoresType, needsMask,
                                     /*withElseRegion=*/true);
     {
@@ -324,11 +374,11 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
           for (int64_t j = 0; j < 2; ++j) {
             Value col = e.add(e.add(kb, t2), 8 * n + j);
             Value visible = e.cmp(arith::CmpIPredicate::slt, col, keys);
-            if (causal)
+            if (visibility.restricts())
               visible = arith::AndIOp::create(
                   rewriter, loc, visible,
-                  e.cmp(arith::CmpIPredicate::sle, col,
-                        e.add(rows[r], offset)));
+                  buildKeyVisible(rewriter, loc, visibility, length, rows[r],
+                                  col));
             masked = e.insert(
                 e.select(visible, e.extract(masked, {n, r, j}), negInf),
                 masked, {n, r, j});
@@ -339,10 +389,11 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     }
     scores = ifMask.getResult(0);
 
-    // Online softmax in base 2: scores scaled by scale·log2(e).
-    Value scale = vector::BroadcastOp::create(rewriter, loc, scoresType,
-                                              e.f32(scaleLog2e));
-    scores = e.fmul(scores, scale);
+    // Online softmax in base 2: scores scaled by scale·log2(e) (log2(e)
+    // after a cap).
+    Value factor = vector::BroadcastOp::create(rewriter, loc, scoresType,
+                                               e.f32(scoreFactor));
+    scores = e.fmul(scores, factor);
     Value newMax = rowMax, alpha = rowMax, useMax[2];
     for (int64_t r = 0; r < 2; ++r) {
       Value m = negInf;

@@ -67,27 +67,9 @@ func.func @no_warps(%q: tensor<1x2x8x64xf16>) -> tensor<1x2x8x64xf16> {
 
 // -----
 
-func.func @key_lengths(%q: tensor<2x2x8x64xf16>, %len: tensor<2xi32>) -> tensor<2x2x8x64xf16> {
+func.func @key_offset(%q: tensor<2x2x8x64xf16>, %len: tensor<2xi32>, %off: index) -> tensor<2x2x8x64xf16> {
   %i = tensor.empty() : tensor<2x2x8x64xf16>
-  // expected-error @below {{cannot compute this op: it takes no key_lengths operand}}
-  %o = mha.attention ins(%q, %q, %q : tensor<2x2x8x64xf16>, tensor<2x2x8x64xf16>, tensor<2x2x8x64xf16>) key_lengths(%len : tensor<2xi32>) outs(%i : tensor<2x2x8x64xf16>) {mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 4>} -> tensor<2x2x8x64xf16>
+  // expected-error @below {{cannot compute this op: it takes no key_offset (a block of keys of a larger op)}}
+  %o = mha.attention ins(%q, %q, %q : tensor<2x2x8x64xf16>, tensor<2x2x8x64xf16>, tensor<2x2x8x64xf16>) key_lengths(%len : tensor<2xi32>) key_offset(%off) outs(%i : tensor<2x2x8x64xf16>) {mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 4>} -> tensor<2x2x8x64xf16>
   return %o : tensor<2x2x8x64xf16>
-}
-
-// -----
-
-func.func @softcap(%q: tensor<1x2x8x64xf16>) -> tensor<1x2x8x64xf16> {
-  %i = tensor.empty() : tensor<1x2x8x64xf16>
-  // expected-error @below {{cannot compute this op: it has no softcap}}
-  %o = mha.attention ins(%q, %q, %q : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>) outs(%i : tensor<1x2x8x64xf16>) {softcap = 30.0 : f32, mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 4>} -> tensor<1x2x8x64xf16>
-  return %o : tensor<1x2x8x64xf16>
-}
-
-// -----
-
-func.func @window(%q: tensor<1x2x8x64xf16>) -> tensor<1x2x8x64xf16> {
-  %i = tensor.empty() : tensor<1x2x8x64xf16>
-  // expected-error @below {{cannot compute this op: it has no sliding window}}
-  %o = mha.attention ins(%q, %q, %q : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>) outs(%i : tensor<1x2x8x64xf16>) {causal, window_left = 4 : i64, mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 4>} -> tensor<1x2x8x64xf16>
-  return %o : tensor<1x2x8x64xf16>
 }

@@ -35,11 +35,12 @@ func.func @f16(%q: tensor<2x4x?x64xf16>, %k: tensor<2x2x?x64xf16>, %v: tensor<2x
 // -----
 
 // What the kernel does not compute keeps a thread per row on every target
-// (bf16 runs on it).
+// (bf16, key lengths, a softcap and windows run on it).
 // SM80-LABEL: func.func @other
 // SM80: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>}
 // SM80: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>}
-// SM80-COUNT-6: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>{{[,}]}}
+// SM80-COUNT-3: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>{{[,}]}}
+// SM80-COUNT-3: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>{{[,}]}}
 // SM80-NOT: mma
 func.func @other(%q16: tensor<1x2x8x64xf16>, %q32: tensor<1x2x8x64xf32>,
                  %qb: tensor<1x2x8x64xbf16>, %q40: tensor<1x2x8x40xf16>,
