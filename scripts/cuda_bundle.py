@@ -95,6 +95,16 @@ CASES = [
     "core=1 b=2 h=4 hkv=2 dk=64 dv=64 sq=100 sk=333 dtype=bf16",
     "core=1 b=1 h=2 dk=128 dv=64 sq=77 sk=130 causal=1 dtype=bf16",
     "b=2 sq=37 eq=64 h=2 dtype=bf16 causal=1",
+    # The tensor-core kernels' features of session 37 (checked on lavapipe
+    # through the emulation only): key lengths with causal and a window,
+    # both windows, a softcap, a step on a KV cache (its tail NaN), biases
+    # in the GEMM epilogue, bf16 with lengths.
+    "core=1 b=3 h=4 hkv=2 dk=48 dv=24 sq=130 sk=61 key_lengths=random causal=1 window_left=9 dtype=f16",
+    "core=1 b=1 h=2 dk=32 dv=16 sq=100 sk=150 window_left=20 window_right=5 dtype=f16",
+    "core=1 b=2 h=2 dk=64 dv=64 sq=70 sk=90 softcap=5.0 dtype=f16",
+    "b=2 sq=33 eq=64 h=2 kv_cache=70 causal=1 dtype=f16",
+    "b=2 sq=20 sk=37 eq=64 ek=48 ev=32 eo=40 h=2 cross=1 bias=1 causal=1 dtype=f16",
+    "core=1 b=2 h=4 hkv=2 dk=64 dv=64 sq=1 sk=300 key_lengths=random dtype=bf16",
 ]
 
 # Benchmark configurations, written as CASES: f16 and bf16 attention run on
