@@ -227,13 +227,13 @@ struct VulkanBackendOptions
 /// `maxKernelLoopIterations` is 0, the short innermost kernel loops unrolled
 /// (mha-unroll-kernel-loops) and the loop iterations of an invocation bounded
 /// by it (mha-check-kernel-loop-iterations); kernel outlining,
-/// `spirv-attach-target` (Vulkan, SPIR-V 1.0 with the Shader capability),
-/// mha-gpu-to-spirv, `spirv-lower-abi-attrs` and `spirv-update-vce` in each
-/// spirv.module, `gpu-module-to-binary`, then the host through `gpu-to-llvm`
-/// with the calling convention of the mgpu* Vulkan runtime (runtime/vulkan:
-/// each memref argument of a kernel as its aligned pointer followed by its
-/// size in bytes, so kernel arguments need static shapes) and the CPU
-/// lowering of what is left.
+/// `spirv-attach-target` (Vulkan, SPIR-V up to 1.3 with the Shader
+/// capability), mha-gpu-to-spirv, `spirv-lower-abi-attrs` and
+/// `spirv-update-vce` in each spirv.module, `gpu-module-to-binary`, then the
+/// host through `gpu-to-llvm` with the calling convention of the mgpu*
+/// Vulkan runtime (runtime/vulkan: each memref argument of a kernel as its
+/// aligned pointer followed by its size in bytes, so kernel arguments need
+/// static shapes) and the CPU lowering of what is left.
 void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
                              int64_t maxKernelLoopIterations);
 
