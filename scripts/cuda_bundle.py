@@ -98,13 +98,15 @@ CASES = [
     # The tensor-core kernels' features of session 37 (checked on lavapipe
     # through the emulation only): key lengths with causal and a window,
     # both windows, a softcap, a step on a KV cache (its tail NaN), biases
-    # in the GEMM epilogue, bf16 with lengths.
+    # in the GEMM epilogue, bf16 with lengths, additive masks.
     "core=1 b=3 h=4 hkv=2 dk=48 dv=24 sq=130 sk=61 key_lengths=random causal=1 window_left=9 dtype=f16",
     "core=1 b=1 h=2 dk=32 dv=16 sq=100 sk=150 window_left=20 window_right=5 dtype=f16",
     "core=1 b=2 h=2 dk=64 dv=64 sq=70 sk=90 softcap=5.0 dtype=f16",
     "b=2 sq=33 eq=64 h=2 kv_cache=70 causal=1 dtype=f16",
     "b=2 sq=20 sk=37 eq=64 ek=48 ev=32 eo=40 h=2 cross=1 bias=1 causal=1 dtype=f16",
     "core=1 b=2 h=4 hkv=2 dk=64 dv=64 sq=1 sk=300 key_lengths=random dtype=bf16",
+    "core=1 b=2 h=2 dk=32 dv=16 sq=40 sk=77 mask=float mask_shape=1,2,1,77 softcap=5.0 causal=1 key_lengths=random dtype=f16",
+    "b=2 sq=64 eq=128 h=2 mask=bool mask_shape=2,64,64 bias=1 dtype=f16",
 ]
 
 # Benchmark configurations, written as CASES: f16 and bf16 attention run on

@@ -437,8 +437,9 @@ std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target) {
     if (!(element.isF16() || element.isBF16()) ||
         cast<ShapedType>(operand.getType()).getElementType() != element)
       return "it needs query, key, value and result all f16 or all bf16";
-  if (attention.getMask())
-    return "it takes no mask operand";
+  if (Value mask = attention.getMask();
+      mask && !isa<FloatType>(getElementTypeOrSelf(mask.getType())))
+    return "it takes an additive (float) mask only, not an i1 one";
   if (attention.getKeyTransposed())
     return "it needs the keys in their default layout, not key_transposed";
   if (attention.getKeyOffset())

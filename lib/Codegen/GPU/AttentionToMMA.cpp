@@ -151,6 +151,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   KeyVisibility visibility = op.getKeyVisibility(rewriter);
   Value lengths =
       visibility.keyLengths ? readBuffer(e, visibility.keyLengths) : Value();
+  Value mask = op.getMask() ? readBuffer(e, op.getMask()) : Value();
   bool causal = op.getCausal();
   // The right bound of a row's keys relative to its diagonal (causal: 0),
   // and the left one (window_left).
@@ -159,9 +160,10 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   std::optional<int64_t> leftBound = visibility.windowLeft;
   std::optional<double> softcap = op.getSoftcapValue();
   double scale = op.getScaleOrDefault();
-  // exp2 of scores in base 2: the scale folded in, unless the cap already
-  // applied it.
-  double scoreFactor = softcap ? M_LOG2E : scale * M_LOG2E;
+  // exp2 of scores in base 2: the scale folded in, unless the cap or the
+  // mask (added to scaled scores) needed it applied first.
+  bool scaleFirst = softcap || op.getMask();
+  double scoreFactor = scaleFirst ? M_LOG2E : scale * M_LOG2E;
 
   auto workgroups = scf::ForallOp::create(
       rewriter, loc,
@@ -347,6 +349,40 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
                 outer, math::TanhOp::create(rewriter, loc, e.fmul(x, inner)));
             scores = e.insert(capped, scores, {n, r, j});
           }
+    }
+
+    // The additive mask, on every block, added to the scaled scores: each
+    // score's element, read where the score is (rows and keys past the last
+    // clamped: their scores are not used); a static dim of 1 broadcasts.
+    if (mask) {
+      if (!softcap)
+        scores = e.fmul(scores, vector::BroadcastOp::create(
+                                    rewriter, loc, scoresType, e.f32(scale)));
+      auto maskType = cast<MemRefType>(mask.getType());
+      int64_t rank = maskType.getRank();
+      Value lastKey = e.max(e.add(keys, -1), e.index(0));
+      auto index = [&](int64_t d, Value v) {
+        return maskType.getDimSize(d) == 1 ? e.index(0) : v;
+      };
+      for (int64_t r = 0; r < 2; ++r) {
+        Value row = e.min(rows[r], lastQuery);
+        for (int64_t n = 0; n < scoreTiles; ++n)
+          for (int64_t j = 0; j < 2; ++j) {
+            Value col = e.min(e.add(e.add(kb, t2), 8 * n + j), lastKey);
+            SmallVector<Value> at;
+            if (rank == 4)
+              at = {index(0, bIdx), index(1, hIdx)};
+            else if (rank == 3)
+              at = {index(0, bIdx)};
+            at.push_back(index(rank - 2, row));
+            at.push_back(index(rank - 1, col));
+            Value m = memref::LoadOp::create(rewriter, loc, mask, at);
+            if (!m.getType().isF32())
+              m = arith::ExtFOp::create(rewriter, loc, f32, m);
+            scores = e.insert(e.fadd(e.extract(scores, {n, r, j}), m), scores,
+                              {n, r, j});
+          }
+      }
     }
 
     // Masks, on the blocks that need them: past the batch's last key,

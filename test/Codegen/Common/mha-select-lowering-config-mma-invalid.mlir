@@ -4,7 +4,7 @@
 
 func.func @mask(%q: tensor<1x2x8x64xf16>, %m: tensor<8x8xi1>) -> tensor<1x2x8x64xf16> {
   %i = tensor.empty() : tensor<1x2x8x64xf16>
-  // expected-error @below {{lowering_config: mma = [16, 8, 16] (the tensor-core kernel) cannot compute this op: it takes no mask operand}}
+  // expected-error @below {{lowering_config: mma = [16, 8, 16] (the tensor-core kernel) cannot compute this op: it takes an additive (float) mask only, not an i1 one}}
   %o = mha.attention ins(%q, %q, %q : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>) mask(%m : tensor<8x8xi1>) outs(%i : tensor<1x2x8x64xf16>) {mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>} -> tensor<1x2x8x64xf16>
   return %o : tensor<1x2x8x64xf16>
 }

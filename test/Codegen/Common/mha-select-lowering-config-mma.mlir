@@ -55,7 +55,7 @@ func.func @other(%q16: tensor<1x2x8x64xf16>, %q32: tensor<1x2x8x64xf32>,
   %1 = mha.attention ins(%qb, %qb, %qb : tensor<1x2x8x64xbf16>, tensor<1x2x8x64xbf16>, tensor<1x2x8x64xbf16>) outs(%ib : tensor<1x2x8x64xbf16>) -> tensor<1x2x8x64xbf16>
   // a head dim that is not a multiple of 16
   %2 = mha.attention ins(%q40, %q40, %q40 : tensor<1x2x8x40xf16>, tensor<1x2x8x40xf16>, tensor<1x2x8x40xf16>) outs(%i40 : tensor<1x2x8x40xf16>) -> tensor<1x2x8x40xf16>
-  // a mask; transposed keys
+  // an i1 mask (the GPU pipelines make it additive first); transposed keys
   %3 = mha.attention ins(%q16, %q16, %q16 : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>) mask(%m : tensor<8x8xi1>) outs(%i16 : tensor<1x2x8x64xf16>) -> tensor<1x2x8x64xf16>
   %4 = mha.attention ins(%q16, %kt, %q16 : tensor<1x2x8x64xf16>, tensor<1x2x64x8xf16>, tensor<1x2x8x64xf16>) outs(%i16 : tensor<1x2x8x64xf16>) {key_transposed} -> tensor<1x2x8x64xf16>
   // key lengths, a softcap, a window
@@ -123,6 +123,18 @@ func.func @projections(%x: tensor<64x32xf16>, %w: tensor<32x16xf16>, %x32: tenso
     linalg.yield %3 : f32
   } -> tensor<64x16xf32>
   return %r, %p32 : tensor<64x16xf16>, tensor<64x16xf32>
+}
+
+// -----
+
+// An additive (float) mask: the kernel adds it to each score.
+// SM80-LABEL: func.func @float_mask
+// SM80: mha.attention
+// SM80-SAME: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>
+func.func @float_mask(%q: tensor<1x2x8x64xf16>, %m: tensor<1x2x8x8xf16>) -> tensor<1x2x8x64xf16> {
+  %i = tensor.empty() : tensor<1x2x8x64xf16>
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>, tensor<1x2x8x64xf16>) mask(%m : tensor<1x2x8x8xf16>) outs(%i : tensor<1x2x8x64xf16>) -> tensor<1x2x8x64xf16>
+  return %o : tensor<1x2x8x64xf16>
 }
 
 // -----
