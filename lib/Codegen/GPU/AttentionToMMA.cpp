@@ -9,7 +9,8 @@
 //       Q fragments of the warp's 16 rows      // registers, once
 //       scf.for key block {                    // state in iter_args
 //         S = Q Kᵀ                             // nvgpu.mma.sync
-//         mask (partial or diagonal blocks only), row max by quad shuffles
+//         softcap, additive mask; key lengths, causal and windows on the
+//         blocks that need them; row max by quad shuffles
 //         P = exp2(S·scale·log2e − m), rescale acc and l
 //         acc += P V                           // P as the A operand
 //       }
@@ -24,10 +25,11 @@
 // two xor shuffles. The C fragments of two adjacent n8 score tiles are the
 // A fragment of one k16 step of P·V, so P never leaves registers.
 // K and V go through shared tiles filled by cp.async and read by ldmatrix.
-// Reads past the last query are clamped to it, keys past the last are
-// zero-filled; their scores are masked and their rows not stored. f16 and
-// bf16 operands (f32 accumulation): nvgpu.mma.sync for f16, nvvm.mma.sync
-// for bf16 (MLIR 22's nvgpu.mma.sync lowering refuses bf16 operands).
+// Reads past the last query are clamped to it, keys past the last (or a
+// batch's length) are zero-filled; their scores are masked and their rows
+// not stored. f16 and bf16 operands (f32 accumulation): nvgpu.mma.sync for
+// f16, nvvm.mma.sync for bf16 (MLIR 22's nvgpu.mma.sync lowering refuses
+// bf16 operands).
 //
 //===----------------------------------------------------------------------===//
 
