@@ -465,6 +465,12 @@ static int64_t offsetOf(VectorType type, ArrayRef<int64_t> position) {
   return offset;
 }
 
+/// The one value of each converted scalar operand (indices, elements).
+static SmallVector<Value> singlesOf(ArrayRef<ValueRange> operands) {
+  return llvm::map_to_vector(operands,
+                             [](ValueRange range) { return range.front(); });
+}
+
 static int64_t elementsOf(Type type) {
   auto vector = dyn_cast<VectorType>(type);
   return vector ? vector.getNumElements() : 1;
@@ -536,10 +542,7 @@ struct ScalarizeFromElements final
   LogicalResult
   matchAndRewrite(vector::FromElementsOp op, OneToNOpAdaptor adaptor,
                   ConversionPatternRewriter &rewriter) const override {
-    SmallVector<Value> scalars;
-    for (ValueRange element : adaptor.getElements())
-      scalars.push_back(element.front());
-    rewriter.replaceOpWithMultiple(op, {scalars});
+    rewriter.replaceOpWithMultiple(op, {singlesOf(adaptor.getElements())});
     return success();
   }
 };
@@ -586,9 +589,7 @@ struct ScalarizeLoad final : OpConversionPattern<vector::LoadOp> {
                   ConversionPatternRewriter &rewriter) const override {
     if (op.getVectorType().getRank() != 1)
       return failure();
-    SmallVector<Value> scalars, indices;
-    for (ValueRange index : adaptor.getIndices())
-      indices.push_back(index.front());
+    SmallVector<Value> scalars, indices = singlesOf(adaptor.getIndices());
     for (int64_t i = 0; i < op.getVectorType().getNumElements(); ++i)
       scalars.push_back(memref::LoadOp::create(
           rewriter, op.getLoc(), adaptor.getBase().front(),
@@ -606,9 +607,7 @@ struct ScalarizeStore final : OpConversionPattern<vector::StoreOp> {
                   ConversionPatternRewriter &rewriter) const override {
     if (op.getVectorType().getRank() != 1)
       return failure();
-    SmallVector<Value> indices;
-    for (ValueRange index : adaptor.getIndices())
-      indices.push_back(index.front());
+    SmallVector<Value> indices = singlesOf(adaptor.getIndices());
     for (auto [i, scalar] : llvm::enumerate(adaptor.getValueToStore()))
       memref::StoreOp::create(rewriter, op.getLoc(), scalar,
                               adaptor.getBase().front(),

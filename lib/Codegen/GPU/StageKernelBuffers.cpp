@@ -103,16 +103,14 @@ static bool isReadOnly(Value host) {
     Value value = worklist.pop_back_val();
     for (OpOperand &use : value.getUses()) {
       Operation *user = use.getOwner();
-      if (auto launch = dyn_cast<gpu::LaunchOp>(user->getParentOp());
-          launch && launch.getBody().isAncestor(user->getParentRegion()))
-        continue; // checked per launch, through mayWriteInside
+      // Kernels' writes are counted per launch (mayWriteInside).
+      if (user->getParentOfType<gpu::LaunchOp>())
+        continue;
       if (auto view = dyn_cast<ViewLikeOpInterface>(user);
           view && view.getViewSource() == value) {
         worklist.push_back(view.getViewDest());
         continue;
       }
-      if (user->getParentOfType<gpu::LaunchOp>())
-        continue;
       auto effects = dyn_cast<MemoryEffectOpInterface>(user);
       if (!effects || effects.getEffectOnValue<MemoryEffects::Write>(value) ||
           effects.getEffectOnValue<MemoryEffects::Free>(value))
@@ -150,26 +148,32 @@ LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
 
   SmallVector<gpu::LaunchOp> launches;
   root->walk([&](gpu::LaunchOp launch) { launches.push_back(launch); });
-  // Host buffers no kernel writes, each with the launches that read it.
+  // The buffers each launch uses from outside, whether it may write them,
+  // and per buffer the launches that read and write it. (Staging a launch
+  // changes what it uses, not what the others do.)
+  SmallVector<SmallVector<std::pair<Value, bool>>> uses;
   DenseMap<Value, int64_t> readers, writers;
   for (gpu::LaunchOp launch : launches) {
     SetVector<Value> captured;
     getUsedValuesDefinedAbove(launch.getBody(), captured);
-    for (Value host : captured)
-      if (isa<MemRefType>(host.getType()))
-        ++(mayWriteInside(host, launch.getBody()) ? writers : readers)[host];
+    auto &used = uses.emplace_back();
+    for (Value host : captured) {
+      bool written = isa<MemRefType>(host.getType()) &&
+                     mayWriteInside(host, launch.getBody());
+      used.push_back({host, written});
+      ++(written ? writers : readers)[host];
+    }
   }
   // The device copy of such a buffer already made for a launch of the same
   // block, and the op freeing it (moved after each launch that reuses it).
   DenseMap<std::pair<Block *, Value>, std::pair<Value, Operation *>> copies;
-  for (gpu::LaunchOp launch : launches) {
+  for (auto [i, launchOp] : llvm::enumerate(launches)) {
+    gpu::LaunchOp launch = launchOp; // captured by the lambdas below
     if (launch.getAsyncToken() || !launch.getAsyncDependencies().empty())
       return launch.emitOpError()
              << "is asynchronous; stage its buffers before making it async";
-    SetVector<Value> captured;
-    getUsedValuesDefinedAbove(launch.getBody(), captured);
     Location loc = launch.getLoc();
-    for (Value host : captured) {
+    for (auto [host, written] : uses[i]) {
       auto type = dyn_cast<MemRefType>(host.getType());
       // Scalars travel as kernel arguments; workgroup and private memory
       // are the kernel's own.
@@ -181,7 +185,6 @@ LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
                << "uses a view of layout " << type.getLayout()
                << " of a host buffer; device copies are made of whole "
                   "buffers of identity layout";
-      bool written = mayWriteInside(host, launch.getBody());
       bool shared = !written && !writers.count(host) &&
                     readers.lookup(host) > 1 && isReadOnly(host);
       if (shared) {
