@@ -356,6 +356,7 @@ void mha::buildGPUMappingStage(OpPassManager &pm, StringRef target,
   // cores (CUDA, f16 and bf16) as their own kernels; the rest goes on as
   // tiles with a thread per row.
   pm.addPass(createMHAAttentionToMMAPass());
+  pm.addPass(createMHAAttentionToSIMTPass());
   pm.addPass(createMHAContractionToMMAPass());
   pm.addPass(createMHATileForWorkgroupsPass());
   MHATileAttentionPassOptions tile;
@@ -401,6 +402,12 @@ static std::string gpuOverrides(const Options &options) {
   if (options.kvTileSize.hasValue())
     fields += (fields.empty() ? "" : ", ") + std::string("kv_tile = ") +
               std::to_string(options.kvTileSize);
+  if (!options.threadTile.empty()) {
+    fields += (fields.empty() ? "" : ", ") + std::string("thread_tile = [");
+    for (auto [i, size] : llvm::enumerate(options.threadTile))
+      fields += (i ? ", " : "") + std::to_string(size);
+    fields += "]";
+  }
   return fields.empty() ? "" : "#mha.lowering_config<" + fields + ">";
 }
 

@@ -21,7 +21,7 @@
 // STAGE-NEXT: gpu.memcpy  %[[DQ]], %[[Q]] :
 // STAGE: gpu.launch
 // STAGE-SAME: workgroup(
-// STAGE: memref.subview %[[DQ]]
+// STAGE: memref.load %[[DQ]]
 // STAGE: gpu.barrier
 // STAGE: gpu.terminator
 // STAGE: gpu.memcpy  %{{.*}}, %{{.*}} : memref<2x4x?x16xf32>, memref<2x4x?x16xf32>

@@ -1,23 +1,41 @@
 // The attention through mha-lower-to-vulkan: the GPU IR after the mapping
-// (one launch over (batch, head, query tile) blocks, the key block staged in
-// workgroup memory (a workgroup attribution of the launch), the value block
-// too (a row per thread), barriers between the distributed ops, a key loop ending
-// at the causal bound, no Sq x Sk buffer), and the result: a SPIR-V
-// gpu.binary launched from host code.
+// and the result, a SPIR-V gpu.binary launched from host code. The rule's
+// kernel is the register kernel (mha-attention-to-simt): one launch over
+// (batch, head, query tile) blocks of 128 threads, the Q tile and the key
+// and value blocks in workgroup memory (attributions of the launch), the
+// key loop ending at the causal bound with two barriers a block, the
+// scores and the softmax state in registers (iter_args), row statistics by
+// shuffles. With tile sizes given, the thread-per-row kernel: the key block
+// staged in workgroup memory, the value block too (a row per thread),
+// barriers between the distributed ops. Neither has an Sq x Sk buffer.
 //
 // RUN: mha-opt %s --mha-lower-to-vulkan -mlir-print-ir-after=mha-map-forall-to-gpu -o %t.mlir 2>&1 | FileCheck %s --check-prefix=GPU
 // RUN: FileCheck %s --check-prefix=LLVM < %t.mlir
+// RUN: mha-opt %s --mha-lower-to-vulkan='q-tile-size=32 kv-tile-size=32' -mlir-print-ir-after=mha-map-forall-to-gpu -o /dev/null 2>&1 | FileCheck %s --check-prefix=ROW
 
-// GPU: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in ({{.*}}) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}})
-// GPU-SAME: workgroup({{.*}}%[[KT:[a-z0-9]+]] : memref<1x1x16x32xf32, #gpu.address_space<workgroup>>
+// GPU: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in ({{.*}}) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c128{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}})
+// GPU-SAME: workgroup(%[[QT:[a-z0-9]+]] : memref<64x20xf32, #gpu.address_space<workgroup>>, %[[KT:[a-z0-9]+]] : memref<32x20xf32, #gpu.address_space<workgroup>>, %[[VT:[a-z0-9]+]] : memref<32x20xf32, #gpu.address_space<workgroup>>)
 // GPU-NOT: memref.alloc
-// GPU:   scf.for %{{.*}} = %c0{{.*}} to %[[BOUND:.+]] step %c32
-// GPU:     memref.subview %[[KT]]
+// GPU:   memref.store %{{.*}}, %[[QT]]
+// GPU:   scf.for %{{.*}} = %c0{{.*}} to %[[BOUND:.+]] step %c32{{.*}} iter_args(
 // GPU:     gpu.barrier
-// GPU:     linalg.copy ins(%{{.*}} : memref<1x1x1x16xf32, {{.*}}>) outs(%{{.*}} : memref<1x1x1x16xf32, {{.*}}#gpu.address_space<workgroup>>)
+// GPU:     memref.store %{{.*}}, %[[KT]]
+// GPU:     memref.store %{{.*}}, %[[VT]]
 // GPU:     gpu.barrier
+// GPU:     gpu.shuffle  xor
 // GPU-NOT: memref<{{.*}}128x128xf32
 // GPU:   gpu.terminator
+
+// ROW: gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in ({{.*}}) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c32{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}}, %{{.*}} = %c1{{[_0-9]*}})
+// ROW-SAME: workgroup({{.*}}%[[KT:[a-z0-9]+]] : memref<1x1x16x32xf32, #gpu.address_space<workgroup>>
+// ROW-NOT: memref.alloc
+// ROW:   scf.for %{{.*}} = %c0{{.*}} to %[[BOUND:.+]] step %c32
+// ROW:     memref.subview %[[KT]]
+// ROW:     gpu.barrier
+// ROW:     linalg.copy ins(%{{.*}} : memref<1x1x1x16xf32, {{.*}}>) outs(%{{.*}} : memref<1x1x1x16xf32, {{.*}}#gpu.address_space<workgroup>>)
+// ROW:     gpu.barrier
+// ROW-NOT: memref<{{.*}}128x128xf32
+// ROW:   gpu.terminator
 
 // LLVM: llvm.func @main(
 // LLVM: gpu.launch_func @main_kernel::@main_kernel

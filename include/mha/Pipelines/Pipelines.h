@@ -45,16 +45,25 @@ struct EmitCInterfaceOption : public Base {
       llvm::cl::init(false)};
 };
 
-/// The tile sizes of the GPU pipelines: a thread per query row, or 16 rows
-/// per warp for the tensor-core attention kernel.
+/// The tile sizes of the GPU pipelines: a thread per query row, 16 rows per
+/// warp for the tensor-core attention kernel, or a thread tile of the
+/// register kernel.
 template <typename Derived, typename Base = PassPipelineOptions<Derived>>
 struct GPUTileOptions : public Base {
   mlir::detail::PassOptions::Option<int64_t> qTileSize{
       *this, "q-tile-size",
-      llvm::cl::desc("Queries per workgroup (a thread per query row, or "
-                     "16 per warp on tensor cores); not given: the op's "
-                     "mha.lowering_config, else 32"),
+      llvm::cl::desc("Queries per workgroup (a thread per query row, 16 "
+                     "per warp on tensor cores, or thread-tile's rows per "
+                     "row group); not given: the op's mha.lowering_config, "
+                     "else the rules'"),
       llvm::cl::init(0)};
+  mlir::detail::PassOptions::ListOption<int64_t> threadTile{
+      *this, "thread-tile",
+      llvm::cl::desc("Query rows and keys per thread of the register kernel "
+                     "(mha-attention-to-simt; two values), with the tile "
+                     "sizes given or the rules'; not given: the rules' "
+                     "kernel, which q-tile-size or kv-tile-size alone make "
+                     "the thread-per-row kernel")};
   mlir::detail::PassOptions::Option<int64_t> kvTileSize{
       *this, "kv-tile-size",
       llvm::cl::desc("Keys per block of the online softmax; not given: the "

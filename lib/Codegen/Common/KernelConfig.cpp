@@ -44,13 +44,14 @@ mha::defaultRegisterTile(int64_t vectorBits) {
 
 /// A configuration of the op fields only, or of the function fields only.
 static LoweringConfigAttr opFields(LoweringConfigAttr c) {
-  if (!c ||
-      (!c.getQTile() && !c.getKvTile() && c.getMma().empty() && !c.getWarps() &&
-       !c.getKvSplits() && !c.getHeadTile() && !c.getPrefetchBlocks()))
+  if (!c || (!c.getQTile() && !c.getKvTile() && c.getMma().empty() &&
+             !c.getWarps() && !c.getKvSplits() && !c.getHeadTile() &&
+             !c.getPrefetchBlocks() && c.getThreadTile().empty()))
     return {};
-  return LoweringConfigAttr::get(
-      c.getContext(), c.getQTile(), c.getKvTile(), {}, {}, {}, {}, c.getMma(),
-      c.getWarps(), c.getKvSplits(), c.getHeadTile(), c.getPrefetchBlocks());
+  return LoweringConfigAttr::get(c.getContext(), c.getQTile(), c.getKvTile(),
+                                 {}, {}, {}, {}, c.getMma(), c.getWarps(),
+                                 c.getKvSplits(), c.getHeadTile(),
+                                 c.getPrefetchBlocks(), c.getThreadTile());
 }
 static LoweringConfigAttr functionFields(LoweringConfigAttr c) {
   if (!c || (c.getRegisterTile().empty() && !c.getChunk() &&
@@ -65,6 +66,12 @@ static LoweringConfigAttr functionFields(LoweringConfigAttr c) {
 static bool usesMMA(Operation *op) {
   LoweringConfigAttr config = getLoweringConfig(op);
   return config && !config.getMma().empty();
+}
+
+/// Whether `op` runs as the register kernel.
+static bool usesSIMT(Operation *op) {
+  LoweringConfigAttr config = getLoweringConfig(op);
+  return config && !config.getThreadTile().empty();
 }
 
 static bool isConfigured(Operation *op) {
@@ -455,6 +462,88 @@ std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target) {
   return "";
 }
 
+std::string mha::simtAttentionUnsupported(Operation *op, TargetAttr target) {
+  auto attention = dyn_cast<AttentionOp>(op);
+  if (!attention)
+    return "it computes mha.attention only (decompose layers first)";
+  if (!target || !target.isGPU())
+    return "it needs a GPU target";
+  Type element = attention.getQuery().getType().getElementType();
+  for (Value operand : {attention.getQuery(), attention.getKey(),
+                        attention.getValue(), attention.getInit()})
+    if (!(element.isF32() || element.isF16() || element.isBF16()) ||
+        cast<ShapedType>(operand.getType()).getElementType() != element)
+      return "it needs query, key, value and result all f32, all f16 or all "
+             "bf16";
+  if (Value mask = attention.getMask();
+      mask && !isa<FloatType>(getElementTypeOrSelf(mask.getType())))
+    return "it takes an additive (float) mask only, not an i1 one";
+  if (attention.getKeyOffset())
+    return "it takes no key_offset (a block of keys of a larger op)";
+  return "";
+}
+
+int64_t mha::simtAttentionWorkgroupBytes(int64_t qTile, int64_t kvTile,
+                                         int64_t dk, int64_t dv,
+                                         int64_t elementBytes) {
+  int64_t pad = kSIMTTileRowPaddingBytes / elementBytes;
+  return ((qTile + kvTile) * (dk + pad) + kvTile * (dv + pad)) * elementBytes;
+}
+
+/// The register kernel: 4 rows per thread, row groups of up to 8 lanes (a
+/// Vulkan device's subgroup may have 8: lavapipe's; fewer where the target
+/// states fewer), 16 row groups, 32 keys per block. The lanes of a group must
+/// divide the value head dim (each takes a slice of the output row).
+static constexpr int64_t kSIMTRows = 4, kSIMTMaxLanes = 8, kSIMTGroups = 16,
+                         kSIMTKeyTile = 32;
+/// Without a limit from the target, the register kernel is sized for 48 KiB.
+static constexpr int64_t kSIMTDefaultWorkgroupMemory = 48 * 1024;
+
+/// The register kernel's configuration for `op`: fewer rows for fewer
+/// queries (a static Sq below the tile), then smaller key and query tiles
+/// until its tiles fit the workgroup memory; null where they cannot.
+static LoweringConfigAttr simtConfig(AttentionOp op, TargetAttr target) {
+  int64_t dk = op.getQuery().getType().getDimSize(3);
+  int64_t dv = op.getValue().getType().getDimSize(3);
+  int64_t queries = op.getQuery().getType().getDimSize(2);
+  int64_t elementBytes =
+      op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8;
+  int64_t lanes = kSIMTMaxLanes;
+  if (target.getSubgroupSize())
+    lanes = std::min<int64_t>(
+        lanes, llvm::bit_floor(uint64_t(target.getSubgroupSize())));
+  while (dv % lanes)
+    lanes /= 2;
+  int64_t rows = kSIMTRows, groups = kSIMTGroups, keys = kSIMTKeyTile;
+  if (!ShapedType::isDynamic(queries) && queries < rows * groups) {
+    int64_t p = llvm::PowerOf2Ceil(std::max<int64_t>(queries, 1));
+    rows = std::min(rows, p);
+    groups = p / rows;
+  }
+  int64_t limit = target.getMaxWorkgroupMemory()
+                      ? target.getMaxWorkgroupMemory()
+                      : kSIMTDefaultWorkgroupMemory;
+  auto bytes = [&] {
+    return simtAttentionWorkgroupBytes(rows * groups, keys, dk, dv,
+                                       elementBytes);
+  };
+  // Smaller key blocks first (the Q tile is the largest), down to half the
+  // rows: a thread's keys times its rows are its FMAs per pair of loads.
+  while (bytes() > limit && (groups > 1 || keys > lanes)) {
+    if (keys > lanes && 2 * keys >= rows * groups)
+      keys /= 2;
+    else if (groups > 1)
+      groups /= 2;
+    else
+      keys /= 2;
+  }
+  if (bytes() > limit || keys < lanes)
+    return {};
+  return LoweringConfigAttr::get(op.getContext(), rows * groups, keys, {}, {},
+                                 {}, {}, {}, {}, {}, {}, {},
+                                 {rows, keys / lanes});
+}
+
 /// The thread-per-row kernel's query and key tile on a GPU: 32, halved
 /// (down to 8) while an estimate of its workgroup memory exceeds the
 /// target's. The estimate is fitted to the kernels' measured workgroup
@@ -507,6 +596,9 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
     return LoweringConfigAttr::get(
         ctx, 16 * kMMAWarps, mmaKeyTile(cast<AttentionOp>(op), target), {}, {},
         {}, {}, {16, 8, 16}, kMMAWarps, {}, {}, {});
+  if (isConfigured(op) && gpu && simtAttentionUnsupported(op, target).empty())
+    if (LoweringConfigAttr config = simtConfig(cast<AttentionOp>(op), target))
+      return config;
   if (isConfigured(op) && gpu) {
     int64_t tile = simtTile(op, target);
     return LoweringConfigAttr::get(ctx, tile, tile, {}, {}, {}, {}, {}, {}, {},
@@ -531,10 +623,10 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
                                    /*chunk=*/64, {}, {}, {}, {}, {}, {}, {});
   }
   // As many threads as the smallest query tile has rows (the tensor-core
-  // kernels state their own: 32 per warp).
+  // and register kernels state their own).
   int64_t threads = 0;
   op->walk([&](Operation *nested) {
-    if (!isConfigured(nested) || usesMMA(nested))
+    if (!isConfigured(nested) || usesMMA(nested) || usesSIMT(nested))
       return;
     LoweringConfigAttr config = getLoweringConfig(nested);
     if (config && config.getQTile())
@@ -614,6 +706,53 @@ static LogicalResult verifyMMAConfig(Operation *op, LoweringConfigAttr config,
   return success();
 }
 
+/// The configuration of an op that runs as the register kernel.
+static LogicalResult verifySIMTConfig(AttentionOp op, LoweringConfigAttr config,
+                                      TargetAttr target) {
+  std::string why = simtAttentionUnsupported(op, target);
+  if (!why.empty())
+    return op->emitError() << "lowering_config: thread_tile (the register "
+                              "kernel) cannot compute this op: "
+                           << why;
+  int64_t rows = config.getThreadTile()[0], keys = config.getThreadTile()[1];
+  int64_t qTile = config.getQTile().value_or(0),
+          kvTile = config.getKvTile().value_or(0);
+  if (qTile <= 0 || qTile % rows || kvTile <= 0 || kvTile % keys)
+    return op->emitError() << "lowering_config: q_tile and kv_tile must be "
+                              "positive multiples of thread_tile's rows and "
+                              "keys ("
+                           << rows << ", " << keys << "), found " << qTile
+                           << " and " << kvTile;
+  int64_t lanes = kvTile / keys;
+  int64_t maxLanes = kSIMTMaxLanes;
+  if (target.getSubgroupSize())
+    maxLanes = std::min(maxLanes, target.getSubgroupSize());
+  int64_t dv = op.getValue().getType().getDimSize(3);
+  if (!llvm::isPowerOf2_64(lanes) || lanes > maxLanes || dv % lanes)
+    return op->emitError()
+           << "lowering_config: thread_tile gives " << lanes
+           << " threads per row group (kv_tile / keys), which must be a power "
+              "of two up to "
+           << maxLanes << " (a subgroup) dividing the value head dim " << dv;
+  int64_t threads = qTile / rows * lanes;
+  if (target.getMaxWorkgroupThreads() &&
+      threads > target.getMaxWorkgroupThreads())
+    return op->emitError() << "lowering_config: thread_tile gives " << threads
+                           << " threads per workgroup, above the target's "
+                           << target.getMaxWorkgroupThreads();
+  int64_t dk = op.getQuery().getType().getDimSize(3);
+  int64_t bytes = simtAttentionWorkgroupBytes(
+      qTile, kvTile, dk, dv,
+      op.getQuery().getType().getElementType().getIntOrFloatBitWidth() / 8);
+  if (target.getMaxWorkgroupMemory() && bytes > target.getMaxWorkgroupMemory())
+    return op->emitError()
+           << "lowering_config: the register kernel's tiles take " << bytes
+           << " bytes of workgroup memory, above the target's "
+           << target.getMaxWorkgroupMemory() << " (max_workgroup_memory): "
+           << "give smaller tiles";
+  return success();
+}
+
 LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
                                         TargetAttr target) {
   LoweringConfigAttr config = getLoweringConfig(func);
@@ -686,6 +825,18 @@ LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
         return WalkResult::interrupt();
       return WalkResult::advance();
     }
+    if (usesSIMT(op)) {
+      auto attention = dyn_cast<AttentionOp>(op);
+      if (!attention) {
+        op->emitError() << "lowering_config: thread_tile (the register "
+                           "kernel) cannot compute this op: it computes "
+                           "mha.attention only (decompose layers first)";
+        return WalkResult::interrupt();
+      }
+      if (failed(verifySIMTConfig(attention, own, target)))
+        return WalkResult::interrupt();
+      return WalkResult::advance();
+    }
     int64_t rows = own ? own.getQTile().value_or(0) : 0;
     if (rows <= 0) {
       op->emitError() << "lowering_config: q_tile must be positive on a GPU "
@@ -740,6 +891,27 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
         selected = LoweringConfigAttr::get(op->getContext(), kGPUQueryTile,
                                            kGPUKeyTile, {}, {}, {}, {}, {}, {},
                                            {}, {}, {});
+    }
+    // A thread tile given: the register kernel, under the rule's tiles for
+    // it (the verifier refuses it where the kernel cannot compute the op).
+    if (given && !given.getThreadTile().empty() &&
+        selected.getThreadTile().empty()) {
+      LoweringConfigAttr simt;
+      if (target.isGPU() && simtAttentionUnsupported(op, target).empty())
+        simt = simtConfig(cast<AttentionOp>(op), target);
+      selected = simt ? simt
+                      : LoweringConfigAttr::get(op->getContext(), kGPUQueryTile,
+                                                kGPUKeyTile, {}, {}, {}, {}, {},
+                                                {}, {}, {}, {});
+    }
+    // Tile sizes given without a thread tile keep their meaning of a thread
+    // per query row: the thread-per-row kernel with those tiles.
+    if (!selected.getThreadTile().empty() && given &&
+        given.getThreadTile().empty() &&
+        (given.getQTile() || given.getKvTile())) {
+      int64_t tile = simtTile(op, target);
+      selected = LoweringConfigAttr::get(op->getContext(), tile, tile, {}, {},
+                                         {}, {}, {}, {}, {}, {}, {});
     }
     op->setAttr(kLoweringConfigAttrName, selected.merge(given));
   });

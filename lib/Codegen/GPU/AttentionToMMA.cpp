@@ -33,6 +33,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionKernel.h"
 #include "MMAFragments.h"
 
 #include "mha/Codegen/Common/KernelConfig.h"
@@ -124,72 +125,19 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   MLIRContext *ctx = rewriter.getContext();
   rewriter.setInsertionPoint(op);
   Emitter e{rewriter, loc};
-  auto qType = cast<RankedTensorType>(op.getQuery().getType());
-  auto kType = cast<RankedTensorType>(op.getKey().getType());
-  auto vType = cast<RankedTensorType>(op.getValue().getType());
-  auto oType = cast<RankedTensorType>(op.getResult().getType());
-  int64_t heads = qType.getDimSize(1), kvHeads = kType.getDimSize(1);
-  int64_t dk = qType.getDimSize(3), dv = vType.getDimSize(3);
+  AttentionKernelOperands ops = prepareAttentionKernel(rewriter, op);
+  int64_t heads = ops.heads, kvHeads = ops.kvHeads, dk = ops.dk, dv = ops.dv;
   int64_t rowsPerBlock = 16 * warps;
   // The operands' element type: f16 or bf16.
-  Type element = qType.getElementType(), f32 = rewriter.getF32Type();
+  Type element = ops.element, f32 = rewriter.getF32Type();
+  Value q = ops.q, k = ops.k, v = ops.v, out = ops.out, mask = ops.mask;
+  Value queries = ops.queries, keys = ops.keys;
+  bool softcap = ops.softcap.has_value();
 
-  Value q = readBuffer(e, op.getQuery()), k = readBuffer(e, op.getKey()),
-        v = readBuffer(e, op.getValue());
-  auto dim = [&](Value tensor, int64_t d) -> Value {
-    return tensor::DimOp::create(rewriter, loc, tensor, d);
-  };
-  Value batch = dim(op.getQuery(), 0), queries = dim(op.getQuery(), 2),
-        keys = dim(op.getKey(), 2);
-  SmallVector<Value> dynamicSizes;
-  for (int64_t d = 0; d < oType.getRank(); ++d)
-    if (oType.isDynamicDim(d))
-      dynamicSizes.push_back(dim(op.getQuery(), d));
-  Value out = memref::AllocOp::create(
-      rewriter, loc, MemRefType::get(oType.getShape(), element),
-      dynamicSizes);
-  // Which keys a query sees besides Sk: per-batch lengths, causal and the
-  // windows, relative to the diagonal (built here, on the host).
-  KeyVisibility visibility = op.getKeyVisibility(rewriter);
-  Value lengths =
-      visibility.keyLengths ? readBuffer(e, visibility.keyLengths) : Value();
-  Value mask = op.getMask() ? readBuffer(e, op.getMask()) : Value();
-  bool causal = op.getCausal();
-  // The right bound of a row's keys relative to its diagonal (causal: 0),
-  // and the left one (window_left).
-  std::optional<int64_t> rightBound =
-      causal ? std::optional<int64_t>(0) : visibility.windowRight;
-  std::optional<int64_t> leftBound = visibility.windowLeft;
-  std::optional<double> softcap = op.getSoftcapValue();
-  double scale = op.getScaleOrDefault();
-  // exp2 of scores in base 2: the scale folded in, unless the cap or the
-  // mask (added to scaled scores) needed it applied first.
-  bool scaleFirst = softcap || op.getMask();
-  double scoreFactor = scaleFirst ? M_LOG2E : scale * M_LOG2E;
-
-  auto workgroups = scf::ForallOp::create(
-      rewriter, loc,
-      ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
-                             rewriter.getIndexAttr(0),
-                             rewriter.getIndexAttr(0)},
-      ArrayRef<OpFoldResult>{batch, rewriter.getIndexAttr(heads), queries},
-      ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1),
-                             rewriter.getIndexAttr(1),
-                             rewriter.getIndexAttr(rowsPerBlock)},
-      // Mapped to workgroups: kept as a loop when it has one iteration.
-      ValueRange(), workgroupMapping(ctx, 3));
-  rewriter.setInsertionPointToStart(workgroups.getBody());
-  Value bIdx = workgroups.getInductionVar(0),
-        hIdx = workgroups.getInductionVar(1),
-        firstRow = workgroups.getInductionVar(2);
-  if (causal) {
-    // The query tiles in reverse: with a causal mask the last ones see the
-    // most keys, and workgroups start in grid order, so the longest run
-    // first rather than last (the tail of the grid).
-    Value lastTile = e.mul(e.div(e.add(queries, -1), rowsPerBlock),
-                           rowsPerBlock);
-    firstRow = e.sub(lastTile, firstRow);
-  }
+  AttentionWorkgroup workgroup =
+      buildAttentionWorkgroups(rewriter, ops, rowsPerBlock);
+  Value bIdx = workgroup.batchIndex, hIdx = workgroup.head,
+        firstRow = workgroup.firstRow;
   // The key block's K and V tiles in workgroup memory, for all warps.
   auto workgroupSpace =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -199,17 +147,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   };
   Value kTile = memref::AllocOp::create(rewriter, loc, tileType(dk));
   Value vTile = memref::AllocOp::create(rewriter, loc, tileType(dv));
-  auto threadsLoop = scf::ForallOp::create(
-      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(32 * warps)},
-      ValueRange(),
-      rewriter.getArrayAttr(gpu::GPUThreadMappingAttr::get(
-          ctx, gpu::MappingId::DimX)));
-  // Its thread count, for the launch (mha-map-forall-to-gpu).
-  threadsLoop->setAttr(kLoweringConfigAttrName,
-                       LoweringConfigAttr::get(ctx, {}, {}, {}, {}, {},
-                                               32 * warps, {}, {}, {}, {}, {}));
-  rewriter.setInsertionPointToStart(threadsLoop.getBody());
-  Value thread = threadsLoop.getInductionVar(0);
+  Value thread = buildThreadLoop(rewriter, loc, 32 * warps);
 
   Value warp = e.div(thread, 32), lane = e.rem(thread, 32);
   Value g = e.div(lane, 4), t = e.rem(lane, 4);
@@ -219,16 +157,12 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   Value rows[2] = {e.add(warpRow, g), e.add(e.add(warpRow, g), 8)};
   Value lastQuery = e.add(queries, -1);
   Value t2 = e.mul(t, 2);
-  // The batch's key length (its keys past it are invisible) and diagonal.
-  Value length, validKeys = keys, diagonal = visibility.diagonal;
-  if (lengths) {
-    Value stored = memref::LoadOp::create(rewriter, loc, lengths, bIdx);
-    length = arith::IndexCastOp::create(rewriter, loc, rewriter.getIndexType(),
-                                        stored);
-    validKeys = e.max(e.min(length, keys), e.index(0));
-    if (diagonal)
-      diagonal = e.add(diagonal, length);
-  }
+  // The batch's key length and the keys the workgroup's rows may see (the
+  // same for all its warps: they stage the tiles together, between
+  // barriers).
+  KeyLimits limits =
+      buildKeyLimits(e, ops, bIdx, firstRow, rowsPerBlock, blockKeys);
+  Value validKeys = limits.validKeys;
   // ldmatrix: lane l gives the address of row l % 8 of matrix l / 8.
   Value matrix = e.div(lane, 8), matrixRow = e.rem(lane, 8);
 
@@ -258,26 +192,10 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     qFrags.push_back(frag);
   }
 
-  // The keys the workgroup's rows may see: the batch's valid ones, up to
-  // the right bound of its last row and from the left bound of its first
-  // (whole blocks). The same for all its warps: they stage the tiles
-  // together, between barriers.
-  Value keyEnd = validKeys, keyStart = e.index(0);
-  if (rightBound) {
-    Value lastRow = e.min(e.add(firstRow, rowsPerBlock - 1), lastQuery);
-    keyEnd =
-        e.max(e.min(e.add(e.add(lastRow, diagonal), *rightBound + 1), keyEnd),
-              e.index(0));
-  }
-  if (leftBound) {
-    Value left =
-        e.max(e.add(e.add(firstRow, diagonal), -*leftBound), e.index(0));
-    keyStart = e.mul(e.div(left, blockKeys), blockKeys);
-  }
   int64_t scoreTiles = blockKeys / 8, outTiles = dv / 8;
   auto scoresType = VectorType::get({scoreTiles, 2, 2}, f32);
   auto rowType = VectorType::get({2}, f32);
-  Value negInf = e.f32(-INFINITY), zero = e.f32(0);
+  Value negInf = e.f32(-INFINITY);
   Value initMax = vector::BroadcastOp::create(rewriter, loc, rowType, negInf);
   // K and V go through one shared tile each, loaded while the other is in
   // use (FlashAttention-2's order): V_j's copy runs during S_j = Q K_jᵀ,
@@ -290,15 +208,15 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     return startTileCopy(e, bIdx, thread, threads, source, kvHead, firstKey,
                          keys, validKeys, tile, width);
   };
-  Value firstK = startCopy(k, keyStart, kTile, dk);
+  Value firstK = startCopy(k, limits.keyStart, kTile, dk);
   // Iteration arguments: the row max and the thread's part of the row sum,
   // one accumulator fragment per output tile, the copy of the next K block.
   SmallVector<Value> inits = {initMax, e.zeros(rowType)};
   for (int64_t nd = 0; nd < outTiles; ++nd)
     inits.push_back(e.zeros(cType));
   inits.push_back(firstK);
-  auto keyLoop = scf::ForOp::create(rewriter, loc, keyStart, keyEnd,
-                                    e.index(blockKeys), inits);
+  auto keyLoop = scf::ForOp::create(rewriter, loc, limits.keyStart,
+                                    limits.keyEnd, e.index(blockKeys), inits);
   {
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(keyLoop.getBody());
@@ -341,46 +259,28 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     Value nextK = startCopy(k, e.add(kb, blockKeys), kTile, dk);
 
     // The cap (c · tanh(s · scale / c)), before any mask.
-    if (softcap) {
-      Value inner = e.f32(scale / *softcap), outer = e.f32(*softcap);
+    if (softcap)
       for (int64_t n = 0; n < scoreTiles; ++n)
         for (int64_t r = 0; r < 2; ++r)
-          for (int64_t j = 0; j < 2; ++j) {
-            Value x = e.extract(scores, {n, r, j});
-            Value capped = e.fmul(
-                outer, math::TanhOp::create(rewriter, loc, e.fmul(x, inner)));
-            scores = e.insert(capped, scores, {n, r, j});
-          }
-    }
+          for (int64_t j = 0; j < 2; ++j)
+            scores = e.insert(capScore(e, ops, e.extract(scores, {n, r, j})),
+                              scores, {n, r, j});
 
     // The additive mask, on every block, added to the scaled scores: each
     // score's element, read where the score is (rows and keys past the last
     // clamped: their scores are not used); a static dim of 1 broadcasts.
     if (mask) {
       if (!softcap)
-        scores = e.fmul(scores, vector::BroadcastOp::create(
-                                    rewriter, loc, scoresType, e.f32(scale)));
-      auto maskType = cast<MemRefType>(mask.getType());
-      int64_t rank = maskType.getRank();
+        scores =
+            e.fmul(scores, vector::BroadcastOp::create(
+                               rewriter, loc, scoresType, e.f32(ops.scale)));
       Value lastKey = e.max(e.add(keys, -1), e.index(0));
-      auto index = [&](int64_t d, Value v) {
-        return maskType.getDimSize(d) == 1 ? e.index(0) : v;
-      };
       for (int64_t r = 0; r < 2; ++r) {
         Value row = e.min(rows[r], lastQuery);
         for (int64_t n = 0; n < scoreTiles; ++n)
           for (int64_t j = 0; j < 2; ++j) {
             Value col = e.min(e.add(e.add(kb, t2), 8 * n + j), lastKey);
-            SmallVector<Value> at;
-            if (rank == 4)
-              at = {index(0, bIdx), index(1, hIdx)};
-            else if (rank == 3)
-              at = {index(0, bIdx)};
-            at.push_back(index(rank - 2, row));
-            at.push_back(index(rank - 1, col));
-            Value m = memref::LoadOp::create(rewriter, loc, mask, at);
-            if (!m.getType().isF32())
-              m = arith::ExtFOp::create(rewriter, loc, f32, m);
+            Value m = maskElement(e, ops, bIdx, hIdx, row, col);
             scores = e.insert(e.fadd(e.extract(scores, {n, r, j}), m), scores,
                               {n, r, j});
           }
@@ -390,17 +290,8 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     // Masks, on the blocks that need them: past the batch's last key,
     // across the right bound of the warp's first row or the left bound of
     // its last.
-    Value blockEnd = e.add(kb, blockKeys);
-    Value needsMask = e.cmp(arith::CmpIPredicate::sgt, blockEnd, validKeys);
-    auto orMask = [&](Value c) {
-      needsMask = arith::OrIOp::create(rewriter, loc, needsMask, c);
-    };
-    if (rightBound)
-      orMask(e.cmp(arith::CmpIPredicate::sgt, e.add(blockEnd, -1),
-                   e.add(e.add(warpRow, diagonal), *rightBound)));
-    if (leftBound)
-      orMask(e.cmp(arith::CmpIPredicate::slt, kb,
-                   e.add(e.add(e.add(warpRow, 15), diagonal), -*leftBound)));
+    Value needsMask =
+        blockNeedsMask(e, ops, limits, kb, blockKeys, warpRow, 16);
     auto ifMask = scf::IfOp::create(rewriter, loc, scoresType, needsMask,
                                     /*withElseRegion=*/true);
     {
@@ -411,12 +302,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
         for (int64_t r = 0; r < 2; ++r)
           for (int64_t j = 0; j < 2; ++j) {
             Value col = e.add(e.add(kb, t2), 8 * n + j);
-            Value visible = e.cmp(arith::CmpIPredicate::slt, col, keys);
-            if (visibility.restricts())
-              visible = arith::AndIOp::create(
-                  rewriter, loc, visible,
-                  buildKeyVisible(rewriter, loc, visibility, length, rows[r],
-                                  col));
+            Value visible = keyVisible(e, ops, limits, rows[r], col);
             masked = e.insert(
                 e.select(visible, e.extract(masked, {n, r, j}), negInf),
                 masked, {n, r, j});
@@ -430,7 +316,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     // Online softmax in base 2: scores scaled by scale·log2(e) (log2(e)
     // after a cap).
     Value factor = vector::BroadcastOp::create(rewriter, loc, scoresType,
-                                               e.f32(scoreFactor));
+                                               e.f32(ops.scoreFactor));
     scores = e.fmul(scores, factor);
     Value newMax = rowMax, alpha = rowMax, useMax[2];
     for (int64_t r = 0; r < 2; ++r) {
@@ -440,13 +326,10 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
           m = e.fmax(m, e.extract(scores, {n, r, j}));
       m = e.quadReduce(m, [&](Value x, Value y) { return e.fmax(x, y); });
       Value old = e.extract(rowMax, {r});
-      m = e.fmax(old, m);
-      // A row that has seen no key yet subtracts 0: exp2(-inf) = 0.
-      Value none = arith::CmpFOp::create(rewriter, loc,
-                                         arith::CmpFPredicate::OEQ, m, negInf);
-      useMax[r] = e.select(none, zero, m);
-      newMax = e.insert(m, newMax, {r});
-      alpha = e.insert(e.exp2(e.fsub(old, useMax[r])), alpha, {r});
+      RowMaxUpdate update = updateRowMax(e, old, m);
+      useMax[r] = update.subtract;
+      newMax = e.insert(update.max, newMax, {r});
+      alpha = e.insert(update.alpha, alpha, {r});
     }
     Value probs = scores, newSum = rowSum;
     for (int64_t r = 0; r < 2; ++r) {
@@ -510,10 +393,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   for (int64_t r = 0; r < 2; ++r) {
     Value sum = e.quadReduce(e.extract(rowSum, {r}),
                              [&](Value x, Value y) { return e.fadd(x, y); });
-    Value empty = arith::CmpFOp::create(rewriter, loc,
-                                        arith::CmpFPredicate::OEQ, sum, zero);
-    inverses[r] = e.select(
-        empty, zero, arith::DivFOp::create(rewriter, loc, e.f32(1), sum));
+    inverses[r] = inverseRowSum(e, sum);
   }
   for (int64_t r = 0; r < 2; ++r) {
     Value inRange = e.cmp(arith::CmpIPredicate::slt, rows[r], queries);
@@ -533,25 +413,15 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     }
   }
 
-  rewriter.setInsertionPointAfter(workgroups);
-  Value result = bufferization::ToTensorOp::create(
-      rewriter, loc, oType, out, /*restrict=*/true, /*writable=*/true);
-  rewriter.replaceOp(op, result);
-  return result;
+  return finishAttentionKernel(rewriter, ops, workgroup.loop);
 }
 
 LogicalResult mha::lowerAttentionsToMMA(RewriterBase &rewriter,
                                         Operation *root) {
-  SmallVector<AttentionOp> ops;
-  root->walk([&](AttentionOp op) {
-    LoweringConfigAttr config = getLoweringConfig(op);
-    if (config && !config.getMma().empty())
-      ops.push_back(op);
-  });
-  for (AttentionOp op : ops)
-    if (failed(lowerAttentionToMMA(rewriter, op)))
-      return failure();
-  return success();
+  return lowerConfiguredAttentions(
+      rewriter, root,
+      [](LoweringConfigAttr config) { return !config.getMma().empty(); },
+      lowerAttentionToMMA);
 }
 
 namespace {

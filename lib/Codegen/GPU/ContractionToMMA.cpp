@@ -162,16 +162,7 @@ FailureOr<Value> mha::lowerContractionToMMA(RewriterBase &rewriter,
       rewriter, loc,
       MemRefType::get({2, kTileK, kTileN + kMMATileRowPadding}, element,
                       MemRefLayoutAttrInterface(), workgroupSpace));
-  auto threadsLoop = scf::ForallOp::create(
-      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(kThreads)},
-      ValueRange(),
-      rewriter.getArrayAttr(
-          gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)));
-  threadsLoop->setAttr(kLoweringConfigAttrName,
-                       LoweringConfigAttr::get(ctx, {}, {}, {}, {}, {},
-                                               kThreads, {}, {}, {}, {}, {}));
-  rewriter.setInsertionPointToStart(threadsLoop.getBody());
-  Value thread = threadsLoop.getInductionVar(0);
+  Value thread = buildThreadLoop(rewriter, loc, kThreads);
   Value warp = e.div(thread, 32), lane = e.rem(thread, 32);
   Value warpM = e.mul(e.div(warp, 2), 32), warpN = e.mul(e.rem(warp, 2), 32);
   Value g = e.div(lane, 4), t2 = e.mul(e.rem(lane, 4), 2);

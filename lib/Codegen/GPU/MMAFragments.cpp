@@ -2,10 +2,13 @@
 
 #include "MMAFragments.h"
 
+#include "mha/Dialect/MHA/IR/MHADialect.h"
+
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/LLVMIR/NVVMDialect.h"
 #include "mlir/Dialect/NVGPU/IR/NVGPUDialect.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 
 using namespace mlir;
 using namespace mlir::mha::detail;
@@ -47,6 +50,21 @@ Value mlir::mha::detail::readBuffer(Emitter &e, Value tensor) {
   return bufferization::ToBufferOp::create(
       e.b, e.loc, MemRefType::get(type.getShape(), type.getElementType()),
       tensor, /*read_only=*/true);
+}
+
+Value mlir::mha::detail::buildThreadLoop(OpBuilder &rewriter, Location loc,
+                                         int64_t threads) {
+  MLIRContext *ctx = rewriter.getContext();
+  auto threadsLoop = scf::ForallOp::create(
+      rewriter, loc, ArrayRef<OpFoldResult>{rewriter.getIndexAttr(threads)},
+      ValueRange(),
+      rewriter.getArrayAttr(
+          gpu::GPUThreadMappingAttr::get(ctx, gpu::MappingId::DimX)));
+  threadsLoop->setAttr(kLoweringConfigAttrName,
+                       LoweringConfigAttr::get(ctx, {}, {}, {}, {}, {}, threads,
+                                               {}, {}, {}, {}, {}));
+  rewriter.setInsertionPointToStart(threadsLoop.getBody());
+  return threadsLoop.getInductionVar(0);
 }
 
 void mlir::mha::detail::waitForCopies(Emitter &e, Value group,

@@ -1,7 +1,8 @@
 //===- MMAFragments.h - Building tensor-core kernels as IR ------*- C++ -*-===//
 //
-// What the tensor-core kernels (mha-attention-to-mma, mha-contraction-to-mma)
-// share: index and fragment arithmetic at an insertion point, ldmatrix
+// What the kernels built as IR (mha-attention-to-mma, -to-simt,
+// mha-contraction-to-mma) share: index and fragment arithmetic at an
+// insertion point, their thread loop, ldmatrix
 // loads of B operands, the m16n8k16 mma.sync for f16 and bf16, and waits
 // for cp.async groups. Internal to lib/Codegen/GPU.
 //
@@ -63,18 +64,29 @@ struct Emitter {
   Value zeros(VectorType type) {
     return arith::ConstantOp::create(b, loc, type, b.getZeroAttr(type));
   }
-  /// `x` combined with the values of the other threads of its quad (lanes
-  /// xor 1 and xor 2): the full row statistic of a fragment row.
-  Value quadReduce(Value x, function_ref<Value(Value, Value)> combine) {
+  Value fma(Value x, Value y, Value z) {
+    return math::FmaOp::create(b, loc, x, y, z);
+  }
+  /// `x` of the lane whose index differs from this one's by xor `offset`.
+  Value shuffleXor(Value x, int64_t offset) {
     Value width = arith::ConstantIntOp::create(b, loc, 32, 32);
-    for (int64_t offset : {1, 2}) {
-      Value o = arith::ConstantIntOp::create(b, loc, offset, 32);
-      Value other = gpu::ShuffleOp::create(b, loc, x, o, width,
-                                           gpu::ShuffleMode::XOR)
-                        .getShuffleResult();
-      x = combine(x, other);
-    }
+    Value o = arith::ConstantIntOp::create(b, loc, offset, 32);
+    return gpu::ShuffleOp::create(b, loc, x, o, width, gpu::ShuffleMode::XOR)
+        .getShuffleResult();
+  }
+  /// `x` combined with the values of the other lanes of its aligned group
+  /// of `lanes` (a power of two) by xor shuffles: a statistic of a row that
+  /// the group's lanes share.
+  Value groupReduce(Value x, int64_t lanes,
+                    function_ref<Value(Value, Value)> combine) {
+    for (int64_t offset = 1; offset < lanes; offset *= 2)
+      x = combine(x, shuffleXor(x, offset));
     return x;
+  }
+  /// groupReduce over a quad (lanes xor 1 and xor 2): the full row
+  /// statistic of an mma fragment row.
+  Value quadReduce(Value x, function_ref<Value(Value, Value)> combine) {
+    return groupReduce(x, 4, combine);
   }
 };
 
@@ -90,6 +102,12 @@ SmallVector<Value> loadMatrices(Emitter &e, Value tile, ValueRange leading,
 /// 8-15 of columns 0-7, then of columns 8-15).
 Value loadMatricesAsA(Emitter &e, Value tile, ValueRange leading, Value row,
                       Value col);
+
+/// An scf.forall of `threads` threads (#gpu.thread<x>) at the insertion
+/// point, its thread count in its lowering configuration (for
+/// mha-map-forall-to-gpu), with the insertion point moved into it. Returns
+/// the thread index.
+Value buildThreadLoop(OpBuilder &rewriter, Location loc, int64_t threads);
 
 /// Waits until at most `pending` cp.async groups of the thread are still
 /// running (`group`: the newest).

@@ -315,13 +315,17 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
     while (grid.size() < 3)
       grid.push_back(one);
     // A thread loop that states its own thread count (a kernel built for
-    // its warps, mha-attention-to-mma) widens the workgroup to it.
-    int64_t blockThreads = threads;
+    // its threads: mha-attention-to-mma, -to-simt) sets the workgroup's
+    // size to it: its barriers must be reached by every thread, so the
+    // workgroup has no thread outside the loop (which upstream's mapping
+    // would leave out with an scf.if around the barriers).
+    int64_t ownThreads = 0;
     loop.getBody()->walk([&](scf::ForallOp inner) {
       if (auto own = inner->getAttrOfType<LoweringConfigAttr>(
               kLoweringConfigAttrName))
-        blockThreads = std::max(blockThreads, own.getThreads().value_or(0));
+        ownThreads = std::max(ownThreads, own.getThreads().value_or(0));
     });
+    int64_t blockThreads = ownThreads ? ownThreads : threads;
     Value blockX =
         arith::ConstantIndexOp::create(rewriter, loc, blockThreads);
     auto launch = gpu::LaunchOp::create(rewriter, loc, grid[0], grid[1],

@@ -72,6 +72,27 @@ func.func @warps_alone() attributes {mha.lowering_config = #mha.lowering_config<
 
 // -----
 
+// expected-error @+1 {{thread_tile (the register kernel) and mma (the tensor-core kernel) exclude each other}}
+func.func @thread_tile_mma() attributes {mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 4, thread_tile = [4, 4]>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{thread_tile must have 2 entries [rows, keys], found 1}}
+func.func @thread_tile_one() attributes {mha.lowering_config = #mha.lowering_config<thread_tile = [4]>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{thread_tile must be positive, found [0, 4]}}
+func.func @thread_tile_zero() attributes {mha.lowering_config = #mha.lowering_config<thread_tile = [0, 4]>} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{warps must be positive, found 0}}
 func.func @zero_warps() attributes {mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 0>} {
   return

@@ -1,15 +1,17 @@
 // The rule for the tensor-core kernel (mha-attention-to-mma): an f16 or
 // bf16 mha.attention without a mask, head dims multiples of 16 (dk) and 8 (dv),
 // on CUDA sm_80 or later, gets mma = [16, 8, 16], 4 warps of 16 rows and
-// 64-key blocks; everything else keeps the thread-per-row kernel. Tile sizes
-// given as overrides set the warps (rows / 16), or keep the thread-per-row
-// kernel where they are not multiples of 16.
+// 64-key blocks; everything else gets the register kernel (thread_tile,
+// mha-attention-to-simt) where it applies, else the thread-per-row kernel.
+// Tile sizes given as overrides set the warps (rows / 16), or keep the
+// thread-per-row kernel where they are not multiples of 16.
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_80\">}" | FileCheck %s --check-prefix=SM80
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_90a\">}" | FileCheck %s --check-prefix=SM80
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_75\">}" | FileCheck %s --check-prefix=SIMT
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = vulkan>}" | FileCheck %s --check-prefix=SIMT
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_80\">} overrides={#mha.lowering_config<q_tile = 32>}" | FileCheck %s --check-prefix=Q32
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_90\", max_workgroup_memory = 49152>}" | FileCheck %s --check-prefix=SMEM
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_90\", max_workgroup_memory = 49152>} overrides={#mha.lowering_config<kv_tile = 8>}" | FileCheck %s --check-prefix=SMEM-KV8
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_80\">} overrides={#mha.lowering_config<q_tile = 8>}" | FileCheck %s --check-prefix=Q8
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_80\">} overrides={#mha.lowering_config<kv_tile = 8>}" | FileCheck %s --check-prefix=Q8
 
@@ -19,7 +21,7 @@
 // SM80-SAME: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>
 // SIMT-LABEL: func.func @f16
 // SIMT: mha.attention
-// SIMT-SAME: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>}
+// SIMT-SAME: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 32, thread_tile = [4, 4]>}
 // Q32-LABEL: func.func @f16
 // Q32: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 64, mma = [16, 8, 16], warps = 2>
 // Q8-LABEL: func.func @f16
@@ -34,12 +36,16 @@ func.func @f16(%q: tensor<2x4x?x64xf16>, %k: tensor<2x2x?x64xf16>, %v: tensor<2x
 
 // -----
 
-// What the kernel does not compute keeps a thread per row on every target
-// (bf16, key lengths, a softcap and windows run on it).
+// What the kernel does not compute gets the register kernel (f32, head dims
+// that are not multiples of 16, transposed keys: 8 query rows, 2 groups of
+// 8 lanes), or, for an i1 mask, the thread-per-row kernel; bf16, key
+// lengths, a softcap and windows run on tensor cores.
 // SM80-LABEL: func.func @other
-// SM80: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>}
+// SM80: mha.lowering_config = #mha.lowering_config<q_tile = 8, kv_tile = 32, thread_tile = [4, 4]>}
 // SM80: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>}
-// SM80-COUNT-3: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>{{[,}]}}
+// SM80: mha.lowering_config = #mha.lowering_config<q_tile = 8, kv_tile = 32, thread_tile = [4, 4]>}
+// SM80: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>}
+// SM80: mha.lowering_config = #mha.lowering_config<q_tile = 8, kv_tile = 32, thread_tile = [4, 4]>{{[,}]}}
 // SM80-COUNT-3: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>{{[,}]}}
 // SM80-NOT: mma
 func.func @other(%q16: tensor<1x2x8x64xf16>, %q32: tensor<1x2x8x64xf32>,
@@ -174,16 +180,25 @@ func.func @projection_bias(%x: tensor<64x32xf16>, %w: tensor<32x16xf16>, %bias: 
 
 // -----
 
-// The thread-per-row kernel's tiles on a target with a workgroup-memory
-// limit: 32, halved while the estimate of the kernel's workgroup memory
-// exceeds it (f32, 48 KiB: causal d=128 8, d=96 16, d=64 32); the
-// projections' workgroup tiles as wide as the largest head dim (128).
+// The register kernel's tiles on a target with a workgroup-memory limit:
+// 64 rows and 32 keys, the keys halved (down to half the rows), then the
+// rows, while its Q, K and V tiles exceed it (f32, 48 KiB: d=128 32 rows
+// and 16 keys, 33,792 bytes; d=96 64 and 16, 38,400; d=64 64 and 32,
+// 34,816). The thread-per-row kernel's (a key
+// tile given): 32 rows, halved while the estimate of its workgroup memory
+// exceeds the limit (causal d=128 8, d=96 16, d=64 32); the projections'
+// workgroup tiles as wide as the largest head dim (128).
 // SM80-LABEL: func.func @simt_tiles
 // SMEM-LABEL: func.func @simt_tiles
-// SMEM-SAME: mha.lowering_config = #mha.lowering_config<workgroup_tile = [8, 128], threads = 8>
-// SMEM: mha.lowering_config = #mha.lowering_config<q_tile = 8, kv_tile = 8>
-// SMEM: mha.lowering_config = #mha.lowering_config<q_tile = 16, kv_tile = 16>
-// SMEM: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 32>
+// SMEM-SAME: mha.lowering_config = #mha.lowering_config<workgroup_tile = [32, 128], threads = 32>
+// SMEM: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 16, thread_tile = [4, 2]>
+// SMEM: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 16, thread_tile = [4, 2]>
+// SMEM: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 32, thread_tile = [4, 4]>
+// SMEM-KV8-LABEL: func.func @simt_tiles
+// SMEM-KV8-SAME: mha.lowering_config = #mha.lowering_config<workgroup_tile = [8, 128], threads = 8>
+// SMEM-KV8: mha.lowering_config = #mha.lowering_config<q_tile = 8, kv_tile = 8>
+// SMEM-KV8: mha.lowering_config = #mha.lowering_config<q_tile = 16, kv_tile = 8>
+// SMEM-KV8: mha.lowering_config = #mha.lowering_config<q_tile = 32, kv_tile = 8>
 func.func @simt_tiles(%a: tensor<1x2x64x128xf32>, %b: tensor<1x2x64x96xf32>, %c: tensor<1x2x64x64xf32>) {
   %0 = mha.attention ins(%a, %a, %a : tensor<1x2x64x128xf32>, tensor<1x2x64x128xf32>, tensor<1x2x64x128xf32>) outs(%a : tensor<1x2x64x128xf32>) {causal} -> tensor<1x2x64x128xf32>
   %1 = mha.attention ins(%b, %b, %b : tensor<1x2x64x96xf32>, tensor<1x2x64x96xf32>, tensor<1x2x64x96xf32>) outs(%b : tensor<1x2x64x96xf32>) -> tensor<1x2x64x96xf32>

@@ -63,8 +63,10 @@ func.func @layer_long(%x: tensor<2x2048x64xf32>, %y: tensor<1x4095x64xf32>, %w: 
 // AVX512: #mha.lowering_config<q_tile = 64, kv_tile = 64>
 // AVX512-LABEL: func.func @attention
 // AVX512: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 64>
+// On a GPU, f32 attention runs on the register kernel (mha-attention-to-simt):
+// 64 rows in 16 groups of 8 lanes, each thread 4 rows by 4 of 32 keys.
 // GPU-LABEL: func.func @attention
-// GPU: mha.attention {{.*}}#mha.lowering_config<q_tile = 32, kv_tile = 32>
+// GPU: mha.attention {{.*}}#mha.lowering_config<q_tile = 64, kv_tile = 32, thread_tile = [4, 4]>
 func.func @layer_511(%x: tensor<1x511x64xf32>, %d: tensor<?x600x64xf32>, %w: tensor<64x64xf32>) -> (tensor<1x511x64xf32>, tensor<?x600x64xf32>) {
   %y = mha.multi_head_attention %x, %x, %x, %w, %w, %w, %w {num_heads = 4 : i64}
     : (tensor<1x511x64xf32>, tensor<1x511x64xf32>, tensor<1x511x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>, tensor<64x64xf32>) -> tensor<1x511x64xf32>

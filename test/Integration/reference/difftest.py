@@ -20,7 +20,9 @@ rotary), the layer's weights prepared once
 one target
 drawn for it: `loops`, `cpu` with drawn options (query/key tile sizes,
 register tiles, chunk, panel reduction, openmp on/off, raise-attention),
-`vulkan` (static shapes; its tile sizes), `mma` (the CUDA pipeline's
+`vulkan` (static shapes; the rules' kernels, the register kernel with
+drawn tiles and thread tiles, or the thread-per-row kernel with drawn
+tiles), `mma` (the CUDA pipeline's
 tensor-core kernels run on the Vulkan device with their tensor-core ops
 emulated, `vulkan{emulate-tensor-cores}`: static shapes, f16, head dims
 mostly multiples of 16, query tiles of whole warps, most trials without
@@ -77,6 +79,20 @@ def draw_target(rng, targets):
     if target == "loops":
         return target, "loops", 64, 64
     if target == "vulkan":
+        draw = rng.random()
+        if draw < 0.2:
+            # The rules' kernels (the register kernel for attention).
+            return target, "vulkan", 64, 32
+        if draw < 0.6:
+            # The register kernel: rows per thread times row groups, the
+            # lanes of a group (`KEYS`) drawn with the value head dim in
+            # draw_trial.
+            rows = rng.choice([1, 2, 4])
+            q = rows * rng.choice([1, 2, 4, 8, 16])
+            kv = rng.choice([8, 16, 32, 64])
+            return (target, f"vulkan{{q-tile-size={q} kv-tile-size={kv} "
+                    f"thread-tile={rows},KEYS}}", q, kv)
+        # The thread-per-row kernel (tile sizes alone).
         q, kv = rng.choice([16, 32, 64]), rng.choice([8, 16, 32, 64])
         options = [f"q-tile-size={q}", f"kv-tile-size={kv}"]
         return target, "vulkan{" + " ".join(options) + "}", q, kv
@@ -214,6 +230,18 @@ def draw_trial(rng, targets, long_ok, repeat, thread_counts):
                          static=target in ("vulkan", "mma"), long_ok=long_ok)
     if target == "vulkan" and config["dtype"] == "bf16":
         config["dtype"] = "f16"  # Vulkan kernels take f32 and f16.
+    if "KEYS" in pipeline:
+        # Lanes dividing the key tile and the value head dim, 8 at most
+        # (lavapipe's subgroups); the tiles within 48 KiB of workgroup
+        # memory, else the rules' kernel.
+        lanes = rng.choice([n for n in (1, 2, 4, 8)
+                            if kv_tile % n == 0 and config["dv"] % n == 0])
+        size = 4 if config["dtype"] == "f32" else 2
+        pad = 16 // size
+        memory = ((q_tile + kv_tile) * (config["dk"] + pad)
+                  + kv_tile * (config["dv"] + pad)) * size
+        pipeline = (pipeline.replace("KEYS", str(kv_tile // lanes))
+                    if memory <= 48 * 1024 else "vulkan")
     if target == "mma":
         # f16 (the emulation takes no bf16), head dims the tensor-core
         # kernels take in most trials (the others run on the thread-per-row

@@ -83,6 +83,23 @@ constexpr int64_t kMMATileRowPadding = 8;
 /// `kvTile` keys, rows padded.
 int64_t mmaAttentionWorkgroupBytes(int64_t kvTile, int64_t dk, int64_t dv);
 
+/// Why the register kernel (mha-attention-to-simt, `thread_tile`) cannot
+/// compute `op` on `target`, in words ("" when it can): it needs a GPU
+/// target, query, key, value and result all f32, all f16 or all bf16, an
+/// additive (float) mask if any and no key_offset.
+std::string simtAttentionUnsupported(Operation *op, TargetAttr target);
+
+/// Bytes of padding after each row of the register kernel's shared Q, K and
+/// V tiles: 16, so that the rows the lanes of a row group read at one
+/// column start in distinct banks.
+constexpr int64_t kSIMTTileRowPaddingBytes = 16;
+
+/// The workgroup memory of the register kernel: its Q tile of `qTile` rows
+/// and its K and V tiles of `kvTile` keys, of `elementBytes` each, rows
+/// padded.
+int64_t simtAttentionWorkgroupBytes(int64_t qTile, int64_t kvTile, int64_t dk,
+                                    int64_t dv, int64_t elementBytes);
+
 /// The query and key tile sizes of `op` (an mha.attention or
 /// mha.multi_head_attention): each given size (non-zero) as it is, else that
 /// of its lowering configuration, else 64 (the tiling passes' default, where
@@ -119,7 +136,10 @@ LogicalResult setLoweringConfigs(Operation *root, TargetAttr target,
 /// fields of the other kind of target, a GPU thread count of 0, above the
 /// target's limit, or above a tile's rows (threads that no row feeds); for
 /// an op with `mma`, that the kernel supports it (mmaAttentionUnsupported),
-/// `q_tile = 16 * warps` and `kv_tile` a multiple of 16.
+/// `q_tile = 16 * warps` and `kv_tile` a multiple of 16; for an op with
+/// `thread_tile`, that the register kernel supports it and that its tiles
+/// divide into the thread tile, its row groups fit a subgroup and its
+/// threads and workgroup memory the target's limits.
 LogicalResult verifyLoweringConfig(FunctionOpInterface func, TargetAttr target);
 
 } // namespace mha

@@ -17,6 +17,43 @@ defvar MHA_ThreadsOption =
            "Threads per workgroup; 0: the function's mha.lowering_config "
            "threads (required then)">;
 
+def MHAAttentionToSIMTPass : Pass<"mha-attention-to-simt"> {
+  let summary = "Lower mha.attention to the register-tiled FlashAttention "
+                "kernel without tensor cores";
+  let description = [{
+    GPU mapping, on tensors, for any GPU target: every `mha.attention` whose
+    `mha.lowering_config` has `thread_tile = [rows, keys]`
+    (`mha-select-lowering-config` sets it where the tensor-core kernel does
+    not apply: f32 on CUDA, everything on Vulkan) becomes a FlashAttention
+    forward kernel with its online-softmax state in registers: an
+    `scf.forall` of workgroups over (batch, head, query tile of `q_tile`
+    rows; causal tiles longest first) around an `scf.forall` of
+    `(q_tile / rows) * (kv_tile / keys)` threads (`#gpu.thread<x>`). The
+    threads form row groups of `kv_tile / keys` consecutive lanes, each group
+    owning `rows` query rows. The Q tile is staged in workgroup memory once,
+    the K and V blocks on every step of the key loop (zero past the valid
+    keys); each thread computes a `rows` x `keys` tile of the scores with
+    FMAs (f32 arithmetic for every operand type), row maxima and sums over
+    its group by `gpu.shuffle xor`, `exp2` with log2(e) folded into the
+    scale, and `P V` with the other lanes' probabilities taken by xor
+    shuffles, so that scores, probabilities, accumulators and statistics
+    stay in registers (`scf.for` iter_args). Masks, key lengths, causal
+    masks, windows, softcap, GQA, key_transposed and dynamic sizes are
+    supported; masks only on the key blocks that need them. Where the kernel
+    cannot compute the op (an i1 mask, key_offset, f64), an error names the
+    reason.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def MHAAttentionToMMAPass : Pass<"mha-attention-to-mma"> {
   let summary = "Lower mha.attention to the FlashAttention-2 kernel on "
                 "tensor cores";

@@ -40,6 +40,21 @@ FailureOr<Value> lowerAttentionToMMA(RewriterBase &rewriter, AttentionOp op);
 /// configuration has `mma`.
 LogicalResult lowerAttentionsToMMA(RewriterBase &rewriter, Operation *root);
 
+/// The mha.attention `op`, whose lowering configuration has `thread_tile =
+/// [rows, keys]`, as the register-tiled FlashAttention kernel: an
+/// scf.forall of workgroups (batch, head, query tile) around an scf.forall
+/// of (q_tile / rows) * (kv_tile / keys) threads (#gpu.thread<x>) in row
+/// groups of kv_tile / keys lanes, the online-softmax state in registers,
+/// Q, K and V staged in workgroup memory, on buffers of the operands
+/// (bufferization.to_buffer) into a new buffer that the returned tensor
+/// reads. Fails, with an error at the op, where the kernel cannot compute
+/// it (simtAttentionUnsupported) or the configuration does not divide.
+FailureOr<Value> lowerAttentionToSIMT(RewriterBase &rewriter, AttentionOp op);
+
+/// lowerAttentionToSIMT on every mha.attention under `root` whose lowering
+/// configuration has `thread_tile`.
+LogicalResult lowerAttentionsToSIMT(RewriterBase &rewriter, Operation *root);
+
 /// The contraction `op` (its lowering configuration has `mma`; see
 /// matchMMAContraction) and the op that rounds its result as one GEMM kernel
 /// on tensor cores: an scf.forall of 64 x 64 output tiles around an

@@ -79,7 +79,8 @@ LogicalResult LoweringConfigAttr::verify(
     std::optional<int64_t> chunk, ArrayRef<int64_t> workgroupTile,
     std::optional<int64_t> threads, ArrayRef<int64_t> mma,
     std::optional<int64_t> warps, std::optional<int64_t> kvSplits,
-    std::optional<int64_t> headTile, std::optional<int64_t> prefetchBlocks) {
+    std::optional<int64_t> headTile, std::optional<int64_t> prefetchBlocks,
+    ArrayRef<int64_t> threadTile) {
   for (auto [name, value] :
        {std::pair<StringRef, std::optional<int64_t>>{"q_tile", qTile},
         {"kv_tile", kvTile},
@@ -93,12 +94,14 @@ LogicalResult LoweringConfigAttr::verify(
       return emitError() << name << " must be positive, found " << *value;
   for (auto [name, tile] :
        {std::pair<StringRef, ArrayRef<int64_t>>{"register_tile", registerTile},
-        {"workgroup_tile", workgroupTile}}) {
+        {"workgroup_tile", workgroupTile},
+        {"thread_tile", threadTile}}) {
     if (tile.empty())
       continue;
     if (tile.size() != 2)
-      return emitError() << name << " must have 2 entries [rows, cols], found "
-                         << tile.size();
+      return emitError() << name << " must have 2 entries [rows, "
+                         << (name == "thread_tile" ? "keys" : "cols")
+                         << "], found " << tile.size();
     if (tile[0] <= 0 || tile[1] <= 0)
       return emitError() << name << " must be positive, found [" << tile[0]
                          << ", " << tile[1] << "]";
@@ -110,6 +113,9 @@ LogicalResult LoweringConfigAttr::verify(
                        << llvm::interleaved(mma) << "]";
   if (warps && mma.empty())
     return emitError() << "warps needs mma (the warp-level kernel)";
+  if (!threadTile.empty() && !mma.empty())
+    return emitError() << "thread_tile (the register kernel) and mma (the "
+                          "tensor-core kernel) exclude each other";
   return success();
 }
 
@@ -135,7 +141,8 @@ LoweringConfigAttr LoweringConfigAttr::merge(LoweringConfigAttr overrides) const
       pick(overrides.getWarps(), getWarps()),
       pick(overrides.getKvSplits(), getKvSplits()),
       pick(overrides.getHeadTile(), getHeadTile()),
-      pick(overrides.getPrefetchBlocks(), getPrefetchBlocks()));
+      pick(overrides.getPrefetchBlocks(), getPrefetchBlocks()),
+      pickTile(overrides.getThreadTile(), getThreadTile()));
 }
 
 TargetAttr mha::getTarget(Operation *op) {

@@ -133,6 +133,12 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
       bf16 operands, f32 accumulation), instead of a thread per row;
     - `warps` (with `mma`): warps per workgroup, 16 query rows each
       (`q_tile = 16 * warps`).
+    - `thread_tile = [rows, keys]` (GPU, `mha.attention`): the register
+      kernel (mha-attention-to-simt) instead of a thread per row: each
+      thread holds `rows` query rows by `keys` keys of every score block,
+      and the `kv_tile / keys` threads of a row group (consecutive lanes of
+      one subgroup) share its rows, their statistics combined by shuffles;
+      `(q_tile / rows) * (kv_tile / keys)` threads per workgroup.
     - `head_tile` (CPU, `mha.attention`): query heads per tile of the
       parallel loop; the heads of a key/value head's group, when the queries
       are one tile (decoding), so that each key block is read once for all
@@ -177,9 +183,24 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
     OptionalParameter<"std::optional<int64_t>">:$warps,
     OptionalParameter<"std::optional<int64_t>">:$kv_splits,
     OptionalParameter<"std::optional<int64_t>">:$head_tile,
-    OptionalParameter<"std::optional<int64_t>">:$prefetch_blocks);
+    OptionalParameter<"std::optional<int64_t>">:$prefetch_blocks,
+    MHA_TileParameter:$thread_tile);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
+  let builders = [
+    // Every field but thread_tile (the fields before it, in order).
+    AttrBuilder<(ins "std::optional<int64_t>":$q_tile,
+      "std::optional<int64_t>":$kv_tile, "ArrayRef<int64_t>":$register_tile,
+      "std::optional<int64_t>":$chunk, "ArrayRef<int64_t>":$workgroup_tile,
+      "std::optional<int64_t>":$threads, "ArrayRef<int64_t>":$mma,
+      "std::optional<int64_t>":$warps, "std::optional<int64_t>":$kv_splits,
+      "std::optional<int64_t>":$head_tile,
+      "std::optional<int64_t>":$prefetch_blocks), [{
+      return $_get($_ctxt, q_tile, kv_tile, register_tile, chunk,
+                   workgroup_tile, threads, mma, warps, kv_splits, head_tile,
+                   prefetch_blocks, ArrayRef<int64_t>());
+    }]>
+  ];
   let extraClassDeclaration = [{
     /// `this` with every field that `overrides` sets replaced by it (null
     /// `this` or `overrides`: the other one).

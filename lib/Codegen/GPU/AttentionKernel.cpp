@@ -1,0 +1,227 @@
+//===- AttentionKernel.cpp - What the attention kernels share -------------===//
+
+#include "AttentionKernel.h"
+
+#include "mha/Codegen/Common/KernelConfig.h"
+#include "mha/Dialect/MHA/IR/MHADialect.h"
+#include "mha/Dialect/MHA/Transforms/Transforms.h"
+
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+
+#include <cmath>
+
+using namespace mlir;
+using namespace mlir::mha;
+using namespace mlir::mha::detail;
+
+AttentionKernelOperands
+mlir::mha::detail::prepareAttentionKernel(RewriterBase &rewriter,
+                                          AttentionOp op) {
+  Location loc = op.getLoc();
+  Emitter e{rewriter, loc};
+  AttentionKernelOperands ops;
+  ops.op = op;
+  auto qType = cast<RankedTensorType>(op.getQuery().getType());
+  auto kType = cast<RankedTensorType>(op.getKey().getType());
+  auto vType = cast<RankedTensorType>(op.getValue().getType());
+  auto oType = cast<RankedTensorType>(op.getResult().getType());
+  ops.heads = qType.getDimSize(1);
+  ops.kvHeads = kType.getDimSize(1);
+  ops.dk = qType.getDimSize(3);
+  ops.dv = vType.getDimSize(3);
+  ops.element = qType.getElementType();
+  ops.q = readBuffer(e, op.getQuery());
+  ops.k = readBuffer(e, op.getKey());
+  ops.v = readBuffer(e, op.getValue());
+  auto dim = [&](Value tensor, int64_t d) -> Value {
+    return tensor::DimOp::create(rewriter, loc, tensor, d);
+  };
+  ops.batch = dim(op.getQuery(), 0);
+  ops.queries = dim(op.getQuery(), 2);
+  ops.keys = dim(op.getKey(), op.getKeyTransposed() ? 3 : 2);
+  SmallVector<Value> dynamicSizes;
+  for (int64_t d = 0; d < oType.getRank(); ++d)
+    if (oType.isDynamicDim(d))
+      dynamicSizes.push_back(dim(op.getQuery(), d));
+  ops.out = memref::AllocOp::create(
+      rewriter, loc, MemRefType::get(oType.getShape(), oType.getElementType()),
+      dynamicSizes);
+  ops.visibility = op.getKeyVisibility(rewriter);
+  if (ops.visibility.keyLengths)
+    ops.lengths = readBuffer(e, ops.visibility.keyLengths);
+  if (op.getMask())
+    ops.mask = readBuffer(e, op.getMask());
+  ops.rightBound =
+      op.getCausal() ? std::optional<int64_t>(0) : ops.visibility.windowRight;
+  ops.leftBound = ops.visibility.windowLeft;
+  ops.softcap = op.getSoftcapValue();
+  ops.scale = op.getScaleOrDefault();
+  ops.scaleFirst = ops.softcap || op.getMask();
+  ops.scoreFactor = ops.scaleFirst ? M_LOG2E : ops.scale * M_LOG2E;
+  return ops;
+}
+
+AttentionWorkgroup mlir::mha::detail::buildAttentionWorkgroups(
+    RewriterBase &rewriter, const AttentionKernelOperands &ops, int64_t rows) {
+  Location loc = ops.op.getLoc();
+  Emitter e{rewriter, loc};
+  auto workgroups = scf::ForallOp::create(
+      rewriter, loc,
+      ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0),
+                             rewriter.getIndexAttr(0)},
+      ArrayRef<OpFoldResult>{ops.batch, rewriter.getIndexAttr(ops.heads),
+                             ops.queries},
+      ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
+                             rewriter.getIndexAttr(rows)},
+      // Mapped to workgroups: kept as a loop when it has one iteration.
+      ValueRange(), workgroupMapping(rewriter.getContext(), 3));
+  rewriter.setInsertionPointToStart(workgroups.getBody());
+  Value firstRow = workgroups.getInductionVar(2);
+  if (ops.op.getCausal()) {
+    Value lastTile = e.mul(e.div(e.add(ops.queries, -1), rows), rows);
+    firstRow = e.sub(lastTile, firstRow);
+  }
+  return {workgroups, workgroups.getInductionVar(0),
+          workgroups.getInductionVar(1), firstRow};
+}
+
+KeyLimits mlir::mha::detail::buildKeyLimits(Emitter &e,
+                                            const AttentionKernelOperands &ops,
+                                            Value batchIndex, Value firstRow,
+                                            int64_t rows, int64_t blockKeys) {
+  KeyLimits limits;
+  limits.validKeys = ops.keys;
+  limits.diagonal = ops.visibility.diagonal;
+  if (ops.lengths) {
+    Value stored = memref::LoadOp::create(e.b, e.loc, ops.lengths, batchIndex);
+    limits.length =
+        arith::IndexCastOp::create(e.b, e.loc, e.b.getIndexType(), stored);
+    limits.validKeys = e.max(e.min(limits.length, ops.keys), e.index(0));
+    if (limits.diagonal)
+      limits.diagonal = e.add(limits.diagonal, limits.length);
+  }
+  limits.keyEnd = limits.validKeys;
+  limits.keyStart = e.index(0);
+  if (ops.rightBound) {
+    Value lastRow = e.min(e.add(firstRow, rows - 1), e.add(ops.queries, -1));
+    limits.keyEnd =
+        e.max(e.min(e.add(e.add(lastRow, limits.diagonal), *ops.rightBound + 1),
+                    limits.keyEnd),
+              e.index(0));
+  }
+  if (ops.leftBound) {
+    Value left = e.max(e.add(e.add(firstRow, limits.diagonal), -*ops.leftBound),
+                       e.index(0));
+    limits.keyStart = e.mul(e.div(left, blockKeys), blockKeys);
+  }
+  return limits;
+}
+
+Value mlir::mha::detail::capScore(Emitter &e,
+                                  const AttentionKernelOperands &ops, Value s) {
+  if (!ops.softcap)
+    return s;
+  Value inner = e.fmul(s, e.f32(ops.scale / *ops.softcap));
+  return e.fmul(e.f32(*ops.softcap), math::TanhOp::create(e.b, e.loc, inner));
+}
+
+Value mlir::mha::detail::maskElement(Emitter &e,
+                                     const AttentionKernelOperands &ops,
+                                     Value batchIndex, Value head, Value row,
+                                     Value col) {
+  auto maskType = cast<MemRefType>(ops.mask.getType());
+  int64_t rank = maskType.getRank();
+  auto index = [&](int64_t d, Value v) {
+    return maskType.getDimSize(d) == 1 ? e.index(0) : v;
+  };
+  SmallVector<Value> at;
+  if (rank == 4)
+    at = {index(0, batchIndex), index(1, head)};
+  else if (rank == 3)
+    at = {index(0, batchIndex)};
+  at.push_back(index(rank - 2, row));
+  at.push_back(index(rank - 1, col));
+  Value m = memref::LoadOp::create(e.b, e.loc, ops.mask, at);
+  if (!m.getType().isF32())
+    m = arith::ExtFOp::create(e.b, e.loc, e.b.getF32Type(), m);
+  return m;
+}
+
+Value mlir::mha::detail::blockNeedsMask(Emitter &e,
+                                        const AttentionKernelOperands &ops,
+                                        const KeyLimits &limits, Value kb,
+                                        int64_t blockKeys, Value firstRow,
+                                        int64_t rows) {
+  Value blockEnd = e.add(kb, blockKeys);
+  Value needsMask =
+      e.cmp(arith::CmpIPredicate::sgt, blockEnd, limits.validKeys);
+  auto orMask = [&](Value c) {
+    needsMask = arith::OrIOp::create(e.b, e.loc, needsMask, c);
+  };
+  if (ops.rightBound)
+    orMask(e.cmp(arith::CmpIPredicate::sgt, e.add(blockEnd, -1),
+                 e.add(e.add(firstRow, limits.diagonal), *ops.rightBound)));
+  if (ops.leftBound)
+    orMask(e.cmp(arith::CmpIPredicate::slt, kb,
+                 e.add(e.add(e.add(firstRow, rows - 1), limits.diagonal),
+                       -*ops.leftBound)));
+  return needsMask;
+}
+
+Value mlir::mha::detail::keyVisible(Emitter &e,
+                                    const AttentionKernelOperands &ops,
+                                    const KeyLimits &limits, Value row,
+                                    Value col) {
+  Value visible = e.cmp(arith::CmpIPredicate::slt, col, ops.keys);
+  if (ops.visibility.restricts())
+    visible = arith::AndIOp::create(
+        e.b, e.loc, visible,
+        buildKeyVisible(e.b, e.loc, ops.visibility, limits.length, row, col));
+  return visible;
+}
+
+RowMaxUpdate mlir::mha::detail::updateRowMax(Emitter &e, Value old,
+                                             Value blockMax) {
+  Value m = e.fmax(old, blockMax);
+  Value none = arith::CmpFOp::create(e.b, e.loc, arith::CmpFPredicate::OEQ, m,
+                                     e.f32(-INFINITY));
+  Value subtract = e.select(none, e.f32(0), m);
+  return {m, subtract, e.exp2(e.fsub(old, subtract))};
+}
+
+Value mlir::mha::detail::inverseRowSum(Emitter &e, Value sum) {
+  Value zero = e.f32(0);
+  Value empty =
+      arith::CmpFOp::create(e.b, e.loc, arith::CmpFPredicate::OEQ, sum, zero);
+  return e.select(empty, zero,
+                  arith::DivFOp::create(e.b, e.loc, e.f32(1), sum));
+}
+
+LogicalResult mlir::mha::detail::lowerConfiguredAttentions(
+    RewriterBase &rewriter, Operation *root,
+    function_ref<bool(LoweringConfigAttr)> selects,
+    function_ref<FailureOr<Value>(RewriterBase &, AttentionOp)> lower) {
+  SmallVector<AttentionOp> ops;
+  root->walk([&](AttentionOp op) {
+    LoweringConfigAttr config = getLoweringConfig(op);
+    if (config && selects(config))
+      ops.push_back(op);
+  });
+  for (AttentionOp op : ops)
+    if (failed(lower(rewriter, op)))
+      return failure();
+  return success();
+}
+
+Value mlir::mha::detail::finishAttentionKernel(
+    RewriterBase &rewriter, const AttentionKernelOperands &ops,
+    scf::ForallOp workgroups) {
+  rewriter.setInsertionPointAfter(workgroups);
+  Value result = bufferization::ToTensorOp::create(
+      rewriter, ops.op.getLoc(), ops.op.getResult().getType(), ops.out,
+      /*restrict=*/true, /*writable=*/true);
+  rewriter.replaceOp(ops.op, result);
+  return result;
+}
