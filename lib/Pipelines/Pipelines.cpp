@@ -97,10 +97,11 @@ static std::string overridesText(int64_t qTile, int64_t kvTile,
 }
 
 void mha::buildStrategyStage(OpPassManager &pm, StringRef target,
-                             StringRef overrides) {
+                             StringRef overrides, bool allowTF32) {
   MHASelectLoweringConfigPassOptions select;
   select.target = target.str();
   select.overrides = overrides.str();
+  select.allowTF32 = allowTF32;
   pm.addPass(createMHASelectLoweringConfigPass(select));
 }
 
@@ -347,11 +348,11 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
 void mha::buildGPUMappingStage(OpPassManager &pm, StringRef target,
                                StringRef overrides, bool raiseAttention,
                                int64_t maxKernelLoopIterations,
-                               bool emulateTensorCores) {
+                               bool emulateTensorCores, bool allowTF32) {
   buildEntryStage(pm, raiseAttention, /*forGPU=*/true);
   // Query tiles, workgroup tiles, threads and the tensor-core kernels from
   // one configuration, which keeps them consistent.
-  buildStrategyStage(pm, target, overrides);
+  buildStrategyStage(pm, target, overrides, allowTF32);
   // The attention and the projections the configuration gives to tensor
   // cores (CUDA, f16 and bf16) as their own kernels; the rest goes on as
   // tiles with a thread per row.
@@ -432,7 +433,7 @@ void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
     target = cudaTarget("sm_80", "+ptx80");
   buildGPUMappingStage(pm, target, gpuOverrides(options),
                        options.raiseAttention, options.maxKernelLoopIterations,
-                       options.emulateTensorCores);
+                       options.emulateTensorCores, options.allowTF32);
   // Bounded in the mapping stage, where the loop bounds are still affine.
   buildVulkanBackendStage(pm, /*emitCInterface=*/true,
                           /*maxKernelLoopIterations=*/0);
@@ -441,7 +442,9 @@ void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
 void mha::buildLowerToCUDAPipeline(OpPassManager &pm,
                                    const LowerToCUDAOptions &options) {
   buildGPUMappingStage(pm, cudaTarget(options.chip, options.features),
-                       gpuOverrides(options), options.raiseAttention);
+                       gpuOverrides(options), options.raiseAttention,
+                       /*maxKernelLoopIterations=*/0,
+                       /*emulateTensorCores=*/false, options.allowTF32);
   // CUDA kernels read device memory: each launch's host buffers are copied
   // in and out around it, on one stream (gpu-async-region chains the copies,
   // the launch and the frees with tokens and waits before the host reads).

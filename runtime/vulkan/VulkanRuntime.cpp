@@ -78,6 +78,9 @@ struct Device {
   std::string name;
   /// What f16 kernels need (SPIR-V Float16, StorageBuffer16BitAccess).
   bool float16 = false, storage16 = false, int64 = false;
+  /// Subgroup shuffles in compute shaders, and the subgroup size.
+  bool shuffle = false;
+  uint32_t subgroupSize = 0;
 
   Device() {
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
@@ -154,6 +157,17 @@ struct Device {
     storage16 = storageFeatures.storageBuffer16BitAccess;
     // i64 in kernels (ONNX's int64 key lengths): a core feature.
     int64 = features.features.shaderInt64;
+    // Shuffles between the lanes of a row group (the register kernel) or
+    // a quad (the emulated tensor-core kernels): core properties in 1.1.
+    VkPhysicalDeviceSubgroupProperties subgroup{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    VkPhysicalDeviceProperties2 properties{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
+    properties.pNext = &subgroup;
+    vkGetPhysicalDeviceProperties2(physical, &properties);
+    subgroupSize = subgroup.subgroupSize;
+    shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
+              (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
 
     VkDeviceCreateInfo deviceInfo{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     deviceInfo.pNext = &features;
@@ -316,18 +330,26 @@ struct Buffer {
 
 /// Stops with a message when the module declares a capability the device
 /// lacks (f16 kernels on a device without f16 arithmetic or 16-bit storage,
-/// i64 ones without 64-bit integers)
+/// i64 ones without 64-bit integers, shuffling ones without subgroup
+/// shuffles in compute shaders or with subgroups of fewer than 8 lanes:
+/// the register kernel's row groups have up to 8)
 /// rather than leaving it to the driver. Capabilities are the module's first
 /// instructions (OpCapability, opcode 17), after the 5-word header.
 void requireCapabilities(const std::vector<uint32_t> &words) {
   constexpr uint32_t opCapability = 17, float16Cap = 9, int64Cap = 11,
-                     storageBuffer16BitAccess = 4433;
+                     shuffleCap = 65, storageBuffer16BitAccess = 4433;
   const Device &d = device();
   for (size_t at = 5; at < words.size();) {
     uint32_t count = words[at] >> 16, opcode = words[at] & 0xffff;
     if (opcode != opCapability || count < 2 || at + 1 >= words.size())
       break;
     uint32_t capability = words[at + 1];
+    if (capability == shuffleCap && (!d.shuffle || d.subgroupSize < 8))
+      fail("the kernels shuffle values within subgroups of at least 8 lanes "
+           "(GroupNonUniformShuffle), which the Vulkan device '" +
+           d.name + "' does not offer (subgroups of " +
+           std::to_string(d.subgroupSize) + " lanes" +
+           (d.shuffle ? "" : ", no shuffles in compute shaders") + ")");
     if (capability == int64Cap && !d.int64)
       fail("the kernels need 64-bit integers (Int64: i64 key lengths), "
            "which the Vulkan device '" +

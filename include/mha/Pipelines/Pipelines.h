@@ -64,6 +64,14 @@ struct GPUTileOptions : public Base {
                      "sizes given or the rules'; not given: the rules' "
                      "kernel, which q-tile-size or kv-tile-size alone make "
                      "the thread-per-row kernel")};
+  mlir::detail::PassOptions::Option<bool> allowTF32{
+      *this, "allow-tf32",
+      llvm::cl::desc("f32 attention on tensor cores with TF32 operands "
+                     "(mma = [16, 8, 8], f32 accumulation: about 1e-3 "
+                     "relative error) where the target has them (CUDA sm_80 "
+                     "and later, vulkan's emulate-tensor-cores); otherwise "
+                     "exact f32, as PyTorch's default"),
+      llvm::cl::init(false)};
   mlir::detail::PassOptions::Option<int64_t> kvTileSize{
       *this, "kv-tile-size",
       llvm::cl::desc("Keys per block of the online softmax; not given: the "
@@ -190,7 +198,7 @@ void buildTilingStage(OpPassManager &pm, int64_t qTileSize,
 /// #mha.lowering_config; empty: none) over the chosen ones. The tiling,
 /// vectorization and GPU mapping passes read the result from the IR.
 void buildStrategyStage(OpPassManager &pm, StringRef target,
-                        StringRef overrides);
+                        StringRef overrides, bool allowTF32 = false);
 
 /// Decomposition into linalg on tensors: mha-decompose for layers still
 /// whole, mha-attention-to-linalg for attention ops left (the reference form)
@@ -259,11 +267,13 @@ void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
 /// loops unrolled and the loop iterations of an invocation bounded by it
 /// (mha-unroll-kernel-loops, mha-check-kernel-loop-iterations); with
 /// `emulateTensorCores`, the tensor-core ops of the kernels emulated
-/// (mha-emulate-tensor-cores) right after the mapping to gpu.launch.
+/// (mha-emulate-tensor-cores) right after the mapping to gpu.launch; with
+/// `allowTF32`, f32 attention on tensor cores as TF32.
 void buildGPUMappingStage(OpPassManager &pm, StringRef target,
                           StringRef overrides, bool raiseAttention = true,
                           int64_t maxKernelLoopIterations = 0,
-                          bool emulateTensorCores = false);
+                          bool emulateTensorCores = false,
+                          bool allowTF32 = false);
 
 /// Options of `mha-lower-to-vulkan`.
 struct LowerToVulkanOptions

@@ -239,19 +239,22 @@ static bool hasTensorCores(TargetAttr target) {
          version >= 80;
 }
 
-int64_t mha::mmaAttentionWorkgroupBytes(int64_t kvTile, int64_t dk,
-                                        int64_t dv) {
+int64_t mha::mmaAttentionWorkgroupBytes(int64_t kvTile, int64_t dk, int64_t dv,
+                                        bool tf32) {
+  if (tf32)
+    return kvTile * (dk + dv + kTF32KeyRowPadding + kTF32ValueRowPadding) * 4;
   return kvTile * (dk + dv + 2 * kMMATileRowPadding) * 2;
 }
 
 /// The tensor-core kernel's key block: 64 keys, fewer where the K and V
-/// tiles would not fit the target's workgroup memory (head dims above 128).
-static int64_t mmaKeyTile(AttentionOp op, TargetAttr target) {
+/// tiles would not fit the target's workgroup memory (head dims above 128;
+/// with TF32, above 64).
+static int64_t mmaKeyTile(AttentionOp op, TargetAttr target, bool tf32) {
   int64_t dk = op.getQuery().getType().getDimSize(3);
   int64_t dv = op.getValue().getType().getDimSize(3);
   int64_t keys = kMMAKeyTile;
   while (keys > 16 && target.getMaxWorkgroupMemory() &&
-         mmaAttentionWorkgroupBytes(keys, dk, dv) >
+         mmaAttentionWorkgroupBytes(keys, dk, dv, tf32) >
              target.getMaxWorkgroupMemory())
     keys /= 2;
   return keys;
@@ -432,7 +435,8 @@ std::string mha::mmaContractionUnsupported(Operation *op, TargetAttr target) {
   return "";
 }
 
-std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target) {
+std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target,
+                                         bool tf32) {
   auto attention = dyn_cast<AttentionOp>(op);
   if (!attention)
     return "it computes mha.attention only (decompose layers first)";
@@ -440,10 +444,15 @@ std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target) {
     return "it needs a cuda target of sm_80 or later";
   Type element = attention.getQuery().getType().getElementType();
   for (Value operand : {attention.getQuery(), attention.getKey(),
-                        attention.getValue(), attention.getInit()})
-    if (!(element.isF16() || element.isBF16()) ||
+                        attention.getValue(), attention.getInit()}) {
+    bool typed = tf32 ? element.isF32() : element.isF16() || element.isBF16();
+    if (!typed ||
         cast<ShapedType>(operand.getType()).getElementType() != element)
-      return "it needs query, key, value and result all f16 or all bf16";
+      return tf32 ? "with mma = [16, 8, 8] (TF32) it needs query, key, "
+                    "value and result all f32"
+                  : "it needs query, key, value and result all f16 or all "
+                    "bf16";
+  }
   if (Value mask = attention.getMask();
       mask && !isa<FloatType>(getElementTypeOrSelf(mask.getType())))
     return "it takes an additive (float) mask only, not an i1 one";
@@ -453,9 +462,10 @@ std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target) {
     return "it takes no key_offset (a block of keys of a larger op)";
   int64_t dk = attention.getQuery().getType().getDimSize(3);
   int64_t dv = attention.getValue().getType().getDimSize(3);
-  if (ShapedType::isDynamic(dk) || dk % 16 || dk > 256)
-    return "it needs a static query/key head dim that is a multiple of 16 "
-           "up to 256";
+  int64_t kStep = tf32 ? 8 : 16;
+  if (ShapedType::isDynamic(dk) || dk % kStep || dk > 256)
+    return "it needs a static query/key head dim that is a multiple of " +
+           std::to_string(kStep) + " up to 256";
   if (ShapedType::isDynamic(dv) || dv % 8 || dv > 256)
     return "it needs a static value head dim that is a multiple of 8 up to "
            "256";
@@ -586,16 +596,21 @@ static int64_t workgroupCols(Operation *func) {
   return cols;
 }
 
-LoweringConfigAttr mha::selectLoweringConfig(Operation *op,
-                                             TargetAttr target) {
+LoweringConfigAttr mha::selectLoweringConfig(Operation *op, TargetAttr target,
+                                             bool allowTF32) {
   MLIRContext *ctx = op->getContext();
   if (!target)
     target = getDefaultCPUTarget(ctx);
   bool gpu = target.isGPU();
   if (isConfigured(op) && gpu && mmaAttentionUnsupported(op, target).empty())
     return LoweringConfigAttr::get(
-        ctx, 16 * kMMAWarps, mmaKeyTile(cast<AttentionOp>(op), target), {}, {},
-        {}, {}, {16, 8, 16}, kMMAWarps, {}, {}, {});
+        ctx, 16 * kMMAWarps, mmaKeyTile(cast<AttentionOp>(op), target, false),
+        {}, {}, {}, {}, {16, 8, 16}, kMMAWarps, {}, {}, {});
+  if (isConfigured(op) && gpu && allowTF32 &&
+      mmaAttentionUnsupported(op, target, /*tf32=*/true).empty())
+    return LoweringConfigAttr::get(
+        ctx, 16 * kMMAWarps, mmaKeyTile(cast<AttentionOp>(op), target, true),
+        {}, {}, {}, {}, {16, 8, 8}, kMMAWarps, {}, {}, {});
   if (isConfigured(op) && gpu && simtAttentionUnsupported(op, target).empty())
     if (LoweringConfigAttr config = simtConfig(cast<AttentionOp>(op), target))
       return config;
@@ -680,10 +695,13 @@ SmallVector<FunctionOpInterface> mha::functionsUnder(Operation *root) {
 /// The configuration of an op that runs as the tensor-core kernel.
 static LogicalResult verifyMMAConfig(Operation *op, LoweringConfigAttr config,
                                      TargetAttr target) {
-  std::string why = mmaAttentionUnsupported(op, target);
+  bool tf32 = config.getMma()[2] == 8;
+  std::string why = mmaAttentionUnsupported(op, target, tf32);
   if (!why.empty())
-    return op->emitError() << "lowering_config: mma = [16, 8, 16] (the "
-                              "tensor-core kernel) cannot compute this op: "
+    return op->emitError() << "lowering_config: mma = [16, 8, "
+                           << config.getMma()[2]
+                           << "] (the tensor-core kernel) cannot compute this "
+                              "op: "
                            << why;
   // The rule sets warps wherever the kernel computes the op, and the
   // attribute refuses warps <= 0.
@@ -857,7 +875,8 @@ LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
 }
 
 LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
-                                      LoweringConfigAttr overrides) {
+                                      LoweringConfigAttr overrides,
+                                      bool allowTF32) {
   if (!target)
     target = getDefaultCPUTarget(root->getContext());
   // The mha ops first: a GPU function's threads follow their query tiles.
@@ -876,7 +895,7 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
           op->getContext(), over.getQTile(), over.getKvTile(), {}, {}, {}, {},
           over.getMma(), over.getWarps(), {}, {}, {}));
     LoweringConfigAttr given = opFields(getLoweringConfig(op)).merge(over);
-    LoweringConfigAttr selected = selectLoweringConfig(op, target);
+    LoweringConfigAttr selected = selectLoweringConfig(op, target, allowTF32);
     // Tile sizes given for a tensor-core kernel the rules chose: its warps
     // follow the rows, or, for sizes it cannot take, the op keeps the
     // thread-per-row kernel. A given mma is checked as it is.
@@ -986,7 +1005,7 @@ struct MHASelectLoweringConfigPass final
     if (!chosen)
       chosen = getDefaultCPUTarget(&getContext());
     module->setAttr(kTargetAttrName, chosen);
-    if (failed(setLoweringConfigs(module, chosen, *over)))
+    if (failed(setLoweringConfigs(module, chosen, *over, allowTF32)))
       signalPassFailure();
   }
 };

@@ -29,7 +29,9 @@
 // batch's length) are zero-filled; their scores are masked and their rows
 // not stored. f16 and bf16 operands (f32 accumulation): nvgpu.mma.sync for
 // f16, nvvm.mma.sync for bf16 (MLIR 22's nvgpu.mma.sync lowering refuses
-// bf16 operands).
+// bf16 operands). f32 operands with mma = [16, 8, 8]: m16n8k8 on operands
+// rounded to TF32, K and V by scalar shared loads (ldmatrix moves 16-bit
+// pairs), P moved into the A layout of k8 steps by index shuffles.
 //
 //===----------------------------------------------------------------------===//
 
@@ -39,8 +41,8 @@
 #include "mha/Codegen/Common/KernelConfig.h"
 #include "mha/Codegen/GPU/Passes.h"
 #include "mha/Codegen/GPU/Transforms.h"
-#include "mha/Dialect/MHA/Transforms/Transforms.h"
 #include "mha/Dialect/MHA/IR/MHAOps.h"
+#include "mha/Dialect/MHA/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
@@ -68,7 +70,8 @@ using namespace mlir::mha::detail;
 /// Starts copying the key block at `firstKey` of head `head` of `source`
 /// ([B, H, S, width] in device memory) into the shared `tile` ([keys,
 /// width + padding]), by all threads of the workgroup, 16 bytes each per
-/// step (cp.async, through L2 only); keys from `validKeys` on (past the
+/// step (cp.async, through L2 only: 8 f16 or 4 f32); keys from `validKeys`
+/// on (past the
 /// last, or past the batch's length) are zero-filled (their scores are
 /// masked). Returns the group to wait for. A thread left over in the last
 /// step copies a chunk another thread copies too (the same bytes).
@@ -76,8 +79,10 @@ static Value startTileCopy(Emitter &e, Value bIdx, Value thread,
                            int64_t threads, Value source, Value head,
                            Value firstKey, Value keys, Value validKeys,
                            Value tile, int64_t width) {
-  int64_t tileKeys = cast<MemRefType>(tile.getType()).getDimSize(0);
-  int64_t chunksPerRow = width / 8, chunks = tileKeys * chunksPerRow;
+  auto tileType = cast<MemRefType>(tile.getType());
+  int64_t tileKeys = tileType.getDimSize(0);
+  int64_t perCopy = 16 / (tileType.getElementTypeBitWidth() / 8);
+  int64_t chunksPerRow = width / perCopy, chunks = tileKeys * chunksPerRow;
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(e.b.getContext());
   Value lastKey = e.max(e.add(keys, -1), e.index(0));
   SmallVector<Value> tokens;
@@ -86,17 +91,30 @@ static Value startTileCopy(Emitter &e, Value bIdx, Value thread,
     if ((step + 1) * threads > chunks)
       chunk = e.rem(chunk, chunks);
     Value row = e.div(chunk, chunksPerRow);
-    Value col = e.mul(e.rem(chunk, chunksPerRow), 8);
+    Value col = e.mul(e.rem(chunk, chunksPerRow), perCopy);
     Value key = e.add(firstKey, row);
     Value inRange = e.cmp(arith::CmpIPredicate::slt, key, validKeys);
-    Value elements = e.select(inRange, e.index(8), e.index(0));
+    Value elements = e.select(inRange, e.index(perCopy), e.index(0));
     tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
         e.b, e.loc, tokenType, tile, ValueRange{row, col}, source,
         ValueRange{bIdx, head, e.min(key, lastKey), col},
-        e.b.getIndexAttr(8), elements, e.b.getUnitAttr()));
+        e.b.getIndexAttr(perCopy), elements, e.b.getUnitAttr()));
   }
-  return nvgpu::DeviceAsyncCreateGroupOp::create(e.b, e.loc, tokenType,
-                                                 tokens);
+  return nvgpu::DeviceAsyncCreateGroupOp::create(e.b, e.loc, tokenType, tokens);
+}
+
+/// `x` (f32) rounded to TF32 (10 mantissa bits; to nearest, ties away from
+/// zero, as cvt.rna.tf32.f32), its low 13 bits zero: what the m16n8k8 mma
+/// multiplies is then the same on every device and in the emulation.
+static Value roundToTF32(Emitter &e, Value x) {
+  Type i32 = e.b.getI32Type();
+  Value bits = arith::BitcastOp::create(e.b, e.loc, i32, x);
+  bits = arith::AddIOp::create(
+      e.b, e.loc, bits, arith::ConstantIntOp::create(e.b, e.loc, 0x1000, 32));
+  bits = arith::AndIOp::create(
+      e.b, e.loc, bits,
+      arith::ConstantIntOp::create(e.b, e.loc, int32_t(0xFFFFE000), 32));
+  return arith::BitcastOp::create(e.b, e.loc, e.b.getF32Type(), bits);
 }
 
 FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
@@ -106,7 +124,9 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     (void)rewriter.notifyMatchFailure(op, "no mma in its lowering_config");
     return failure();
   }
-  std::string why = mmaAttentionUnsupported(op, getTarget(op));
+  // m16n8k8: f32 operands rounded to TF32; m16n8k16: f16 or bf16.
+  bool tf32 = config.getMma()[2] == 8;
+  std::string why = mmaAttentionUnsupported(op, getTarget(op), tf32);
   if (!why.empty()) {
     op.emitOpError() << "cannot run as the tensor-core kernel: " << why;
     return failure();
@@ -128,8 +148,9 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   AttentionKernelOperands ops = prepareAttentionKernel(rewriter, op);
   int64_t heads = ops.heads, kvHeads = ops.kvHeads, dk = ops.dk, dv = ops.dv;
   int64_t rowsPerBlock = 16 * warps;
-  // The operands' element type: f16 or bf16.
+  // The operands' element type: f16 or bf16, or f32 (TF32).
   Type element = ops.element, f32 = rewriter.getF32Type();
+  int64_t kStep = tf32 ? 8 : 16;
   Value q = ops.q, k = ops.k, v = ops.v, out = ops.out, mask = ops.mask;
   Value queries = ops.queries, keys = ops.keys;
   bool softcap = ops.softcap.has_value();
@@ -141,12 +162,16 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   // The key block's K and V tiles in workgroup memory, for all warps.
   auto workgroupSpace =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
-  auto tileType = [&](int64_t width) {
-    return MemRefType::get({blockKeys, width + kMMATileRowPadding}, element,
+  auto tileType = [&](int64_t width, int64_t padding) {
+    return MemRefType::get({blockKeys, width + padding}, element,
                            MemRefLayoutAttrInterface(), workgroupSpace);
   };
-  Value kTile = memref::AllocOp::create(rewriter, loc, tileType(dk));
-  Value vTile = memref::AllocOp::create(rewriter, loc, tileType(dv));
+  Value kTile = memref::AllocOp::create(
+      rewriter, loc,
+      tileType(dk, tf32 ? kTF32KeyRowPadding : kMMATileRowPadding));
+  Value vTile = memref::AllocOp::create(
+      rewriter, loc,
+      tileType(dv, tf32 ? kTF32ValueRowPadding : kMMATileRowPadding));
   Value thread = buildThreadLoop(rewriter, loc, 32 * warps);
 
   Value warp = e.div(thread, 32), lane = e.rem(thread, 32);
@@ -167,8 +192,14 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   Value matrix = e.div(lane, 8), matrixRow = e.rem(lane, 8);
 
   auto pairType = VectorType::get({2}, element);
-  auto aType = VectorType::get({4, 2}, element);
+  // TF32 (m16n8k8): A is 4 x 1, B 2 x 1 f32 registers.
+  auto aType = VectorType::get({4, tf32 ? 1 : 2}, element);
+  auto bType = VectorType::get({2, 1}, element);
   auto cType = VectorType::get({2, 2}, f32);
+  // A TF32 operand element: a scalar of a buffer, rounded.
+  auto loadTF32 = [&](Value memref, ValueRange at) {
+    return roundToTF32(e, memref::LoadOp::create(rewriter, loc, memref, at));
+  };
   auto loadPair = [&](Value memref, Value head, Value row, Value col) {
     return vector::LoadOp::create(rewriter, loc, pairType, memref,
                                   ValueRange{bIdx, head, row, col},
@@ -179,18 +210,45 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     return mmaSync(e, a, bFrag, c);
   };
 
-  // Q fragments, read once: A operands of the k16 steps over dk.
+  // Q fragments, read once: A operands of the k16 (TF32: k8) steps over
+  // dk. TF32's register i: row g + 8 (i % 2), column t + 4 (i / 2).
   SmallVector<Value> qFrags;
   Value qRows[2] = {e.min(rows[0], lastQuery), e.min(rows[1], lastQuery)};
-  for (int64_t kk = 0; kk < dk / 16; ++kk) {
+  for (int64_t kk = 0; kk < dk / kStep; ++kk) {
     Value frag = e.zeros(aType);
     for (int64_t half = 0; half < 2; ++half)
       for (int64_t r = 0; r < 2; ++r)
-        frag = e.insert(loadPair(q, hIdx, qRows[r],
-                                 e.add(t2, 16 * kk + 8 * half)),
-                        frag, {2 * half + r});
+        frag = e.insert(
+            tf32 ? vector::BroadcastOp::create(
+                       rewriter, loc, VectorType::get({1}, f32),
+                       loadTF32(q, {bIdx, hIdx, qRows[r],
+                                    e.add(t, 8 * kk + 4 * half)}))
+                 : loadPair(q, hIdx, qRows[r], e.add(t2, 16 * kk + 8 * half)),
+            frag, {2 * half + r});
     qFrags.push_back(frag);
   }
+  // TF32's P repack: the A element (g, t) of keys 8kk.. is element t % 2 of
+  // the score tile's C fragment in lane t / 2 of the quad, (g, t + 4) in
+  // lane 2 + t / 2 (subgroup lanes: gpu.lane_id).
+  Value tOdd, srcLo, srcHi;
+  if (tf32) {
+    Type i32 = rewriter.getI32Type();
+    auto toI32 = [&](Value v) {
+      return arith::IndexCastOp::create(rewriter, loc, i32, v).getResult();
+    };
+    Value laneId = gpu::LaneIdOp::create(rewriter, loc, IntegerAttr());
+    Value quadBase = e.mul(e.div(laneId, 4), 4);
+    srcLo = toI32(e.add(quadBase, e.div(t, 2)));
+    srcHi = toI32(e.add(quadBase, e.add(e.div(t, 2), 2)));
+    tOdd = e.cmp(arith::CmpIPredicate::eq, e.rem(t, 2), e.index(1));
+  }
+  auto shuffleIdx = [&](Value x, Value src) {
+    return gpu::ShuffleOp::create(
+               rewriter, loc, x, src,
+               arith::ConstantIntOp::create(rewriter, loc, 32, 32),
+               gpu::ShuffleMode::IDX)
+        .getShuffleResult();
+  };
 
   int64_t scoreTiles = blockKeys / 8, outTiles = dv / 8;
   auto scoresType = VectorType::get({scoreTiles, 2, 2}, f32);
@@ -237,19 +295,39 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     // ldmatrix from the K tile, two k16 steps per x4 load (matrix j: keys
     // 8n..8n+7, head dims 16kk + 8j..).
     Value scores = e.zeros(scoresType);
-    for (int64_t n = 0; n < scoreTiles; ++n) {
-      Value c = e.zeros(cType);
-      for (int64_t kk = 0; kk < dk / 16; kk += 2) {
-        bool two = kk + 1 < dk / 16;
-        Value col = e.add(e.mul(two ? matrix : e.rem(matrix, 2), 8), 16 * kk);
-        SmallVector<Value> frags =
-            loadMatrices(e, kTile, {}, e.add(matrixRow, 8 * n), col,
-                         /*transpose=*/false, two ? 4 : 2);
-        c = mma(qFrags[kk], frags[0], c);
-        if (two)
-          c = mma(qFrags[kk + 1], frags[1], c);
+    if (tf32) {
+      for (int64_t n = 0; n < scoreTiles; ++n) {
+        // TF32: B register i is K[8n + g][8kk + t + 4i], a scalar shared load
+        // (rows padded to 4 mod 32 words: the quad's 8 keys and 4 dims hit
+        // distinct banks).
+        Value c = e.zeros(cType);
+        for (int64_t kk = 0; kk < dk / 8; ++kk) {
+          Value bFrag = e.zeros(bType);
+          for (int64_t i = 0; i < 2; ++i)
+            bFrag = e.insert(vector::BroadcastOp::create(
+                                 rewriter, loc, VectorType::get({1}, f32),
+                                 loadTF32(kTile, {e.add(g, 8 * n),
+                                                  e.add(t, 8 * kk + 4 * i)})),
+                             bFrag, {i});
+          c = mma(qFrags[kk], bFrag, c);
+        }
+        scores = e.insert(c, scores, {n});
       }
-      scores = e.insert(c, scores, {n});
+    } else {
+      for (int64_t n = 0; n < scoreTiles; ++n) {
+        Value c = e.zeros(cType);
+        for (int64_t kk = 0; kk < dk / 16; kk += 2) {
+          bool two = kk + 1 < dk / 16;
+          Value col = e.add(e.mul(two ? matrix : e.rem(matrix, 2), 8), 16 * kk);
+          SmallVector<Value> frags =
+              loadMatrices(e, kTile, {}, e.add(matrixRow, 8 * n), col,
+                           /*transpose=*/false, two ? 4 : 2);
+          c = mma(qFrags[kk], frags[0], c);
+          if (two)
+            c = mma(qFrags[kk + 1], frags[1], c);
+        }
+        scores = e.insert(c, scores, {n});
+      }
     }
 
     // V_j in place, and every warp done with K_j: K_{j+1}'s copy may start
@@ -304,8 +382,8 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
             Value col = e.add(e.add(kb, t2), 8 * n + j);
             Value visible = keyVisible(e, ops, limits, rows[r], col);
             masked = e.insert(
-                e.select(visible, e.extract(masked, {n, r, j}), negInf),
-                masked, {n, r, j});
+                e.select(visible, e.extract(masked, {n, r, j}), negInf), masked,
+                {n, r, j});
           }
       scf::YieldOp::create(rewriter, loc, masked);
       rewriter.setInsertionPointToStart(ifMask.elseBlock());
@@ -355,26 +433,55 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     // acc += P V: the A operand of k16 step kk is score tiles 2kk and
     // 2kk + 1 in f16; the B operand (k = key, n = value dim) of out tile nd:
     // keys kb + 16kk + 2t, + 1 (+ 8), value dim 8nd + g.
-    Value probsF16 = arith::TruncFOp::create(
-        rewriter, loc, VectorType::get({scoreTiles, 2, 2}, element), probs);
-    for (int64_t kk = 0; kk < blockKeys / 16; ++kk) {
-      Value a = e.zeros(aType);
-      for (int64_t half = 0; half < 2; ++half)
+    // TF32: k8 steps over the keys, A by the repack above, B register i
+    // V[8kk + t + 4i][8nd + g] (rows padded to 8 mod 32 words).
+    if (tf32) {
+      for (int64_t kk = 0; kk < blockKeys / 8; ++kk) {
+        Value a = e.zeros(aType);
         for (int64_t r = 0; r < 2; ++r)
-          a = e.insert(e.extract(probsF16, {2 * kk + half, r}), a,
-                       {2 * half + r});
-      // The B operands (k = key, n = value dim) of out tiles nd and nd + 1
-      // by one transposing x4 ldmatrix (matrix j: keys 16kk + 8(j % 2)..,
-      // value dims 8(nd + j / 2)..).
-      Value row = e.add(e.add(matrixRow, e.mul(e.rem(matrix, 2), 8)), 16 * kk);
-      for (int64_t nd = 0; nd < outTiles; nd += 2) {
-        bool two = nd + 1 < outTiles;
-        Value col = e.mul(two ? e.add(e.div(matrix, 2), nd) : e.index(nd), 8);
-        SmallVector<Value> frags = loadMatrices(e, vTile, {}, row, col,
-                                                /*transpose=*/true,
-                                                two ? 4 : 2);
-        for (int64_t j = 0; j < (two ? 2 : 1); ++j)
-          acc[nd + j] = mma(a, frags[j], acc[nd + j]);
+          for (int64_t half = 0; half < 2; ++half) {
+            Value src = half ? srcHi : srcLo;
+            Value even = shuffleIdx(e.extract(probs, {kk, r, 0}), src);
+            Value odd = shuffleIdx(e.extract(probs, {kk, r, 1}), src);
+            a = e.insert(vector::BroadcastOp::create(
+                             rewriter, loc, VectorType::get({1}, f32),
+                             roundToTF32(e, e.select(tOdd, odd, even))),
+                         a, {2 * half + r});
+          }
+        for (int64_t nd = 0; nd < outTiles; ++nd) {
+          Value bFrag = e.zeros(bType);
+          for (int64_t i = 0; i < 2; ++i)
+            bFrag = e.insert(vector::BroadcastOp::create(
+                                 rewriter, loc, VectorType::get({1}, f32),
+                                 loadTF32(vTile, {e.add(t, 8 * kk + 4 * i),
+                                                  e.add(g, 8 * nd)})),
+                             bFrag, {i});
+          acc[nd] = mma(a, bFrag, acc[nd]);
+        }
+      }
+    } else {
+      Value probsF16 = arith::TruncFOp::create(
+          rewriter, loc, VectorType::get({scoreTiles, 2, 2}, element), probs);
+      for (int64_t kk = 0; kk < blockKeys / 16; ++kk) {
+        Value a = e.zeros(aType);
+        for (int64_t half = 0; half < 2; ++half)
+          for (int64_t r = 0; r < 2; ++r)
+            a = e.insert(e.extract(probsF16, {2 * kk + half, r}), a,
+                         {2 * half + r});
+        // The B operands (k = key, n = value dim) of out tiles nd and nd + 1
+        // by one transposing x4 ldmatrix (matrix j: keys 16kk + 8(j % 2)..,
+        // value dims 8(nd + j / 2)..).
+        Value row =
+            e.add(e.add(matrixRow, e.mul(e.rem(matrix, 2), 8)), 16 * kk);
+        for (int64_t nd = 0; nd < outTiles; nd += 2) {
+          bool two = nd + 1 < outTiles;
+          Value col = e.mul(two ? e.add(e.div(matrix, 2), nd) : e.index(nd), 8);
+          SmallVector<Value> frags =
+              loadMatrices(e, vTile, {}, row, col,
+                           /*transpose=*/true, two ? 4 : 2);
+          for (int64_t j = 0; j < (two ? 2 : 1); ++j)
+            acc[nd + j] = mma(a, frags[j], acc[nd + j]);
+        }
       }
     }
     SmallVector<Value> yielded = {newMax, newSum};
@@ -404,12 +511,13 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     Value scale = vector::BroadcastOp::create(
         rewriter, loc, VectorType::get({2}, f32), inverses[r]);
     for (int64_t nd = 0; nd < outTiles; ++nd) {
-      Value values = arith::TruncFOp::create(
-          rewriter, loc, pairType, e.fmul(e.extract(acc[nd], {r}), scale));
-      vector::StoreOp::create(rewriter, loc, values, out,
-                              ValueRange{bIdx, hIdx, rows[r],
-                                         e.add(t2, 8 * nd)},
-                              /*nontemporal=*/false, llvm::Align(4));
+      Value values = e.fmul(e.extract(acc[nd], {r}), scale);
+      if (values.getType() != pairType)
+        values = arith::TruncFOp::create(rewriter, loc, pairType, values);
+      vector::StoreOp::create(
+          rewriter, loc, values, out,
+          ValueRange{bIdx, hIdx, rows[r], e.add(t2, 8 * nd)},
+          /*nontemporal=*/false, llvm::Align(4));
     }
   }
 

@@ -65,13 +65,16 @@ struct Exchange {
   gpu::LaunchOp launch;
   int64_t warps;
   /// At the start of the body: warp = x / 32, lane, g = lane / 4,
-  /// t2 = 2 (lane % 4).
-  Value warp, lane, g, t2;
+  /// t = lane % 4, t2 = 2 t.
+  Value warp, lane, g, t, t2;
   /// Double-buffered by phase parity, slots per phase, per warp:
-  /// [2, slots, warps, 16, 16] f16 (mma's A operands),
-  /// [2, slots, warps, 8, 16] f16 (B operands, transposed) and
+  /// [2, slots, warps, 16, 16] f16 (mma's A operands; f32 for TF32's
+  /// m16n8k8, 8 of the 16 columns used),
+  /// [2, slots, warps, 8, 16] f16 (B operands, transposed; f32 for TF32) and
   /// [2, slots, warps, 32, rank] i32 (ldmatrix's row addresses).
   Value a, bt, addresses;
+  /// Whether the kernel's mma are TF32's m16n8k8.
+  bool tf32 = false;
   int64_t aSlots = 0, bSlots = 0, addressSlots = 0, rank = 0;
   DenseMap<Operation *, Slots> slots;
 
@@ -101,17 +104,31 @@ static LogicalResult checkUniform(Operation *op, gpu::LaunchOp launch) {
   return success();
 }
 
+/// Whether `op` is TF32's m16n8k8 (f32 operands, whose low 13 bits the
+/// kernels zero before: multiplied as f32 here).
+static bool isTF32(nvgpu::MmaSyncOp op) {
+  Type f32 = Float32Type::get(op.getContext());
+  return op.getMmaShapeAsArray() == std::array<int64_t, 3>{16, 8, 8} &&
+         op.getTf32Enabled() &&
+         op.getMatrixA().getType() == VectorType::get({4, 1}, f32) &&
+         op.getMatrixB().getType() == VectorType::get({2, 1}, f32) &&
+         op.getMatrixC().getType() == VectorType::get({2, 2}, f32);
+}
+
 static LogicalResult checkMma(nvgpu::MmaSyncOp op) {
   MLIRContext *ctx = op.getContext();
   Type f16 = Float16Type::get(ctx), f32 = Float32Type::get(ctx);
-  if (op.getMmaShapeAsArray() == std::array<int64_t, 3>{16, 8, 16} &&
+  bool f16Shape =
+      op.getMmaShapeAsArray() == std::array<int64_t, 3>{16, 8, 16} &&
       !op.getTf32Enabled() &&
       op.getMatrixA().getType() == VectorType::get({4, 2}, f16) &&
       op.getMatrixB().getType() == VectorType::get({2, 2}, f16) &&
-      op.getMatrixC().getType() == VectorType::get({2, 2}, f32))
-    return success();
-  return op.emitOpError() << "cannot be emulated: only m16n8k16 with f16 "
-                             "operands and f32 accumulators is";
+      op.getMatrixC().getType() == VectorType::get({2, 2}, f32);
+  if (!f16Shape && !isTF32(op))
+    return op.emitOpError() << "cannot be emulated: only m16n8k16 with f16 "
+                               "operands and m16n8k8 with TF32 ones, f32 "
+                               "accumulators, are";
+  return success();
 }
 
 static LogicalResult checkLdMatrix(nvgpu::LdMatrixOp op) {
@@ -206,7 +223,9 @@ static void barrier(Emitter &e) { gpu::BarrierOp::create(e.b, e.loc); }
 /// An mma's operands into its slots: A (16 x 16, rows m, columns k):
 /// register i holds row g + 8 (i % 2), columns t2 + 8 (i / 2) and the next;
 /// B (16 x 8, rows k, columns n): register i holds rows t2 + 8 i and the
-/// next of column g, stored transposed (a column per row).
+/// next of column g, stored transposed (a column per row). TF32's m16n8k8:
+/// A (16 x 8) register i holds row g + 8 (i % 2), column t + 4 (i / 2); B
+/// (8 x 8) register i row t + 4 i of column g.
 static void writeMma(Emitter &e, Exchange &x, nvgpu::MmaSyncOp op,
                      DenseSet<std::pair<int64_t, Value>> &written) {
   const Slots &s = x.slots.lookup(op);
@@ -218,22 +237,23 @@ static void writeMma(Emitter &e, Exchange &x, nvgpu::MmaSyncOp op,
   };
   if (written.insert({s.phase, op.getMatrixA()}).second)
     for (int64_t i = 0; i < 4; ++i)
-      for (int64_t j = 0; j < 2; ++j)
+      for (int64_t j = 0; j < (x.tf32 ? 1 : 2); ++j)
         put(e.extract(op.getMatrixA(), {i, j}), x.a, s.a,
-            e.add(x.g, 8 * (i % 2)), e.add(x.t2, 8 * (i / 2) + j));
+            e.add(x.g, 8 * (i % 2)),
+            x.tf32 ? e.add(x.t, 4 * (i / 2)) : e.add(x.t2, 8 * (i / 2) + j));
   if (written.insert({s.phase, op.getMatrixB()}).second)
     for (int64_t i = 0; i < 2; ++i)
-      for (int64_t j = 0; j < 2; ++j)
+      for (int64_t j = 0; j < (x.tf32 ? 1 : 2); ++j)
         put(e.extract(op.getMatrixB(), {i, j}), x.bt, s.b, x.g,
-            e.add(x.t2, 8 * i + j));
+            x.tf32 ? e.add(x.t, 4 * i) : e.add(x.t2, 8 * i + j));
 }
 
 /// D = A B + C from the slots: C and D (16 x 8) register i holds row
-/// g + 8 i, columns t2 and t2 + 1. A loop over k whose bound the driver
-/// cannot fold (16 plus the warp index shifted out): lavapipe unrolls loops
-/// of 16 iterations, and compiled the unrolled loads of a kernel's mma
-/// about 8 times slower (99 s for one attention kernel at head dim 64, 13
-/// s with the loop).
+/// g + 8 i, columns t2 and t2 + 1. A loop over k (16, TF32 8) whose bound
+/// the driver cannot fold (plus the warp index shifted out): lavapipe
+/// unrolls loops of 16 iterations, and compiled the unrolled loads of a
+/// kernel's mma about 8 times slower (99 s for one attention kernel at head
+/// dim 64, 13 s with the loop).
 static Value readMma(Emitter &e, Exchange &x, nvgpu::MmaSyncOp op) {
   const Slots &s = x.slots.lookup(op);
   Value buffer = e.index(s.phase % 2);
@@ -243,9 +263,10 @@ static Value readMma(Emitter &e, Exchange &x, nvgpu::MmaSyncOp op) {
     for (int64_t j = 0; j < 2; ++j)
       sums.push_back(e.extract(op.getMatrixC(), {i, j}));
   Value rows[2] = {x.g, e.add(x.g, 8)}, cols[2] = {x.t2, e.add(x.t2, 1)};
-  auto loop = scf::ForOp::create(e.b, e.loc, e.index(0),
-                                 e.add(e.index(16), e.div(x.warp, 1 << 20)),
-                                 e.index(1), sums);
+  auto loop = scf::ForOp::create(
+      e.b, e.loc, e.index(0),
+      e.add(e.index(x.tf32 ? 8 : 16), e.div(x.warp, 1 << 20)), e.index(1),
+      sums);
   {
     OpBuilder::InsertionGuard guard(e.b);
     e.b.setInsertionPointToStart(loop.getBody());
@@ -254,7 +275,9 @@ static Value readMma(Emitter &e, Exchange &x, nvgpu::MmaSyncOp op) {
       Value element = memref::LoadOp::create(
           e.b, e.loc, memref,
           ValueRange{buffer, e.index(slot), x.warp, row, k});
-      return arith::ExtFOp::create(e.b, e.loc, f32, element);
+      return x.tf32
+                 ? element
+                 : arith::ExtFOp::create(e.b, e.loc, f32, element).getResult();
     };
     Value a[2] = {get(x.a, s.a, rows[0]), get(x.a, s.a, rows[1])};
     Value b[2] = {get(x.bt, s.b, cols[0]), get(x.bt, s.b, cols[1])};
@@ -686,7 +709,8 @@ static LogicalResult emulateLaunch(RewriterBase &rewriter,
   x.warp = e.div(thread, 32);
   x.lane = e.rem(thread, 32);
   x.g = e.div(x.lane, 4);
-  x.t2 = e.mul(e.rem(x.lane, 4), 2);
+  x.t = e.rem(x.lane, 4);
+  x.t2 = e.mul(x.t, 2);
   // Every cp.async group token: one value, so that the loops carrying them
   // yield what they were given (and canonicalization drops them).
   Value token = ub::PoisonOp::create(rewriter, loc,
@@ -695,10 +719,15 @@ static LogicalResult emulateLaunch(RewriterBase &rewriter,
   // The copies, groups and waits; the exchanges checked and their blocks
   // collected.
   SetVector<Block *> blocks;
+  std::optional<bool> tf32;
   for (Operation *op : ops) {
     if (auto mma = dyn_cast<nvgpu::MmaSyncOp>(op)) {
       if (failed(checkMma(mma)) || failed(checkUniform(op, launch)))
         return failure();
+      if (tf32 && *tf32 != isTF32(mma))
+        return op->emitOpError() << "cannot be emulated: a kernel with both "
+                                    "f16 and TF32 mma";
+      tf32 = isTF32(mma);
       blocks.insert(op->getBlock());
     } else if (auto load = dyn_cast<nvgpu::LdMatrixOp>(op)) {
       if (failed(checkLdMatrix(load)) || failed(checkUniform(op, launch)))
@@ -726,10 +755,11 @@ static LogicalResult emulateLaunch(RewriterBase &rewriter,
       schedule(x, segment, phases);
       scheduled.emplace_back(std::move(segment), std::move(phases));
     }
-  Type f16 = rewriter.getF16Type();
+  x.tf32 = tf32.value_or(false);
+  Type element = x.tf32 ? rewriter.getF32Type() : rewriter.getF16Type();
   if (x.aSlots) {
-    x.a = x.buffer({2, x.aSlots, x.warps, 16, 16}, f16);
-    x.bt = x.buffer({2, x.bSlots, x.warps, 8, 16}, f16);
+    x.a = x.buffer({2, x.aSlots, x.warps, 16, 16}, element);
+    x.bt = x.buffer({2, x.bSlots, x.warps, 8, 16}, element);
   }
   if (x.addressSlots)
     x.addresses = x.buffer({2, x.addressSlots, x.warps, 32, x.rank},

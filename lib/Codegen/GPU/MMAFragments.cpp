@@ -74,9 +74,15 @@ void mlir::mha::detail::waitForCopies(Emitter &e, Value group,
 }
 
 Value mlir::mha::detail::mmaSync(Emitter &e, Value a, Value b, Value c) {
-  if (cast<VectorType>(a.getType()).getElementType().isF16())
+  Type element = cast<VectorType>(a.getType()).getElementType();
+  if (element.isF16())
     return nvgpu::MmaSyncOp::create(e.b, e.loc, a, b, c,
                                     ArrayRef<int64_t>{16, 8, 16})
+        .getResult();
+  if (element.isF32())
+    return nvgpu::MmaSyncOp::create(e.b, e.loc, a, b, c,
+                                    ArrayRef<int64_t>{16, 8, 8},
+                                    /*tf32Enabled=*/true)
         .getResult();
   // bf16: the NVVM op on the operands as the registers PTX takes (two
   // elements per i32) and the accumulator as 4 f32.

@@ -119,7 +119,8 @@ void waitForCopies(Emitter &e, Value group, int64_t pending = 0);
 Value readBuffer(Emitter &e, Value tensor);
 
 /// D = A B + C, m16n8k16, f32 accumulation, on the fragments of one warp
-/// (A vector<4x2xT>, B vector<2x2xT>, C vector<2x2xf32>, T f16 or bf16).
+/// (A vector<4x2xT>, B vector<2x2xT>, C vector<2x2xf32>, T f16 or bf16);
+/// for f32 operands m16n8k8 as TF32 (A vector<4x1xf32>, B vector<2x1xf32>).
 Value mmaSync(Emitter &e, Value a, Value b, Value c);
 
 } // namespace mlir::mha::detail

@@ -13,6 +13,19 @@
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_90\", max_workgroup_memory = 49152>}" | FileCheck %s --check-prefix=SMEM
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_90\", max_workgroup_memory = 49152>} overrides={#mha.lowering_config<kv_tile = 8>}" | FileCheck %s --check-prefix=SMEM-KV8
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_80\">} overrides={#mha.lowering_config<q_tile = 8>}" | FileCheck %s --check-prefix=Q8
+// With allow-tf32, f32 attention on tensor cores as TF32 (mma = [16, 8, 8],
+// 64-key blocks while the f32 K and V tiles fit: 35,840 bytes at d = 64;
+// 32 keys at d = 96 and 128); not on Vulkan (no tensor cores).
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_90\", max_workgroup_memory = 49152>} allow-tf32" | FileCheck %s --check-prefix=TF32
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = vulkan>} allow-tf32" | FileCheck %s --check-prefix=TF32-VK
+// TF32-LABEL: func.func @other
+// TF32: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 8], warps = 4>}
+// TF32-LABEL: func.func @simt_tiles
+// TF32: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 32, mma = [16, 8, 8], warps = 4>
+// TF32: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 32, mma = [16, 8, 8], warps = 4>
+// TF32: mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 8], warps = 4>
+// TF32-VK-LABEL: func.func @other
+// TF32-VK: mha.lowering_config = #mha.lowering_config<q_tile = 8, kv_tile = 32, thread_tile = [4, 4]>}
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_80\">} overrides={#mha.lowering_config<kv_tile = 8>}" | FileCheck %s --check-prefix=Q8
 
 // SM80-LABEL: func.func @f16

@@ -1,4 +1,6 @@
 // RUN: mha-opt %s --split-input-file --verify-diagnostics --mha-attention-to-mma --canonicalize --cse | FileCheck %s
+// RUN: mha-opt %s --split-input-file --verify-diagnostics --mha-attention-to-mma --canonicalize --cse | FileCheck %s --check-prefix=TF32
+// RUN: mha-opt %s --split-input-file --verify-diagnostics --mha-attention-to-mma --canonicalize --cse | FileCheck %s --check-prefix=ROUND
 
 // The tensor-core kernel of a causal GQA attention (4 query heads on 2
 // key/value heads, dk = 64, dv = 32, dynamic sequence lengths), 4 warps of
@@ -80,6 +82,42 @@ func.func @gqa_causal(%q: tensor<2x4x?x64xf16>, %k: tensor<2x2x?x64xf16>, %v: te
 
 // -----
 
+// TF32 (mma = [16, 8, 8], f32 operands; GQA, dk = 32, dv = 16, 32-key
+// blocks): f32 tiles (K rows padded by 4 elements, V by 8), cp.async of 4
+// elements, every operand element rounded to TF32 (+0x1000, low 13 bits
+// cleared) as it is read: Q once (16), K and V per mma (32 + 16), P per k8
+// step (16); 16 m16n8k8 mma for S (4 score tiles x 4 k8 steps) and 8 for
+// P V (4 k8 steps x 2 output tiles), P's C fragments moved into A layout
+// by 8 index shuffles per k8 step within the quad (gpu.lane_id).
+// CHECK-LABEL: func.func @tf32
+// CHECK: memref.alloc() : memref<32x36xf32, #gpu.address_space<workgroup>>
+// CHECK: memref.alloc() : memref<32x24xf32, #gpu.address_space<workgroup>>
+// CHECK: gpu.lane_id
+// CHECK: nvgpu.device_async_copy {{.*}}, 4, %{{.+}} {bypassL1} : memref<1x1x?x32xf32> to memref<32x36xf32, #gpu.address_space<workgroup>>
+// CHECK: scf.for
+// CHECK-COUNT-16: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled} : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>) -> vector<2x2xf32>
+// CHECK: math.exp2
+// CHECK-COUNT-8: gpu.shuffle  idx
+// CHECK: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 8], tf32Enabled}
+// CHECK-COUNT-8: gpu.shuffle  idx
+// CHECK-NOT: arith.truncf
+// CHECK: vector.store %{{.+}}, %{{.+}} {alignment = 4 : i64} : memref<1x2x?x16xf32>, vector<2xf32>
+// TF32-LABEL: func.func @tf32
+// TF32-COUNT-24: nvgpu.mma.sync
+// TF32-NOT: nvgpu.mma.sync
+// ROUND-LABEL: func.func @tf32
+// ROUND-COUNT-80: arith.andi %{{.+}}, %c-8192_i32 : i32
+// ROUND-NOT: arith.andi %{{.+}}, %c-8192_i32 : i32
+module attributes {mha.target = #mha.target<kind = cuda, chip = "sm_80">} {
+func.func @tf32(%q: tensor<1x2x?x32xf32>, %k: tensor<1x1x?x32xf32>, %v: tensor<1x1x?x16xf32>, %init: tensor<1x2x?x16xf32>) -> tensor<1x2x?x16xf32> {
+  %o = mha.attention ins(%q, %k, %v : tensor<1x2x?x32xf32>, tensor<1x1x?x32xf32>, tensor<1x1x?x16xf32>)
+         outs(%init : tensor<1x2x?x16xf32>) {mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 32, mma = [16, 8, 8], warps = 4>} -> tensor<1x2x?x16xf32>
+  return %o : tensor<1x2x?x16xf32>
+}
+}
+
+// -----
+
 // Without mma in its configuration an op stays for the thread-per-row
 // kernel.
 // CHECK-LABEL: func.func @simt
@@ -101,6 +139,17 @@ func.func @f32(%q: tensor<1x1x16x64xf32>) -> tensor<1x1x16x64xf32> {
   %o = mha.attention ins(%q, %q, %q : tensor<1x1x16x64xf32>, tensor<1x1x16x64xf32>, tensor<1x1x16x64xf32>)
          outs(%q : tensor<1x1x16x64xf32>) {mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>} -> tensor<1x1x16x64xf32>
   return %o : tensor<1x1x16x64xf32>
+}
+}
+
+// -----
+
+module attributes {mha.target = #mha.target<kind = cuda, chip = "sm_80">} {
+func.func @tf32_f16(%q: tensor<1x1x16x64xf16>) -> tensor<1x1x16x64xf16> {
+  // expected-error @below {{cannot run as the tensor-core kernel: with mma = [16, 8, 8] (TF32) it needs query, key, value and result all f32}}
+  %o = mha.attention ins(%q, %q, %q : tensor<1x1x16x64xf16>, tensor<1x1x16x64xf16>, tensor<1x1x16x64xf16>)
+         outs(%q : tensor<1x1x16x64xf16>) {mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 8], warps = 4>} -> tensor<1x1x16x64xf16>
+  return %o : tensor<1x1x16x64xf16>
 }
 }
 

@@ -134,16 +134,75 @@ func.func @copies(%src: memref<64x16xf16>, %n: index) {
 
 // -----
 
-// What it does not emulate stops it, naming the op.
-
-func.func @tf32(%a: vector<4x1xf32>, %b: vector<2x1xf32>, %c: vector<2x2xf32>) {
+// TF32's m16n8k8 (the kernels round its f32 operands first): f32 buffers,
+// A's 4 registers at rows g, g + 8 and columns t, t + 4, B's 2 at rows t
+// and t + 4 of column g (stored transposed), a k loop of 8.
+// CHECK-LABEL: func.func @tf32
+// CHECK:       gpu.launch
+// CHECK-SAME:    workgroup(%[[A:.*]] : memref<2x1x1x16x16xf32, #gpu.address_space<workgroup>>,
+// CHECK-SAME:      %[[B:.*]] : memref<2x1x1x8x16xf32, #gpu.address_space<workgroup>>)
+// CHECK:         %[[LANE:.*]] = arith.remui
+// CHECK:         %[[G:.*]] = arith.divui %[[LANE]]
+// CHECK:         %[[T:.*]] = arith.remui %[[LANE]]
+// CHECK-COUNT-4: memref.store %{{.*}}, %[[A]]
+// CHECK-COUNT-2: memref.store %{{.*}}, %[[B]][%{{.*}}, %{{.*}}, %{{.*}}, %[[G]],
+// CHECK-NEXT:    gpu.barrier
+// CHECK:         %[[OPAQUE:.*]] = arith.divui %{{.*}}, %c1048576 : index
+// CHECK:         %[[K8:.*]] = arith.addi %[[OPAQUE]], %c8{{.*}} : index
+// CHECK:         scf.for %{{.*}} = %{{.*}} to %[[K8]] step
+// CHECK-NOT:       arith.extf
+// CHECK:         gpu.terminator
+// CHECK-NOT:   nvgpu.
+func.func @tf32(%out: memref<2x2xf32>) {
+  %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c32 = arith.constant 32 : index
   gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
              threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
-    // expected-error @below {{cannot be emulated: only m16n8k16 with f16 operands and f32 accumulators is}}
+    %x = arith.index_cast %tx : index to i32
+    %f = arith.sitofp %x : i32 to f32
+    %a = vector.broadcast %f : f32 to vector<4x1xf32>
+    %b = arith.constant dense<0.5> : vector<2x1xf32>
+    %c = arith.constant dense<0.0> : vector<2x2xf32>
     %d = nvgpu.mma.sync(%a, %b, %c) {mmaShape = [16, 8, 8], tf32Enabled}
         : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>) -> vector<2x2xf32>
+    %e = vector.extract %d[1, 1] : f32 from vector<2x2xf32>
+    memref.store %e, %out[%c0, %c0] : memref<2x2xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// What it does not emulate stops it, naming the op.
+
+func.func @tf32_k4(%a: vector<2x1xf32>, %b: vector<1x1xf32>, %c: vector<2x2xf32>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    // expected-error @below {{cannot be emulated: only m16n8k16 with f16 operands and m16n8k8 with TF32 ones, f32 accumulators, are}}
+    %d = nvgpu.mma.sync(%a, %b, %c) {mmaShape = [16, 8, 4], tf32Enabled}
+        : (vector<2x1xf32>, vector<1x1xf32>, vector<2x2xf32>) -> vector<2x2xf32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+func.func @mixed(%a: vector<4x1xf32>, %b: vector<2x1xf32>, %c: vector<2x2xf32>,
+                 %h: vector<4x2xf16>, %hb: vector<2x2xf16>) {
+  %c1 = arith.constant 1 : index
+  %c32 = arith.constant 32 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %d = nvgpu.mma.sync(%a, %b, %c) {mmaShape = [16, 8, 8], tf32Enabled}
+        : (vector<4x1xf32>, vector<2x1xf32>, vector<2x2xf32>) -> vector<2x2xf32>
+    // expected-error @below {{cannot be emulated: a kernel with both f16 and TF32 mma}}
+    %e = nvgpu.mma.sync(%h, %hb, %d) {mmaShape = [16, 8, 16]}
+        : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
     gpu.terminator
   }
   return

@@ -24,13 +24,14 @@ register tiles, chunk, panel reduction, openmp on/off, raise-attention),
 drawn tiles and thread tiles, or the thread-per-row kernel with drawn
 tiles), `mma` (the CUDA pipeline's
 tensor-core kernels run on the Vulkan device with their tensor-core ops
-emulated, `vulkan{emulate-tensor-cores}`: static shapes, f16, head dims
+emulated, `vulkan{emulate-tensor-cores}`: static shapes, f16 (or f32 with
+`allow-tf32`, checked at the tf32 tolerance), head dims
 mostly multiples of 16, query tiles of whole warps, most trials without
 transposed keys) or an `mha-aot`
 executable of `cpu`; on 1, 2 or more threads than cores, with
 threaded runs repeated (`--repeat`: every call bitwise equal to the first,
 since races are intermittent). Results must match the reference at the
-suite's tolerances (f32 1e-4; f16 2e-3/1e-2; bf16 2e-2/3e-2).
+suite's tolerances (f32 1e-4; TF32 5e-3; f16 2e-3/1e-2; bf16 2e-2/3e-2).
 
 Each trial prints one line (`trial N: <target> <config>: OK|REFUSED|FAILED`;
 REFUSED: an error that names a documented limit, e.g. lavapipe's loop
@@ -52,7 +53,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CHECK = os.path.join(HERE, "check_mha.py")
-TOLERANCES = {"f32": ("1e-4", "1e-4"), "f16": ("2e-3", "1e-2"),
+# tf32: f32 data on tensor cores with allow-tf32 (10-bit mantissas).
+TOLERANCES = {"f32": ("1e-4", "1e-4"), "tf32": ("5e-3", "5e-3"),
+              "f16": ("2e-3", "1e-2"),
               "bf16": ("2e-2", "3e-2")}
 TARGETS = ["loops", "cpu", "vulkan", "mma", "aot"]
 # How often each target is drawn (the cpu pipeline has the most options).
@@ -100,6 +103,8 @@ def draw_target(rng, targets):
         # The rule's tiles (64 rows over 4 warps, 64 keys), or drawn ones:
         # whole warps of 16 rows, key blocks of 16 to 64.
         options = ["emulate-tensor-cores"]
+        if rng.random() < 0.25:
+            options.append("allow-tf32")  # f32 trials (draw_trial)
         q, kv = 64, 64
         if rng.random() < 0.5:
             q, kv = rng.choice([16, 32, 64]), rng.choice([16, 32, 64])
@@ -243,12 +248,15 @@ def draw_trial(rng, targets, long_ok, repeat, thread_counts):
         pipeline = (pipeline.replace("KEYS", str(kv_tile // lanes))
                     if memory <= 48 * 1024 else "vulkan")
     if target == "mma":
-        # f16 (the emulation takes no bf16), head dims the tensor-core
-        # kernels take in most trials (the others run on the thread-per-row
-        # kernels, as on CUDA).
-        config["dtype"] = "f16"
+        # f16 (the emulation takes no bf16), or f32 on TF32 tensor cores
+        # (allow-tf32); head dims the tensor-core kernels take in most
+        # trials (the others run on the register or thread-per-row kernels,
+        # as on CUDA).
+        tf32 = "allow-tf32" in pipeline
+        config["dtype"] = "f32" if tf32 else "f16"
         if rng.random() < 0.8:
-            config["dk"] = rng.choice([16, 32, 48, 64])
+            config["dk"] = rng.choice(([8, 24, 40] if tf32 else [])
+                                      + [16, 32, 48, 64])
             config["dv"] = rng.choice([config["dk"], 8, 24, 40])
             config.pop("rotary_dim", None)  # drawn for the old dk
         if rng.random() < 0.7:
@@ -280,7 +288,8 @@ def draw_trial(rng, targets, long_ok, repeat, thread_counts):
 def command(args, trial, workdir):
     """The check_mha.py command line of a trial."""
     c = trial["config"]
-    atol, rtol = TOLERANCES[c.get("dtype", "f32")]
+    atol, rtol = TOLERANCES[
+        "tf32" if "allow-tf32" in trial["pipeline"] else c.get("dtype", "f32")]
     cmd = [sys.executable, CHECK, "--mha-run", args.mha_run, "--workdir",
            workdir, "--pipeline", trial["pipeline"], f"--atol={atol}",
            f"--rtol={rtol}"]
@@ -297,10 +306,13 @@ def command(args, trial, workdir):
 
 # Documented limits a pipeline refuses with an error that names them: a
 # trial past one is REFUSED, neither OK nor FAILED. Lavapipe's loop limit
-# (mha-check-kernel-loop-iterations) depends on lengths and tiles together;
+# (mha-check-kernel-loop-iterations) depends on lengths and tiles together,
+# and needs a static bound on each kernel loop (the thread-per-row kernel's
+# key loop with a run-time causal offset has none that the analyses prove);
 # CUDA's 48 KiB of workgroup memory (mha-check-workgroup-memory, in `mma`
 # trials) on the drawn tiles of the thread-per-row kernels.
 REFUSALS = ["loop iterations, more than the 65535 the target runs",
+            "has no static bound, which the kernel loop iteration limit needs",
             "(max_workgroup_memory): give smaller tiles"]
 
 

@@ -37,15 +37,20 @@ FailureOr<std::pair<int64_t, int64_t>> defaultRegisterTile(int64_t vectorBits);
 /// q_tile and kv_tile; for a function, the target's function fields (CPU:
 /// register_tile and chunk; GPU: threads, the smallest q_tile of its mha ops,
 /// and workgroup_tile). Null for other ops.
-LoweringConfigAttr selectLoweringConfig(Operation *op, TargetAttr target);
+/// With `allowTF32`, f32 attention may run on tensor cores as TF32
+/// (`mma = [16, 8, 8]`).
+LoweringConfigAttr selectLoweringConfig(Operation *op, TargetAttr target,
+                                        bool allowTF32 = false);
 
 /// Why the warp-level tensor-core kernel (mha-attention-to-mma, `mma =
-/// [16, 8, 16]`) cannot compute `op` on `target`, in words ("" when it can):
-/// it needs a CUDA target of sm_80 or later, f16 or bf16 operands and
-/// result (one type), head
-/// dims that are static multiples of 16 (dk) and 8 (dv) up to 256, no mask
-/// operand and the keys in their default layout.
-std::string mmaAttentionUnsupported(Operation *op, TargetAttr target);
+/// [16, 8, 16]`, or with `tf32` `[16, 8, 8]`) cannot compute `op` on
+/// `target`, in words ("" when it can): it needs a CUDA target of sm_80 or
+/// later, f16 or bf16 operands and result (one type; with `tf32`, f32),
+/// head dims that are static multiples of 16 (dk; 8 with `tf32`) and 8 (dv)
+/// up to 256, an additive mask if any, no key_offset and the keys in their
+/// default layout.
+std::string mmaAttentionUnsupported(Operation *op, TargetAttr target,
+                                    bool tf32 = false);
 
 /// A contraction the tensor-core GEMM kernel (mha-contraction-to-mma)
 /// computes: its iteration dims grouped as M (first input and output), N
@@ -79,9 +84,16 @@ std::string mmaContractionUnsupported(Operation *op, TargetAttr target);
 /// column fall in distinct banks.
 constexpr int64_t kMMATileRowPadding = 8;
 
+/// Elements of padding after each row of the TF32 kernel's f32 K and V
+/// tiles: 4 for K (row stride 4 mod 32 words: the 8 keys and 4 dims a B
+/// operand's lanes read fall in distinct banks), 8 for V (8 mod 32: its 4
+/// keys and 8 dims).
+constexpr int64_t kTF32KeyRowPadding = 4, kTF32ValueRowPadding = 8;
+
 /// The workgroup memory of the tensor-core kernel: its f16 K and V tiles of
-/// `kvTile` keys, rows padded.
-int64_t mmaAttentionWorkgroupBytes(int64_t kvTile, int64_t dk, int64_t dv);
+/// `kvTile` keys, rows padded (with `tf32`, f32 tiles).
+int64_t mmaAttentionWorkgroupBytes(int64_t kvTile, int64_t dk, int64_t dv,
+                                   bool tf32 = false);
 
 /// Why the register kernel (mha-attention-to-simt, `thread_tile`) cannot
 /// compute `op` on `target`, in words ("" when it can): it needs a GPU
@@ -130,7 +142,8 @@ SmallVector<FunctionOpInterface> functionsUnder(Operation *root);
 /// for `target`. Fails, with an error at the op, where the result is not
 /// legal (verifyLoweringConfig).
 LogicalResult setLoweringConfigs(Operation *root, TargetAttr target,
-                                 LoweringConfigAttr overrides);
+                                 LoweringConfigAttr overrides,
+                                 bool allowTF32 = false);
 
 /// Checks the configuration of a function and of its mha ops on `target`:
 /// fields of the other kind of target, a GPU thread count of 0, above the

@@ -236,6 +236,9 @@ def MHASelectLoweringConfigPass
            "else a CPU with 512-bit vectors)">,
     Option<"overrides", "overrides", "std::string", /*default=*/"\"\"",
            "A #mha.lowering_config whose fields replace the chosen ones">,
+    Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
+           "f32 attention on tensor cores as TF32 (mma = [16, 8, 8]) where "
+           "the target has them (CUDA sm_80 and later); otherwise exact f32">,
   ];
 }
 

@@ -106,10 +106,12 @@ LogicalResult LoweringConfigAttr::verify(
       return emitError() << name << " must be positive, found [" << tile[0]
                          << ", " << tile[1] << "]";
   }
-  // The one shape the warp-level kernel is written for.
-  if (!mma.empty() && ArrayRef<int64_t>(mma) != ArrayRef<int64_t>{16, 8, 16})
+  // The shapes the warp-level kernel is written for.
+  if (!mma.empty() && ArrayRef<int64_t>(mma) != ArrayRef<int64_t>{16, 8, 16} &&
+      ArrayRef<int64_t>(mma) != ArrayRef<int64_t>{16, 8, 8})
     return emitError() << "mma must be [16, 8, 16] (m16n8k16: f16 or bf16 "
-                          "operands, f32 accumulation), found ["
+                          "operands) or [16, 8, 8] (m16n8k8: f32 operands "
+                          "as TF32), f32 accumulation, found ["
                        << llvm::interleaved(mma) << "]";
   if (warps && mma.empty())
     return emitError() << "warps needs mma (the warp-level kernel)";
