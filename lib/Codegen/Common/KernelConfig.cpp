@@ -435,6 +435,27 @@ std::string mha::mmaContractionUnsupported(Operation *op, TargetAttr target) {
   return "";
 }
 
+/// What the attention kernels built as IR (tensor-core and register) both
+/// need of `attention`: query, key, value and result of one element type
+/// that `allowed` accepts (else `typeError`), an additive mask if any, no
+/// key_offset. "" when it has them.
+static std::string kernelOperandsUnsupported(AttentionOp attention,
+                                             function_ref<bool(Type)> allowed,
+                                             StringRef typeError) {
+  Type element = attention.getQuery().getType().getElementType();
+  for (Value operand : {attention.getQuery(), attention.getKey(),
+                        attention.getValue(), attention.getInit()})
+    if (!allowed(element) ||
+        cast<ShapedType>(operand.getType()).getElementType() != element)
+      return typeError.str();
+  if (Value mask = attention.getMask();
+      mask && !isa<FloatType>(getElementTypeOrSelf(mask.getType())))
+    return "it takes an additive (float) mask only, not an i1 one";
+  if (attention.getKeyOffset())
+    return "it takes no key_offset (a block of keys of a larger op)";
+  return "";
+}
+
 std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target,
                                          bool tf32) {
   auto attention = dyn_cast<AttentionOp>(op);
@@ -442,24 +463,19 @@ std::string mha::mmaAttentionUnsupported(Operation *op, TargetAttr target,
     return "it computes mha.attention only (decompose layers first)";
   if (!hasTensorCores(target))
     return "it needs a cuda target of sm_80 or later";
-  Type element = attention.getQuery().getType().getElementType();
-  for (Value operand : {attention.getQuery(), attention.getKey(),
-                        attention.getValue(), attention.getInit()}) {
-    bool typed = tf32 ? element.isF32() : element.isF16() || element.isBF16();
-    if (!typed ||
-        cast<ShapedType>(operand.getType()).getElementType() != element)
-      return tf32 ? "with mma = [16, 8, 8] (TF32) it needs query, key, "
-                    "value and result all f32"
-                  : "it needs query, key, value and result all f16 or all "
-                    "bf16";
-  }
-  if (Value mask = attention.getMask();
-      mask && !isa<FloatType>(getElementTypeOrSelf(mask.getType())))
-    return "it takes an additive (float) mask only, not an i1 one";
+  std::string why =
+      tf32 ? kernelOperandsUnsupported(
+                 attention, [](Type t) { return t.isF32(); },
+                 "with mma = [16, 8, 8] (TF32) it needs query, key, value "
+                 "and result all f32")
+           : kernelOperandsUnsupported(
+                 attention, [](Type t) { return t.isF16() || t.isBF16(); },
+                 "it needs query, key, value and result all f16 or all "
+                 "bf16");
+  if (!why.empty())
+    return why;
   if (attention.getKeyTransposed())
     return "it needs the keys in their default layout, not key_transposed";
-  if (attention.getKeyOffset())
-    return "it takes no key_offset (a block of keys of a larger op)";
   int64_t dk = attention.getQuery().getType().getDimSize(3);
   int64_t dv = attention.getValue().getType().getDimSize(3);
   int64_t kStep = tf32 ? 8 : 16;
@@ -478,19 +494,10 @@ std::string mha::simtAttentionUnsupported(Operation *op, TargetAttr target) {
     return "it computes mha.attention only (decompose layers first)";
   if (!target || !target.isGPU())
     return "it needs a GPU target";
-  Type element = attention.getQuery().getType().getElementType();
-  for (Value operand : {attention.getQuery(), attention.getKey(),
-                        attention.getValue(), attention.getInit()})
-    if (!(element.isF32() || element.isF16() || element.isBF16()) ||
-        cast<ShapedType>(operand.getType()).getElementType() != element)
-      return "it needs query, key, value and result all f32, all f16 or all "
-             "bf16";
-  if (Value mask = attention.getMask();
-      mask && !isa<FloatType>(getElementTypeOrSelf(mask.getType())))
-    return "it takes an additive (float) mask only, not an i1 one";
-  if (attention.getKeyOffset())
-    return "it takes no key_offset (a block of keys of a larger op)";
-  return "";
+  return kernelOperandsUnsupported(
+      attention, [](Type t) { return t.isF32() || t.isF16() || t.isBF16(); },
+      "it needs query, key, value and result all f32, all f16 or all "
+      "bf16");
 }
 
 int64_t mha::simtAttentionWorkgroupBytes(int64_t qTile, int64_t kvTile,
