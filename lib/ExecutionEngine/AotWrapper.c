@@ -258,6 +258,21 @@ static int owns(void *allocated, void *const inputs[], int64_t num_inputs,
   return 1;
 }
 
+/* Writes at `d` the descriptor of the dense row-major array `data` of rank
+   `rank` and shape `shape`; returns where the next one goes. */
+static int64_t *dense_descriptor(int64_t *d, void *data, int64_t rank,
+                                 const int64_t *shape) {
+  set_pointer(&d[0], data);
+  set_pointer(&d[1], data);
+  d[2] = 0;
+  for (int64_t k = rank - 1, stride = 1; k >= 0; --k) {
+    d[3 + k] = shape[k];
+    d[3 + rank + k] = stride;
+    stride *= shape[k];
+  }
+  return d + descriptor_words(rank);
+}
+
 /* Calls `ciface` on the prepared values (if any), then the dense row-major
    arrays `inputs[i]` of shapes `input_shapes[i]` (checked against the
    signature's static sizes); `words` receives the `num_results` results'
@@ -292,18 +307,9 @@ static int invoke(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
     value += descriptor_words(prepared->ranks[i]);
   }
   for (int64_t i = 0; i < sig->num_inputs; ++i) {
-    int64_t rank = sig->inputs[i].rank;
-    set_pointer(&next[0], inputs[i]);
-    set_pointer(&next[1], inputs[i]);
-    next[2] = 0;
-    for (int64_t d = rank - 1, stride = 1; d >= 0; --d) {
-      next[3 + d] = input_shapes[i][d];
-      next[3 + rank + d] = stride;
-      if (d)
-        stride *= input_shapes[i][d];
-    }
     args[num_args++] = next;
-    next += descriptor_words(rank);
+    next =
+        dense_descriptor(next, inputs[i], sig->inputs[i].rank, input_shapes[i]);
   }
   if (!call_ciface(ciface, num_args, args))
     return MHA_AOT_BAD_SIGNATURE;
@@ -505,6 +511,78 @@ void mha_aot_release(struct mha_aot_prepared *prepared) {
     d += descriptor_words(prepared->ranks[j]);
   }
   free(prepared);
+}
+
+/* Whether the static sizes of `shape` are those of `info`. */
+static int matches(const struct mha_aot_array_info *info,
+                   const int64_t *shape) {
+  for (int64_t d = 0; d < info->rank; ++d)
+    if (info->shape[d] >= 0 && shape[d] != info->shape[d])
+      return 0;
+  return 1;
+}
+
+int mha_aot_run_device(const struct mha_aot_signature *sig,
+                       mha_aot_ciface ciface, const int64_t updates[],
+                       void *const inputs[],
+                       const int64_t *const input_shapes[],
+                       void *const outputs[],
+                       const int64_t *const output_shapes[]) {
+  if (!signature_within_limits(sig))
+    return MHA_AOT_BAD_SIGNATURE;
+  for (int64_t i = 0; i < sig->num_inputs; ++i)
+    if (!matches(&sig->inputs[i], input_shapes[i]))
+      return MHA_AOT_ARGUMENT_SHAPE;
+  for (int64_t j = 0; j < sig->num_outputs; ++j)
+    if (updates[j] < 0 && !matches(&sig->outputs[j], output_shapes[j]))
+      return MHA_AOT_RESULT_SHAPE;
+  /* One descriptor per argument, then one per result written into a
+     buffer of the caller (not those updating an argument in place). */
+  void *args[MAX_CIFACE_ARGS];
+  int64_t words[2 * MHA_AOT_MAX_ARRAYS * MAX_DESCRIPTOR_WORDS];
+  int64_t num_args = 0, *next = words;
+  for (int64_t i = 0; i < sig->num_inputs; ++i) {
+    args[num_args++] = next;
+    next =
+        dense_descriptor(next, inputs[i], sig->inputs[i].rank, input_shapes[i]);
+  }
+  for (int64_t j = 0; j < sig->num_outputs; ++j) {
+    if (updates[j] >= 0)
+      continue;
+    if (num_args == MAX_CIFACE_ARGS)
+      return MHA_AOT_BAD_SIGNATURE;
+    args[num_args++] = next;
+    next = dense_descriptor(next, outputs[j], sig->outputs[j].rank,
+                            output_shapes[j]);
+  }
+  if (!call_ciface(ciface, num_args, args))
+    return MHA_AOT_BAD_SIGNATURE;
+  return MHA_AOT_OK;
+}
+
+int mha_aot_call_device(const struct mha_aot_signature *sig,
+                        mha_aot_ciface ciface, const int64_t updates[],
+                        void *const inputs[], void *const results[],
+                        const int64_t dims[]) {
+  if (!signature_within_limits(sig))
+    return MHA_AOT_BAD_SIGNATURE;
+  int64_t input_shapes[MHA_AOT_MAX_ARRAYS][MHA_AOT_MAX_RANK];
+  const int64_t *input_shape_ptrs[MHA_AOT_MAX_ARRAYS];
+  const int64_t *next_dim =
+      input_shapes_from(sig, dims, input_shapes, input_shape_ptrs);
+  int64_t output_shapes[MHA_AOT_MAX_ARRAYS][MHA_AOT_MAX_RANK];
+  const int64_t *output_shape_ptrs[MHA_AOT_MAX_ARRAYS];
+  for (int64_t j = 0; j < sig->num_outputs; ++j) {
+    output_shape_ptrs[j] = output_shapes[j];
+    if (updates[j] >= 0)
+      continue;
+    for (int64_t d = 0; d < sig->outputs[j].rank; ++d)
+      output_shapes[j][d] = sig->outputs[j].shape[d] >= 0
+                                ? sig->outputs[j].shape[d]
+                                : *next_dim++;
+  }
+  return mha_aot_run_device(sig, ciface, updates, inputs, input_shape_ptrs,
+                            results, output_shape_ptrs);
 }
 
 /* The copy that memref.copy between strided buffers lowers to, which MLIR's

@@ -291,6 +291,10 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
   // convention passes buffers only.
   pm.addNestedPass<func::FuncOp>(createGpuLaunchSinkIndexComputationsPass());
   pm.addPass(createGpuKernelOutliningPass());
+  // Device buffers (mha-stage-kernel-buffers) are allocated, copied and
+  // freed in stream order, as on CUDA; the Vulkan runtime's launches are
+  // synchronous and its streams no-ops.
+  pm.addNestedPass<func::FuncOp>(createGpuAsyncRegionPass());
   // Views folded into the loads and stores (SPIR-V has no strided views);
   // the index arithmetic that leaves as affine.apply, lowered.
   pm.addPass(memref::createFoldMemRefAliasOpsPass());
@@ -434,6 +438,11 @@ void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
   buildGPUMappingStage(pm, target, gpuOverrides(options),
                        options.raiseAttention, options.maxKernelLoopIterations,
                        options.emulateTensorCores, options.allowTF32);
+  // Kernels read device buffers, as on CUDA: each launch's host buffers
+  // copied in and out around it, the buffers only kernels use on the device
+  // from the start (the runtime binds them; what it copies per launch are
+  // the host buffers of kernels lowered without this pass).
+  pm.addPass(createMHAStageKernelBuffersPass());
   // Bounded in the mapping stage, where the loop bounds are still affine.
   buildVulkanBackendStage(pm, /*emitCInterface=*/true,
                           /*maxKernelLoopIterations=*/0);

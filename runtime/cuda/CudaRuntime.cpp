@@ -8,8 +8,11 @@
 //                                       -> cuModuleLoadData(Ex)
 //   mgpuModuleGetFunction, mgpuLaunchKernel -> cuModuleGetFunction,
 //                                              cuLaunchKernel
-//   mgpuStream*, mgpuEvent*             -> streams and events
+//   mgpuStream*, mgpuEvent*             -> streams (created once, then
+//                                          reused) and events
 //   mgpuMemAlloc / Free / Memcpy / Memset -> device memory, on the stream
+//                                          (stream-ordered allocation:
+//                                          the driver's pool reuses it)
 //
 // Kernels read device memory only: mha-lower-to-cuda copies each launch's
 // host buffers into `gpu.alloc`ed memory around it (mha-stage-kernel-buffers),
@@ -296,18 +299,44 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     launch();
 }
 
+/// Streams the host code is done with, for the next call to take: each
+/// call of a compiled function asks for a stream and gives it back, so that
+/// streams are created once (as many as calls run at the same time), not
+/// per call. Never destroyed, as the context.
+struct StreamPool {
+  std::mutex mutex;
+  std::vector<CUstream> idle;
+};
+StreamPool &streamPool() {
+  static StreamPool *pool = new StreamPool;
+  return *pool;
+}
+
 void *mgpuStreamCreate() {
   makeCurrent();
+  {
+    StreamPool &pool = streamPool();
+    std::lock_guard<std::mutex> lock(pool.mutex);
+    if (!pool.idle.empty()) {
+      CUstream stream = pool.idle.back();
+      pool.idle.pop_back();
+      return stream;
+    }
+  }
   CUstream stream;
   check(cuStreamCreate(&stream, CU_STREAM_NON_BLOCKING), "cuStreamCreate");
   return stream;
 }
 
+/// Back to the pool: work still on it stays ordered before whatever the
+/// next call puts on it.
 void mgpuStreamDestroy(void *stream) {
   makeCurrent();
   if (Profile *profile = Profile::get())
     profile->collect(static_cast<CUstream>(stream));
-  check(cuStreamDestroy(static_cast<CUstream>(stream)), "cuStreamDestroy");
+  StreamPool &pool = streamPool();
+  std::lock_guard<std::mutex> lock(pool.mutex);
+  pool.idle.push_back(static_cast<CUstream>(stream));
 }
 
 void mgpuStreamSynchronize(void *stream) {

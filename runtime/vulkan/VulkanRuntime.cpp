@@ -8,14 +8,34 @@
 //   mgpuModuleGetFunction(module, name)  -> the entry point of that name
 //   mgpuLaunchKernel(function, grid..., block..., smem, stream, params,
 //                    extra, count)       -> one dispatch, synchronous
-//   mgpuStream*                          -> no-ops (launches are synchronous)
+//   mgpuMemAlloc / Free / Memcpy / Memset -> device buffers (host-visible,
+//                                           mapped), plain copies
+//   mgpuStream*, mgpuEvent*              -> no-ops (launches are synchronous)
 //
 // Memref arguments reach the shader as storage buffers: argument i is
 // descriptor set 0, binding i (what upstream's GPU->SPIR-V conversion and
-// `spirv-lower-abi-attrs` give a kernel's i-th memref). Host memory is
-// plain memory, so each launch copies every argument into a host-visible
-// buffer, dispatches, waits, and copies every buffer back. Sizes come from
-// the calling convention: static, known when the host code was lowered.
+// `spirv-lower-abi-attrs` give a kernel's i-th memref). An argument that
+// lies in a buffer of mgpuMemAlloc (what mha-stage-kernel-buffers copies
+// host buffers into, a device-resident entry's arguments) is bound as it
+// is. Any other pointer is plain host memory: the launch copies it into a
+// host-visible buffer of its own, dispatches, waits, and copies it back if
+// the kernel changed it (kernels lowered by mha-vulkan-backend alone, on
+// host buffers). Sizes come from the calling convention: static, known when
+// the host code was lowered.
+//
+// Device buffers are host-visible coherent memory, mapped: the pointer
+// mgpuMemAlloc returns is the mapping (on lavapipe, the CPU's memory; on a
+// discrete GPU, memory the host can reach). Copies between them and host
+// memory are memcpy, after the synchronous launches.
+//
+// With $MHA_VULKAN_PROFILE set (to anything), launches and the bytes copied
+// are counted, and a summary goes to stderr at exit:
+//
+//   mha vulkan profile: launches N
+//   mha vulkan profile: copies: H2D B bytes in C, D2H B bytes in C, D2D ...
+//
+// Copies count mgpuMemcpy by direction and each launch's copies of host
+// memory (in: H2D, back: D2H).
 //
 // The device is the first one with a compute queue, or the one whose name
 // contains $MHA_VULKAN_DEVICE (or whose index it is). Errors are fatal: the
@@ -39,10 +59,12 @@
 
 #include <vulkan/vulkan.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -81,6 +103,8 @@ struct Device {
   /// Subgroup shuffles in compute shaders, and the subgroup size.
   bool shuffle = false;
   uint32_t subgroupSize = 0;
+  /// Where in a buffer a binding may start.
+  uint64_t offsetAlignment = 1;
 
   Device() {
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
@@ -166,6 +190,8 @@ struct Device {
     properties.pNext = &subgroup;
     vkGetPhysicalDeviceProperties2(physical, &properties);
     subgroupSize = subgroup.subgroupSize;
+    offsetAlignment = std::max<uint64_t>(
+        properties.properties.limits.minStorageBufferOffsetAlignment, 1);
     shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
               (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
 
@@ -272,15 +298,14 @@ void buildPipeline(Function &function, uint32_t buffers) {
   function.buffers = buffers;
 }
 
-/// A host-visible buffer holding a copy of one argument.
-struct Buffer {
+/// A host-visible, coherent storage buffer, mapped for as long as it lives.
+struct Memory {
   VkBuffer buffer = VK_NULL_HANDLE;
   VkDeviceMemory memory = VK_NULL_HANDLE;
   void *mapped = nullptr;
-  void *host = nullptr;
   uint64_t bytes = 0;
 
-  Buffer(void *host, uint64_t bytes) : host(host), bytes(bytes) {
+  explicit Memory(uint64_t bytes) : bytes(bytes) {
     Device &d = device();
     VkBufferCreateInfo info{VK_STRUCTURE_TYPE_BUFFER_CREATE_INFO};
     info.size = bytes ? bytes : 4; // Vulkan has no empty buffers.
@@ -298,33 +323,146 @@ struct Buffer {
           "vkBindBufferMemory");
     check(vkMapMemory(d.device, memory, 0, VK_WHOLE_SIZE, 0, &mapped),
           "vkMapMemory");
-    if (bytes)
-      std::memcpy(mapped, host, bytes);
   }
-  Buffer(const Buffer &) = delete;
-  Buffer(Buffer &&other) noexcept { *this = std::move(other); }
-  Buffer &operator=(Buffer &&other) noexcept {
-    std::swap(buffer, other.buffer);
-    std::swap(memory, other.memory);
-    std::swap(mapped, other.mapped);
-    std::swap(host, other.host);
-    std::swap(bytes, other.bytes);
-    return *this;
-  }
-  ~Buffer() {
-    if (buffer == VK_NULL_HANDLE)
-      return;
+  Memory(const Memory &) = delete;
+  Memory &operator=(const Memory &) = delete;
+  ~Memory() {
     Device &d = device();
     vkUnmapMemory(d.device, memory);
     vkDestroyBuffer(d.device, buffer, nullptr);
     vkFreeMemory(d.device, memory, nullptr);
   }
-  /// Copies the buffer back unless the kernel left it as it was: arguments
-  /// the kernel only reads may live in read-only memory (a constant global
-  /// of the host code, a caller's const input), which must not be written.
+};
+
+/// $MHA_VULKAN_PROFILE's counts, printed at exit.
+class Profile {
+public:
+  /// The process's profile, or null when $MHA_VULKAN_PROFILE is not set.
+  static Profile *get() {
+    static Profile *profile = [] {
+      if (!std::getenv("MHA_VULKAN_PROFILE"))
+        return static_cast<Profile *>(nullptr);
+      std::atexit([] { get()->print(); });
+      return new Profile;
+    }();
+    return profile;
+  }
+
+  enum Direction { H2H, H2D, D2H, D2D };
+  void countCopy(Direction direction, uint64_t bytes) {
+    std::lock_guard<std::mutex> lock(mutex);
+    copyBytes[direction] += bytes;
+    ++copies[direction];
+  }
+  void countLaunch() {
+    std::lock_guard<std::mutex> lock(mutex);
+    ++launches;
+  }
+
+private:
+  void print() {
+    std::lock_guard<std::mutex> lock(mutex);
+    std::fprintf(stderr, "mha vulkan profile: launches %llu\n", launches);
+    const char *labels[] = {"H2H", "H2D", "D2H", "D2D"};
+    std::fprintf(stderr, "mha vulkan profile: copies:");
+    for (int d = 0; d < 4; ++d)
+      std::fprintf(stderr, "%s %s %llu bytes in %llu", d ? "," : "", labels[d],
+                   copyBytes[d], copies[d]);
+    std::fprintf(stderr, "\n");
+  }
+
+  std::mutex mutex;
+  unsigned long long launches = 0;
+  unsigned long long copyBytes[4] = {0, 0, 0, 0};
+  unsigned long long copies[4] = {0, 0, 0, 0};
+};
+
+/// The buffers of mgpuMemAlloc, by the address of their mapping.
+class Allocations {
+public:
+  void *allocate(uint64_t bytes) {
+    auto memory = std::make_unique<Memory>(bytes);
+    void *pointer = memory->mapped;
+    std::lock_guard<std::mutex> lock(mutex);
+    byAddress[reinterpret_cast<uintptr_t>(pointer)] = std::move(memory);
+    return pointer;
+  }
+
+  void free(void *pointer) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (!byAddress.erase(reinterpret_cast<uintptr_t>(pointer)))
+      fail("mgpuMemFree of a pointer mgpuMemAlloc did not return");
+  }
+
+  /// The buffer that holds the `bytes` bytes at `pointer`, and where in it
+  /// they start; null when they are not (all) in one.
+  const Memory *find(const void *pointer, uint64_t bytes, uint64_t &offset) {
+    auto address = reinterpret_cast<uintptr_t>(pointer);
+    std::lock_guard<std::mutex> lock(mutex);
+    auto it = byAddress.upper_bound(address);
+    if (it == byAddress.begin())
+      return nullptr;
+    --it;
+    offset = address - it->first;
+    if (offset + bytes > it->second->bytes ||
+        (offset && !bytes)) // past the end, or an empty view in it
+      return nullptr;
+    return it->second.get();
+  }
+
+private:
+  std::mutex mutex;
+  std::map<uintptr_t, std::unique_ptr<Memory>> byAddress;
+};
+
+/// Never destroyed, as the device.
+Allocations &allocations() {
+  static Allocations *instance = new Allocations;
+  return *instance;
+}
+
+/// Whether `pointer` is in a buffer of mgpuMemAlloc.
+bool onDevice(const void *pointer) {
+  uint64_t offset = 0;
+  return pointer && allocations().find(pointer, 1, offset);
+}
+
+/// One kernel argument: a device buffer bound where the argument lies in
+/// it, else a copy of host memory, written back if the kernel changed it.
+struct Binding {
+  VkBuffer buffer = VK_NULL_HANDLE;
+  uint64_t offset = 0, range = 0;
+  std::unique_ptr<Memory> copy;
+  void *host = nullptr;
+
+  Binding(void *pointer, uint64_t bytes) : range(bytes ? bytes : 4) {
+    uint64_t at = 0;
+    const Memory *memory = allocations().find(pointer, bytes, at);
+    if (memory && at % device().offsetAlignment == 0) {
+      buffer = memory->buffer;
+      offset = at;
+      return;
+    }
+    copy = std::make_unique<Memory>(bytes);
+    buffer = copy->buffer;
+    host = pointer;
+    if (bytes)
+      std::memcpy(copy->mapped, host, bytes);
+    if (Profile *profile = Profile::get())
+      profile->countCopy(memory ? Profile::D2D : Profile::H2D, bytes);
+  }
+
+  /// Copies a host argument back unless the kernel left it as it was:
+  /// arguments the kernel only reads may live in read-only memory (a
+  /// constant global of the host code, a caller's const input), which must
+  /// not be written.
   void copyBack() {
-    if (bytes && std::memcmp(host, mapped, bytes) != 0)
-      std::memcpy(host, mapped, bytes);
+    if (!copy || !copy->bytes || !std::memcmp(host, copy->mapped, copy->bytes))
+      return;
+    std::memcpy(host, copy->mapped, copy->bytes);
+    if (Profile *profile = Profile::get())
+      profile->countCopy(onDevice(host) ? Profile::D2D : Profile::D2H,
+                         copy->bytes);
   }
 };
 
@@ -407,6 +545,46 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
 void *mgpuStreamCreate() { return &device(); }
 void mgpuStreamSynchronize(void *) {}
 void mgpuStreamDestroy(void *) {}
+void mgpuStreamWaitEvent(void *, void *) {}
+void *mgpuEventCreate() { return &device(); }
+void mgpuEventDestroy(void *) {}
+void mgpuEventSynchronize(void *) {}
+void mgpuEventRecord(void *, void *) {}
+
+/// A device buffer (`hostShared` or not: all are host-visible).
+void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/, bool /*hostShared*/) {
+  if (bytes == 0)
+    return nullptr;
+  return allocations().allocate(bytes);
+}
+
+void mgpuMemFree(void *pointer, void * /*stream*/) {
+  if (pointer)
+    allocations().free(pointer);
+}
+
+/// Host and device pointers alike (device buffers are mapped).
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void * /*stream*/) {
+  if (bytes == 0)
+    return;
+  std::memcpy(dst, src, bytes);
+  if (Profile *profile = Profile::get())
+    profile->countCopy(
+        static_cast<Profile::Direction>(2 * onDevice(src) + onDevice(dst)),
+        bytes);
+}
+
+void mgpuMemset32(void *dst, unsigned value, size_t count, void *) {
+  auto *words = static_cast<uint32_t *>(dst);
+  for (size_t i = 0; i < count; ++i)
+    words[i] = value;
+}
+
+void mgpuMemset16(void *dst, unsigned short value, size_t count, void *) {
+  auto *halves = static_cast<uint16_t *>(dst);
+  for (size_t i = 0; i < count; ++i)
+    halves[i] = value;
+}
 
 void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t gridZ, intptr_t /*blockX*/,
@@ -429,11 +607,13 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
     fail("kernel '" + f.name + "' launched with a different number of "
          "buffers");
 
-  std::vector<Buffer> buffers;
-  buffers.reserve(count);
+  std::vector<Binding> bindings;
+  bindings.reserve(count);
   for (uint32_t i = 0; i < count; ++i)
-    buffers.emplace_back(*static_cast<void **>(params[2 * i]),
-                         *static_cast<uint64_t *>(params[2 * i + 1]));
+    bindings.emplace_back(*static_cast<void **>(params[2 * i]),
+                          *static_cast<uint64_t *>(params[2 * i + 1]));
+  if (Profile *profile = Profile::get())
+    profile->countLaunch();
 
   VkDescriptorPoolSize poolSize{VK_DESCRIPTOR_TYPE_STORAGE_BUFFER,
                                 count ? count : 1};
@@ -456,7 +636,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   std::vector<VkDescriptorBufferInfo> infos(count);
   std::vector<VkWriteDescriptorSet> writes(count);
   for (uint32_t i = 0; i < count; ++i) {
-    infos[i] = {buffers[i].buffer, 0, VK_WHOLE_SIZE};
+    infos[i] = {bindings[i].buffer, bindings[i].offset, bindings[i].range};
     writes[i] = {VK_STRUCTURE_TYPE_WRITE_DESCRIPTOR_SET};
     writes[i].dstSet = set;
     writes[i].dstBinding = i;
@@ -500,8 +680,8 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   check(vkQueueSubmit(d.queue, 1, &submit, fence), "vkQueueSubmit");
   check(vkWaitForFences(d.device, 1, &fence, VK_TRUE, UINT64_MAX),
         "vkWaitForFences");
-  for (Buffer &buffer : buffers)
-    buffer.copyBack();
+  for (Binding &binding : bindings)
+    binding.copyBack();
   vkDestroyFence(d.device, fence, nullptr);
   vkFreeCommandBuffers(d.device, d.commandPool, 1, &commands);
   vkDestroyDescriptorPool(d.device, pool, nullptr);

@@ -1,7 +1,10 @@
 // A whole layer through mha-lower-to-vulkan: the Q, K and V projections
 // (bias broadcasts fused), the attention and the output projection are five
 // kernels; the host code only launches them (no floating-point arithmetic
-// of its own) and frees its intermediate buffers.
+// of its own). The intermediate buffers only kernels use are device
+// buffers from the start (mgpuMemAlloc, freed after the last launch); the
+// host's input is copied in once for the three projections that read it,
+// the output copied back once.
 //
 // RUN: mha-opt %s --mha-lower-to-vulkan | FileCheck %s
 
@@ -10,7 +13,8 @@
 // CHECK-NOT: llvm.fadd
 // CHECK-COUNT-5: gpu.launch_func
 // CHECK-NOT: gpu.launch_func
-// CHECK: llvm.call @free
+// CHECK: llvm.call @mgpuMemcpy
+// CHECK: llvm.call @mgpuMemFree
 // CHECK: llvm.return
 // CHECK-COUNT-5: gpu.binary
 

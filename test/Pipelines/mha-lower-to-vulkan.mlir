@@ -8,6 +8,9 @@
 // shuffles. With tile sizes given, the thread-per-row kernel: the key block
 // staged in workgroup memory, the value block too (a row per thread),
 // barriers between the distributed ops. Neither has an Sq x Sk buffer.
+// The host code copies Q, K and V into device buffers (mgpuMemAlloc, which
+// the runtime binds as they are), launches on them and copies the output
+// back, as on CUDA (mha-stage-kernel-buffers).
 //
 // RUN: mha-opt %s --mha-lower-to-vulkan -mlir-print-ir-after=mha-map-forall-to-gpu -o %t.mlir 2>&1 | FileCheck %s --check-prefix=GPU
 // RUN: FileCheck %s --check-prefix=LLVM < %t.mlir
@@ -38,7 +41,18 @@
 // ROW:   gpu.terminator
 
 // LLVM: llvm.func @main(
-// LLVM: gpu.launch_func @main_kernel::@main_kernel
+// LLVM: llvm.call @mgpuMemAlloc
+// LLVM: llvm.call @mgpuMemcpy
+// LLVM: llvm.call @mgpuMemAlloc
+// LLVM: llvm.call @mgpuMemcpy
+// LLVM: llvm.call @mgpuMemAlloc
+// LLVM: llvm.call @mgpuMemcpy
+// LLVM: llvm.call @mgpuMemAlloc
+// LLVM-NOT: llvm.call @mgpuMemcpy
+// LLVM: gpu.launch_func <%{{.*}} : !llvm.ptr> @main_kernel::@main_kernel
+// LLVM: llvm.call @mgpuMemcpy
+// LLVM-COUNT-4: llvm.call @mgpuMemFree
+// LLVM: llvm.return
 // The target's device id is unknown (not printed), not whatever the options
 // struct held uninitialized.
 // LLVM: gpu.binary @main_kernel [#gpu.object<#spirv.target_env<#spirv.vce<v1.3, [Shader, Float16, StorageBuffer16BitAccess, Int64, GroupNonUniformShuffle], [SPV_KHR_storage_buffer_storage_class, SPV_KHR_16bit_storage]>, #spirv.resource_limits<>>, "

@@ -87,6 +87,13 @@ cl::opt<std::string> symbolName(
     cl::desc("C name of the entry point (default: the prefix's file name, "
              "with characters that C does not allow as '_')"),
     cl::cat(category));
+cl::opt<bool> deviceEntry(
+    "device-entry",
+    cl::desc("Also write NAME_device, the entry on device buffers (GPU "
+             "pipelines): arguments and results stay on the device across "
+             "calls, with NAME_device_alloc, _free, _upload and _download "
+             "to manage them"),
+    cl::init(false), cl::cat(category));
 mha::CPUTargetFlags targetFlags(category);
 enum class Sanitizer { None, Thread };
 cl::opt<Sanitizer> sanitizer(
@@ -270,6 +277,85 @@ std::string localArray(StringRef elementType, StringRef name,
   return name.str();
 }
 
+/// `int NAME_device(...)`: each argument then its dynamic sizes, each result
+/// written into a buffer of the caller then its dynamic sizes (a result
+/// that updates an argument in place has none: the argument's buffer is
+/// updated).
+std::string deviceEntryDecl(StringRef name, ArrayRef<ArrayInfo> inputs,
+                            ArrayRef<ArrayInfo> outputs) {
+  SmallVector<std::string> params = entryParams(
+      inputs, {}, [](size_t) { return true; }, /*withResults=*/false);
+  for (auto [j, info] : llvm::enumerate(outputs)) {
+    if (info.updates >= 0)
+      continue;
+    params.push_back(info.cType + " *result" + std::to_string(j));
+    for (const std::string &size : dynamicSizes("result", j, info))
+      params.push_back("int64_t " + size);
+  }
+  return cFunction("int", name.str() + "_device", params);
+}
+
+/// `int NAME_run_device(...)`, the generic entry on device buffers.
+std::string genericDeviceEntry(StringRef name) {
+  return "int " + name.str() +
+         "_run_device(void *const inputs[],\n"
+         "    const int64_t *const input_shapes[], void *const outputs[],\n"
+         "    const int64_t *const output_shapes[])";
+}
+
+/// The device memory functions, as `RETURN NAME_SUFFIX(PARAMS)`.
+struct DeviceMemoryFunction {
+  const char *returned, *suffix, *params, *body;
+};
+const DeviceMemoryFunction kDeviceMemoryFunctions[] = {
+    {"void *", "_device_alloc", "size_t bytes",
+     "  void *pointer = mgpuMemAlloc(bytes, NULL, false);\n"
+     "  mgpuStreamSynchronize(NULL);\n  return pointer;\n"},
+    {"void", "_device_free", "void *pointer",
+     "  mgpuStreamSynchronize(NULL);\n  mgpuMemFree(pointer, NULL);\n"
+     "  mgpuStreamSynchronize(NULL);\n"},
+    {"void", "_device_upload", "void *device, const void *host, size_t bytes",
+     "  mgpuMemcpy(device, (void *)host, bytes, NULL);\n"
+     "  mgpuStreamSynchronize(NULL);\n"},
+    {"void", "_device_download", "void *host, const void *device, size_t bytes",
+     "  mgpuMemcpy(host, (void *)device, bytes, NULL);\n"
+     "  mgpuStreamSynchronize(NULL);\n"},
+};
+
+/// The header's part for --device-entry.
+std::string deviceHeader(StringRef name, ArrayRef<ArrayInfo> inputs,
+                         ArrayRef<ArrayInfo> outputs) {
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  std::string n = name.str();
+  os << "/* The same computation on device buffers: every pointer of " << n
+     << "_device is\n   device memory (" << n
+     << "_device_alloc), arrays as for " << n
+     << ", results written\n   into the buffers given (their dynamic "
+        "sizes are checked when it runs: a\n   mismatch aborts). Weights "
+        "uploaded once, activations and KV caches kept on\n   the device: "
+        "a call copies nothing between host and device. Returns 0,\n   or "
+        "2 when an argument's static shape does not match the signature. "
+        "Calls\n   are synchronous: they return when the results are "
+        "written. */\n"
+     << deviceEntryDecl(name, inputs, outputs) << ";\n\n"
+     << "/* The same for generic callers: outputs[j] (of shape "
+        "output_shapes[j], the\n   result's) is written; it is not used "
+        "for a result that updates an argument in\n   place. Returns 0, 1 "
+        "(a result's static shape) or 2 (an argument's). */\n"
+     << genericDeviceEntry(name) << ";\n"
+     << "/* For each result, the argument it updates in place, or -1. */\n"
+     << "extern const int64_t " << n << "_device_updates[];\n\n"
+     << "/* Device memory: allocated (NULL for 0 bytes) and freed, and "
+        "copied from and\n   to host memory; each returns when it is done. "
+        "A failure aborts with the\n   GPU runtime's message. */\n";
+  for (const DeviceMemoryFunction &f : kDeviceMemoryFunctions)
+    os << f.returned << (StringRef(f.returned).ends_with("*") ? "" : " ") << n
+       << f.suffix << "(" << f.params << ");\n";
+  os << "\n";
+  return text;
+}
+
 /// The header: the signature types (AotSignature.h's public block, so that
 /// the header stands alone), the typed entry, the generic entry and the
 /// signature.
@@ -280,12 +366,13 @@ std::string generateHeader(StringRef name, StringRef fileStem, StringRef source,
   std::string text;
   llvm::raw_string_ostream os(text);
   std::string guard = "MHA_AOT_" + StringRef(name).upper() + "_H";
-  os << "/* " << fileStem << ".h: generated by mha-aot from " << source
-     << " (@" << entryName << ", --pipeline=" << pipelineName << ").\n"
+  os << "/* " << fileStem << ".h: generated by mha-aot from " << source << " (@"
+     << entryName << ", --pipeline=" << pipelineName << ").\n"
      << "   Link with " << fileStem << ".so (docs/Tools.md, mha-aot). "
      << "*/\n"
      << "#ifndef " << guard << "\n#define " << guard << "\n\n"
-     << "#include <stdint.h>\n\n#ifdef __cplusplus\nextern \"C\" {\n#endif\n\n"
+     << "#include <stddef.h>\n#include <stdint.h>\n\n#ifdef "
+        "__cplusplus\nextern \"C\" {\n#endif\n\n"
      << kAotSignatureTypes << "\n";
 
   os << "/* Computes @" << entryName << ". Arrays are dense and row-major:\n";
@@ -320,6 +407,8 @@ std::string generateHeader(StringRef name, StringRef fileStem, StringRef source,
         "not match the signature. */\n"
      << genericEntry(name) << ";\n\n"
      << "extern const struct mha_aot_signature " << name << "_signature;\n\n";
+  if (deviceEntry)
+    os << deviceHeader(name, inputs, outputs);
   if (preparation) {
     SmallVector<std::string> weights;
     for (unsigned i : preparation->weights)
@@ -343,6 +432,62 @@ std::string generateHeader(StringRef name, StringRef fileStem, StringRef source,
   }
   os << "#ifdef __cplusplus\n}\n#endif\n\n#endif\n";
   return text;
+}
+
+/// NAME_device, NAME_run_device and the device memory functions, on the
+/// compiled device-resident copy of the entry and the GPU runtime's mgpu*
+/// functions.
+void generateDeviceEntry(StringRef name, ArrayRef<ArrayInfo> inputs,
+                         ArrayRef<ArrayInfo> outputs, llvm::raw_ostream &os) {
+  std::string ciface = "_mlir_ciface_mha_aot_" + name.str() + "_device_impl";
+  size_t arity = inputs.size();
+  SmallVector<std::string> updates;
+  for (const ArrayInfo &info : outputs) {
+    arity += info.updates < 0;
+    updates.push_back(std::to_string(info.updates));
+  }
+  SmallVector<std::string> pointers(arity, "void *");
+  os << "\n#include <stdbool.h>\n"
+     << "void " << ciface << "("
+     << (arity ? llvm::join(pointers, ", ") : "void") << ");\n"
+     << "void *mgpuMemAlloc(uint64_t bytes, void *stream, bool hostShared);\n"
+     << "void mgpuMemFree(void *pointer, void *stream);\n"
+     << "void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);\n"
+     << "void mgpuStreamSynchronize(void *stream);\n"
+     << "const int64_t " << name << "_device_updates["
+     << std::max<size_t>(outputs.size(), 1) << "] = {"
+     << (updates.empty() ? "0" : llvm::join(updates, ", ")) << "};\n\n"
+     << genericDeviceEntry(name) << " {\n"
+     << "  return mha_aot_run_device(&" << name
+     << "_signature, (mha_aot_ciface)" << ciface << ",\n      " << name
+     << "_device_updates, inputs, input_shapes, "
+        "outputs, output_shapes);\n}\n\n"
+     << deviceEntryDecl(name, inputs, outputs) << " {\n";
+  SmallVector<std::string> in, out, dims;
+  for (auto [i, info] : llvm::enumerate(inputs)) {
+    in.push_back("(void *)arg" + std::to_string(i));
+    llvm::append_range(dims, dynamicSizes("arg", i, info));
+  }
+  for (auto [j, info] : llvm::enumerate(outputs)) {
+    if (info.updates >= 0) {
+      out.push_back("NULL");
+      continue;
+    }
+    out.push_back("result" + std::to_string(j));
+    llvm::append_range(dims, dynamicSizes("result", j, info));
+  }
+  std::string inArray = localArray("void *", "in", in, os);
+  std::string outArray = localArray("void *", "out", out, os);
+  std::string dimArray = localArray("int64_t", "dims", dims, os);
+  os << "  return mha_aot_call_device(&" << name
+     << "_signature, (mha_aot_ciface)" << ciface << ",\n      " << name
+     << "_device_updates, " << inArray << ", " << outArray << ", " << dimArray
+     << ");\n}\n";
+  for (const DeviceMemoryFunction &f : kDeviceMemoryFunctions)
+    os << "\n"
+       << f.returned << (StringRef(f.returned).ends_with("*") ? "" : " ")
+       << name << f.suffix << "(" << f.params << ") {\n"
+       << f.body << "}\n";
 }
 
 /// The entry's C side beside the fixed wrapper (AotWrapper.c): the
@@ -458,6 +603,8 @@ std::string generateEntry(StringRef name, StringRef headerName,
   os << "  return mha_aot_call(&" << name << "_signature, (mha_aot_ciface)"
      << ciface << ",\n      " << inArray << ", " << outArray << ", "
      << dimArray << ");\n}\n";
+  if (deviceEntry)
+    generateDeviceEntry(name, inputs, outputs, os);
   if (!preparation)
     return text;
 
@@ -656,10 +803,14 @@ int compile(MLIRContext &context) {
                         llvm::toString(tm.takeError()));
   // The CPU pipeline's register tiles fit the target's vector registers.
   PassManager pm(&context);
-  if (llvm::Expected<const mha::PipelineInfo *> pipeline =
-          mha::addPipeline(pm, pipelineName, mha::hostTarget(&context, **tm));
-      !pipeline)
+  llvm::Expected<const mha::PipelineInfo *> pipeline =
+      mha::addPipeline(pm, pipelineName, mha::hostTarget(&context, **tm));
+  if (!pipeline)
     return badInput(llvm::toString(pipeline.takeError()));
+  if (deviceEntry && (*pipeline)->target == mha::TargetKind::CPU)
+    return badInput("--device-entry: the '" + (*pipeline)->name +
+                    "' pipeline runs on the CPU, which has no device buffers "
+                    "(use a GPU pipeline: vulkan, cuda)");
   llvm::Expected<std::string> cc = findCCompiler();
   if (!cc)
     return badInput(llvm::toString(cc.takeError()));
@@ -721,12 +872,54 @@ int compile(MLIRContext &context) {
       other.setPrivate();
   func->setAttr(LLVM::LLVMDialect::getEmitCWrapperAttrName(),
                 UnitAttr::get(&context));
+  // The entry on device buffers: a copy of it marked device-resident,
+  // lowered beside it.
+  std::string deviceImplName = "mha_aot_" + name + "_device_impl";
+  if (deviceEntry) {
+    if (module->lookupSymbol(deviceImplName))
+      return badInput("'" + inputFile + "' already has a symbol '@" +
+                      deviceImplName + "'");
+    size_t arity = inputs.size();
+    for (const ArrayInfo &info : outputs)
+      arity += info.updates < 0;
+    if (arity > 65)
+      return badInput("'@" + entryName +
+                      "' has more than 65 arguments and "
+                      "results written into buffers");
+    OpBuilder builder(func);
+    builder.setInsertionPointAfter(func);
+    auto device = cast<func::FuncOp>(builder.clone(*func));
+    device.setSymName(deviceImplName);
+    device->setAttr(mha::kDeviceResidentAttrName, builder.getUnitAttr());
+  }
   if (failed(pm.run(*module)))
     return compileError("lowering '" + inputFile + "' through --pipeline=" +
                         pipelineName + " failed");
   llvm::Expected<mha::GPURuntime> gpuRuntime = mha::gpuRuntimeOf(*module);
   if (!gpuRuntime)
     return compileError(llvm::toString(gpuRuntime.takeError()));
+  // Which results the device entry writes into the caller's buffers: all
+  // but those updating an argument in place, as the header says.
+  if (deviceEntry) {
+    auto device = module->lookupSymbol<LLVM::LLVMFuncOp>(deviceImplName);
+    auto placement = device ? device->getAttrOfType<DenseI64ArrayAttr>(
+                                  mha::kDeviceResultsAttrName)
+                            : DenseI64ArrayAttr();
+    if (!placement || placement.size() != static_cast<int64_t>(outputs.size()))
+      return compileError("the pipeline did not make '@" + entryName +
+                          "' device-resident (no '" +
+                          mha::kDeviceResultsAttrName + "' on its copy)");
+    for (auto [j, info] : llvm::enumerate(outputs))
+      if (placement[j] != info.updates)
+        return compileError(llvm::formatv(
+            "the device entry of '@{0}' {1} result {2}, which {3}", entryName,
+            placement[j] < 0 ? "writes into a buffer of its own"
+                             : "updates an argument in place for",
+            j,
+            info.updates < 0
+                ? "is not an argument updated in place"
+                : "updates argument " + std::to_string(info.updates)));
+  }
   // The weights' preparation, where the pipeline wrote one (the CPU ones).
   std::optional<Preparation> preparation;
   if (!weights.empty())
@@ -891,6 +1084,8 @@ int compile(MLIRContext &context) {
                      "-DMHA_AOT_SIGNATURE=" + name + "_signature",
                      "-DMHA_AOT_RUN=" + name + "_run", "-o", prefix.str().str(),
                      runner, runnerSupport, entry, wrapper, object});
+  if (deviceEntry)
+    executable.push_back("-DMHA_AOT_DEVICE=" + name);
   if (tsan)
     executable.push_back(tsanOptions);
   executable.insert(executable.end(), link.begin(), link.end());

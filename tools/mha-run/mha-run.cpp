@@ -26,11 +26,13 @@
 #include "mha/InitAll.h"
 #include "mha/Pipelines/Pipelines.h"
 
-#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mha/Dialect/MHA/IR/MHADialect.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/ExecutionEngine.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/MLIRContext.h"
 #include "mlir/Parser/Parser.h"
@@ -44,7 +46,6 @@
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/SourceMgr.h"
-#include "mlir/IR/Diagnostics.h"
 #include "llvm/Support/TargetSelect.h"
 #include "llvm/Support/ToolOutputFile.h"
 #include "llvm/Support/raw_ostream.h"
@@ -109,6 +110,14 @@ cl::opt<bool> prepareWeights(
              "then NAME_prepared with its results for every call (the cpu "
              "and loops pipelines write the pair)"),
     cl::init(false), cl::cat(category));
+cl::opt<bool> deviceResident(
+    "device-resident",
+    cl::desc("GPU pipelines: also run the entry on device buffers (a copy "
+             "of it marked mha.device_resident): the arguments uploaded "
+             "once, every call (--repeat, --benchmark) on device memory "
+             "with no copies, the results downloaded; those are the results "
+             "written and compared"),
+    cl::init(false), cl::cat(category));
 cl::opt<bool> printTarget(
     "print-target",
     cl::desc("Print the target triple, CPU and features the JIT compiles "
@@ -140,6 +149,7 @@ struct RunOptions {
   double atol = 0, rtol = 0;
   unsigned benchmark = 0, repeat = 1;
   bool printTarget = false, dumpPassPipeline = false, prepareWeights = false;
+  bool deviceResident = false;
   mha::CPUTarget cpuTarget;
   std::string dumpObjectFile;
 };
@@ -160,6 +170,7 @@ RunOptions readOptions() {
   o.repeat = flags::repeat;
   o.printTarget = flags::printTarget;
   o.prepareWeights = flags::prepareWeights;
+  o.deviceResident = flags::deviceResident;
   o.dumpPassPipeline = flags::dumpPassPipeline;
   o.cpuTarget = flags::targetFlags.get();
   o.dumpObjectFile = flags::dumpObjectFile;
@@ -209,19 +220,24 @@ struct Descriptor {
   SmallVector<int64_t> words;
 };
 
-Descriptor describe(NpyArray &array) {
+/// The descriptor of the dense row-major array at `data` of shape `shape`.
+Descriptor describe(void *data, ArrayRef<int64_t> shape) {
   Descriptor d;
-  auto ptr = reinterpret_cast<int64_t>(array.data.data());
+  auto ptr = reinterpret_cast<int64_t>(data);
   d.words = {ptr, ptr, 0};
-  d.words.append(array.shape.begin(), array.shape.end());
+  d.words.append(shape.begin(), shape.end());
   int64_t stride = 1;
-  SmallVector<int64_t> strides(array.shape.size());
-  for (int i = static_cast<int>(array.shape.size()) - 1; i >= 0; --i) {
+  SmallVector<int64_t> strides(shape.size());
+  for (int i = static_cast<int>(shape.size()) - 1; i >= 0; --i) {
     strides[i] = stride;
-    stride *= array.shape[i];
+    stride *= shape[i];
   }
   d.words.append(strides.begin(), strides.end());
   return d;
+}
+
+Descriptor describe(NpyArray &array) {
+  return describe(array.data.data(), array.shape);
 }
 
 /// Counts the FLOPs of the mha ops in `func` (see docs/Tools.md), resolving
@@ -435,6 +451,108 @@ struct PreparedWeights {
 
 /// One run of mha-run over the options: the steps below, in the order run()
 /// takes them.
+/// --device-resident: the entry's device-resident copy called on device
+/// buffers of the GPU runtime (its mgpu* functions): the arguments uploaded
+/// once, each result written into a device buffer of its own (or into its
+/// argument's, updated in place), downloaded by takeResults.
+class DeviceCaller {
+public:
+  struct Runtime {
+    void *(*alloc)(uint64_t bytes, void *stream, bool hostShared);
+    void (*free)(void *pointer, void *stream);
+    void (*copy)(void *dst, void *src, size_t bytes, void *stream);
+    void (*synchronize)(void *stream);
+  };
+
+  /// The loaded GPU runtime's functions.
+  static llvm::Expected<Runtime> findRuntime() {
+    Runtime rt;
+    auto find = [](const char *name) {
+      return llvm::sys::DynamicLibrary::SearchForAddressOfSymbol(name);
+    };
+    rt.alloc = reinterpret_cast<decltype(rt.alloc)>(find("mgpuMemAlloc"));
+    rt.free = reinterpret_cast<decltype(rt.free)>(find("mgpuMemFree"));
+    rt.copy = reinterpret_cast<decltype(rt.copy)>(find("mgpuMemcpy"));
+    rt.synchronize = reinterpret_cast<decltype(rt.synchronize)>(
+        find("mgpuStreamSynchronize"));
+    if (!rt.alloc || !rt.free || !rt.copy || !rt.synchronize)
+      return llvm::createStringError(
+          "the GPU runtime's memory functions (mgpuMemAlloc, mgpuMemFree, "
+          "mgpuMemcpy, mgpuStreamSynchronize) are not loaded");
+    return rt;
+  }
+
+  /// `hostResults`: the results of the host entry (their shapes and
+  /// dtypes); `placement`: per result, the argument it updates in place or
+  /// -1 (mha.device_results).
+  DeviceCaller(ExecutionEngine &engine, StringRef name, Runtime rt,
+               ArrayRef<NpyArray> args, ArrayRef<NpyArray> hostResults,
+               ArrayRef<int64_t> placement)
+      : rt(rt), shapes(hostResults), placement(placement),
+        caller(engine, name, describeBuffers(args, hostResults), {}) {}
+
+  ~DeviceCaller() {
+    for (void *buffer : buffers)
+      rt.free(buffer, nullptr);
+    rt.synchronize(nullptr);
+  }
+
+  int call() { return caller.call(); }
+  void freeResults() {}
+
+  /// The results, downloaded.
+  SmallVector<NpyArray> takeResults() {
+    SmallVector<NpyArray> results;
+    for (auto [j, shape] : llvm::enumerate(shapes)) {
+      NpyArray array;
+      array.dtype = shape.dtype;
+      array.shape = shape.shape;
+      array.data.resize(shape.data.size());
+      void *device =
+          placement[j] >= 0 ? buffers[placement[j]] : buffers[resultBuffers[j]];
+      rt.copy(array.data.data(), device, array.data.size(), nullptr);
+      rt.synchronize(nullptr);
+      results.push_back(std::move(array));
+    }
+    return results;
+  }
+
+  size_t uploadedBytes = 0;
+
+private:
+  SmallVector<Descriptor> describeBuffers(ArrayRef<NpyArray> args,
+                                          ArrayRef<NpyArray> results) {
+    SmallVector<Descriptor> descriptors;
+    for (const NpyArray &arg : args) {
+      void *device = rt.alloc(arg.data.size(), nullptr, false);
+      rt.synchronize(nullptr);
+      rt.copy(device, const_cast<char *>(arg.data.data()), arg.data.size(),
+              nullptr);
+      rt.synchronize(nullptr);
+      uploadedBytes += arg.data.size();
+      buffers.push_back(device);
+      descriptors.push_back(describe(device, arg.shape));
+    }
+    for (auto [j, result] : llvm::enumerate(results)) {
+      resultBuffers.push_back(buffers.size());
+      if (placement[j] >= 0)
+        continue;
+      void *device = rt.alloc(result.data.size(), nullptr, false);
+      rt.synchronize(nullptr);
+      buffers.push_back(device);
+      descriptors.push_back(describe(device, result.shape));
+    }
+    return descriptors;
+  }
+
+  Runtime rt;
+  SmallVector<NpyArray> shapes;
+  SmallVector<int64_t> placement;
+  SmallVector<void *> buffers;
+  SmallVector<size_t> resultBuffers;
+  Caller caller;
+};
+
 class Runner : RunOptions {
 public:
   explicit Runner(RunOptions options) : RunOptions(std::move(options)) {}
@@ -449,9 +567,20 @@ private:
   int createEngine(ModuleOp module, llvm::TargetMachine *optimizerTarget,
                    std::unique_ptr<llvm::TargetMachine> codegenTarget,
                    std::unique_ptr<ExecutionEngine> &engine);
-  int checkRepeats(Caller &caller, ArrayRef<NpyArray> results);
+  int runDeviceResident(ExecutionEngine &engine, StringRef deviceName,
+                        ArrayRef<int64_t> placement, ArrayRef<NpyArray> args,
+                        ArrayRef<NpyArray> hostResults,
+                        ArrayRef<NpyArray> expected, double flops,
+                        double lowerMs, double jitMs);
+  template <typename CallerT>
+  int finishCalls(CallerT &caller, ArrayRef<NpyArray> results,
+                  ArrayRef<NpyArray> expected, double flops, double lowerMs,
+                  double jitMs, std::optional<double> prepareMs);
+  template <typename CallerT>
+  int checkRepeats(CallerT &caller, ArrayRef<NpyArray> results);
   int reportResults(ArrayRef<NpyArray> results, ArrayRef<NpyArray> expected);
-  int runBenchmark(Caller &caller, double flops, double lowerMs, double jitMs,
+  template <typename CallerT>
+  int runBenchmark(CallerT &caller, double flops, double lowerMs, double jitMs,
                    std::optional<double> prepareMs);
 };
 
@@ -695,7 +824,8 @@ int Runner::createEngine(ModuleOp module, llvm::TargetMachine *optimizerTarget,
 
 /// Races and other nondeterminism: every further call (--repeat) must give
 /// bitwise the first call's `results`. kOk, kMismatch, or kRunError.
-int Runner::checkRepeats(Caller &caller, ArrayRef<NpyArray> results) {
+template <typename CallerT>
+int Runner::checkRepeats(CallerT &caller, ArrayRef<NpyArray> results) {
   int status = kOk;
   for (unsigned callIndex = 1; callIndex < repeat; ++callIndex) {
     if (int error = caller.call())
@@ -753,7 +883,8 @@ int Runner::reportResults(ArrayRef<NpyArray> results,
 /// --benchmark: the compile times, then a warm-up call and the timed calls
 /// with their median, minimum and maximum (and GFLOP/s where the FLOPs of a
 /// call are known). kOk or kRunError.
-int Runner::runBenchmark(Caller &caller, double flops, double lowerMs,
+template <typename CallerT>
+int Runner::runBenchmark(CallerT &caller, double flops, double lowerMs,
                          double jitMs, std::optional<double> prepareMs) {
   llvm::outs() << llvm::formatv(
       "compile: lowering {0:f1} ms, JIT (LLVM optimization and code "
@@ -786,6 +917,52 @@ int Runner::runBenchmark(Caller &caller, double flops, double lowerMs,
   return kOk;
 }
 
+/// After the first call gave `results`: the --repeat calls, the results
+/// reported, the --benchmark. kOk, kMismatch, kBadInput or kRunError.
+template <typename CallerT>
+int Runner::finishCalls(CallerT &caller, ArrayRef<NpyArray> results,
+                        ArrayRef<NpyArray> expected, double flops,
+                        double lowerMs, double jitMs,
+                        std::optional<double> prepareMs) {
+  int status = checkRepeats(caller, results);
+  if (status == kRunError)
+    return status;
+  int reported = reportResults(results, expected);
+  if (reported == kBadInput)
+    return reported;
+  status = std::max(status, reported);
+  if (benchmark > 0)
+    if (int error = runBenchmark(caller, flops, lowerMs, jitMs, prepareMs))
+      return error;
+  return status;
+}
+
+/// --device-resident: the calls, results, repeats and benchmark of `run` on
+/// the device-resident copy `deviceName` of the entry; `hostResults` (of
+/// the host entry) size its results.
+int Runner::runDeviceResident(ExecutionEngine &engine, StringRef deviceName,
+                              ArrayRef<int64_t> placement,
+                              ArrayRef<NpyArray> args,
+                              ArrayRef<NpyArray> hostResults,
+                              ArrayRef<NpyArray> expected, double flops,
+                              double lowerMs, double jitMs) {
+  llvm::Expected<DeviceCaller::Runtime> rt = DeviceCaller::findRuntime();
+  if (!rt) {
+    llvm::errs() << "mha-run: error: --device-resident: "
+                 << llvm::toString(rt.takeError()) << "\n";
+    return kRunError;
+  }
+  DeviceCaller caller(engine, deviceName, *rt, args, hostResults, placement);
+  if (int error = caller.call())
+    return error;
+  SmallVector<NpyArray> results = caller.takeResults();
+  llvm::outs() << "device-resident: " << caller.uploadedBytes
+               << " bytes of arguments uploaded once; the calls on device "
+                  "buffers copy nothing\n";
+  return finishCalls(caller, results, expected, flops, lowerMs, jitMs,
+                     std::nullopt);
+}
+
 int Runner::run(MLIRContext &context) {
   // The target and the pipeline first: usage errors, reported before any
   // input is read. The CPU pipeline's register tiles fit the target's vector
@@ -813,10 +990,17 @@ int Runner::run(MLIRContext &context) {
   // Anchored on the module (what the input is), so that --dump-pass-pipeline
   // prints `builtin.module(...)`, which --pipeline takes back.
   PassManager pm(&context, ModuleOp::getOperationName());
-  if (llvm::Expected<const mha::PipelineInfo *> pipeline = mha::addPipeline(
-          pm, pipelineName, mha::hostTarget(&context, **codegenTarget));
-      !pipeline)
+  llvm::Expected<const mha::PipelineInfo *> pipeline = mha::addPipeline(
+      pm, pipelineName, mha::hostTarget(&context, **codegenTarget));
+  if (!pipeline)
     return badInput(llvm::toString(pipeline.takeError()));
+  if (deviceResident && (*pipeline)->target == mha::TargetKind::CPU)
+    return badInput("--device-resident: the '" + (*pipeline)->name +
+                    "' pipeline runs on the CPU, which has no device "
+                    "buffers (use a GPU pipeline: vulkan, cuda)");
+  if (deviceResident && prepareWeights)
+    return badInput("--device-resident and --prepare-weights: the GPU "
+                    "pipelines prepare no weights");
   if (dumpPassPipeline) {
     pm.printAsTextualPipeline(llvm::outs());
     llvm::outs() << "\n";
@@ -846,6 +1030,20 @@ int Runner::run(MLIRContext &context) {
     return badInput("--prepare-weights: no argument of '@" + entryName +
                     "' is marked '" + mha::kWeightAttrName + "'");
 
+  // --device-resident: a copy of the entry on device buffers, lowered
+  // beside it.
+  std::string deviceName = entryName + "_device";
+  if (deviceResident) {
+    if (module->lookupSymbol(deviceName))
+      return badInput("--device-resident: '" + inputFile +
+                      "' already has a symbol '@" + deviceName + "'");
+    OpBuilder builder(func);
+    builder.setInsertionPointAfter(func);
+    auto device = cast<func::FuncOp>(builder.clone(*func));
+    device.setSymName(deviceName);
+    device->setAttr(mha::kDeviceResidentAttrName, builder.getUnitAttr());
+  }
+
   // Lower, then compile.
   auto lowerStart = std::chrono::steady_clock::now();
   if (failed(pm.run(*module))) {
@@ -864,6 +1062,17 @@ int Runner::run(MLIRContext &context) {
       return badInput("--prepare-weights: --pipeline=" + pipelineName +
                       " wrote no '@" + prepareName +
                       "' (the cpu and loops pipelines prepare weights)");
+  }
+  SmallVector<int64_t> placement;
+  if (deviceResident) {
+    auto device = module->lookupSymbol<LLVM::LLVMFuncOp>(deviceName);
+    auto attr = device ? device->getAttrOfType<DenseI64ArrayAttr>(
+                             mha::kDeviceResultsAttrName)
+                       : DenseI64ArrayAttr();
+    if (!attr)
+      return badInput("--device-resident: --pipeline=" + pipelineName +
+                      " did not make '@" + entryName + "' device-resident");
+    placement.assign(attr.asArrayRef().begin(), attr.asArrayRef().end());
   }
   auto jitStart = std::chrono::steady_clock::now();
   std::unique_ptr<ExecutionEngine> engine;
@@ -908,18 +1117,12 @@ int Runner::run(MLIRContext &context) {
   if (!dumpObjectFile.empty())
     engine->dumpToObjectFile(dumpObjectFile);
   SmallVector<NpyArray> results = caller.takeResults();
+  if (deviceResident)
+    return runDeviceResident(*engine, deviceName, placement, args, results,
+                             expected, flops, lowerMs, jitMs);
 
-  int status = checkRepeats(caller, results);
-  if (status == kRunError)
-    return status;
-  int reported = reportResults(results, expected);
-  if (reported == kBadInput)
-    return reported;
-  status = std::max(status, reported);
-  if (benchmark > 0)
-    if (int error = runBenchmark(caller, flops, lowerMs, jitMs, prepareMs))
-      return error;
-  return status;
+  return finishCalls(caller, results, expected, flops, lowerMs, jitMs,
+                     prepareMs);
 }
 
 /// `--threads=N` is taken out of argv before LLVM's option parser sees it:

@@ -118,6 +118,29 @@ mha_aot_call_prepared(const struct mha_aot_signature *sig,
                       void *const inputs[], void *const results[],
                       const int64_t dims[]);
 
+/* `NAME_run_device` (mha-aot --device-entry): calls `ciface`, the compiled
+   function marked mha.device_resident, on device buffers: the dense
+   row-major arrays `inputs[i]` of shapes `input_shapes[i]`, then each result
+   j with `updates[j]` < 0 (else it updates argument updates[j] in place and
+   `outputs[j]` is not used), written into `outputs[j]` of shape
+   `output_shapes[j]`. Static sizes are checked here (MHA_AOT_ARGUMENT_SHAPE,
+   MHA_AOT_RESULT_SHAPE: nothing is called); the compiled function checks
+   the dynamic sizes of the results against the ones it computes and aborts
+   on a mismatch. Nothing is copied between host and device. */
+MHA_RUNNER_SUPPORT_API int
+mha_aot_run_device(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
+                   const int64_t updates[], void *const inputs[],
+                   const int64_t *const input_shapes[], void *const outputs[],
+                   const int64_t *const output_shapes[]);
+
+/* `NAME_device`: the same with the dynamic sizes in `dims`, in the order of
+   NAME_device's parameters (each argument's, then each result's that is
+   written into a buffer of the caller). */
+MHA_RUNNER_SUPPORT_API int
+mha_aot_call_device(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
+                    const int64_t updates[], void *const inputs[],
+                    void *const results[], const int64_t dims[]);
+
 /* `NAME_release`: frees what mha_aot_prepare made (NULL: nothing). */
 MHA_RUNNER_SUPPORT_API void mha_aot_release(struct mha_aot_prepared *prepared);
 

@@ -75,6 +75,23 @@ static bool isTranslatable(Operation *op) {
 }
 
 LogicalResult mha::checkLoweredToLLVM(Operation *root) {
+  // A mark only the GPU pipelines honour: elsewhere the caller's device
+  // buffers would be read as host memory, and its results expected back.
+  bool ignoredMark = false;
+  root->walk([&](LLVM::LLVMFuncOp func) {
+    if (func->hasAttr(kDeviceResidentAttrName) &&
+        !func->hasAttr(kDeviceResultsAttrName)) {
+      emitError(func.getLoc())
+          << "@" << func.getSymName() << " is marked '"
+          << kDeviceResidentAttrName
+          << "', which this pipeline does not honour: only the GPU "
+             "pipelines (mha-stage-kernel-buffers) keep a function's "
+             "buffers on the device";
+      ignoredMark = true;
+    }
+  });
+  if (ignoredMark)
+    return failure();
   SmallVector<Operation *> leftovers, casts;
   root->walk<WalkOrder::PreOrder>([&](Operation *op) {
     if (op == root || isTranslatable(op))

@@ -4,7 +4,10 @@
 // For targets whose kernels cannot read host memory: each host buffer a
 // gpu.launch uses copied into device memory around it (in only when it holds
 // something before the launch), back only when the kernel may write it
-// (mha-stage-kernel-buffers).
+// (mha-stage-kernel-buffers). The buffers of a function marked
+// mha.device_resident are device memory already: its arguments are not
+// copied, and its results are written into device buffers its caller
+// passes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -14,9 +17,15 @@
 #include "mha/Codegen/GPU/Transforms.h"
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
+#include "mha/Dialect/MHA/IR/MHADialect.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "llvm/Support/FormatVariadic.h"
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHASTAGEKERNELBUFFERSPASS
@@ -26,43 +35,53 @@ namespace mlir::mha {
 using namespace mlir;
 using namespace mlir::mha::detail;
 
-/// Whether the kernel may write `buffer` (uses through views included);
-/// ops whose effects are unknown count as writes.
-static bool mayWriteInside(Value buffer, Region &region) {
+/// The first use of `buffer`, or of a view of it (views are followed, not
+/// visited), for which `stops` holds; null if none.
+static OpOperand *findUse(Value buffer, function_ref<bool(OpOperand &)> stops) {
   SmallVector<Value> worklist = {buffer};
   while (!worklist.empty()) {
     Value value = worklist.pop_back_val();
     for (OpOperand &use : value.getUses()) {
-      Operation *user = use.getOwner();
-      if (!region.isAncestor(user->getParentRegion()))
+      if (auto view = dyn_cast<ViewLikeOpInterface>(use.getOwner());
+          view && view.getViewSource() == value) {
+        worklist.push_back(view.getViewDest());
         continue;
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
-        if (view.getViewSource() == value) {
-          worklist.push_back(view.getViewDest());
-          continue;
-        }
       }
-      auto effects = dyn_cast<MemoryEffectOpInterface>(user);
-      if (!effects)
-        return true;
-      if (effects.getEffectOnValue<MemoryEffects::Write>(value) ||
-          effects.getEffectOnValue<MemoryEffects::Free>(value))
-        return true;
+      if (stops(use))
+        return &use;
     }
   }
-  return false;
+  return nullptr;
+}
+
+/// Whether `use` may write or free what it uses (unknown effects: yes).
+static bool mayWrite(OpOperand &use) {
+  auto effects = dyn_cast<MemoryEffectOpInterface>(use.getOwner());
+  return !effects ||
+         effects.getEffectOnValue<MemoryEffects::Write>(use.get()) ||
+         effects.getEffectOnValue<MemoryEffects::Free>(use.get());
+}
+
+/// Whether the kernel may write `buffer` (uses through views included);
+/// ops whose effects are unknown count as writes.
+static bool mayWriteInside(Value buffer, Region &region) {
+  return findUse(buffer, [&](OpOperand &use) {
+    return region.isAncestor(use.getOwner()->getParentRegion()) &&
+           mayWrite(use);
+  });
+}
+
+/// The value `value` is a view of (itself if none).
+static Value viewSourceOf(Value value) {
+  while (auto view =
+             dyn_cast_if_present<ViewLikeOpInterface>(value.getDefiningOp()))
+    value = view.getViewSource();
+  return value;
 }
 
 /// The allocation `value` is a view of, if any.
 static Operation *allocationOf(Value value) {
-  while (true) {
-    Operation *def = value.getDefiningOp();
-    if (auto view = dyn_cast_if_present<ViewLikeOpInterface>(def)) {
-      value = view.getViewSource();
-      continue;
-    }
-    return def;
-  }
+  return viewSourceOf(value).getDefiningOp();
 }
 
 /// Whether nothing reads or writes `host`'s allocation before `launch`: a
@@ -74,53 +93,156 @@ static bool isUninitializedAt(Value host, gpu::LaunchOp launch) {
   if (!isa_and_present<memref::AllocOp, memref::AllocaOp>(alloc) ||
       alloc->getBlock() != launch->getBlock())
     return false;
-  SmallVector<Value> worklist = {alloc->getResult(0)};
-  while (!worklist.empty()) {
-    Value value = worklist.pop_back_val();
-    for (Operation *user : value.getUsers()) {
-      if (user == launch || launch->isProperAncestor(user) ||
-          isa<memref::DimOp>(user))
-        continue;
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user);
-          view && view.getViewSource() == value) {
-        worklist.push_back(view.getViewDest());
-        continue;
-      }
-      Operation *at = launch->getBlock()->findAncestorOpInBlock(*user);
-      if (!at || at->isBeforeInBlock(launch))
-        return false;
-    }
-  }
-  return true;
+  return !findUse(alloc->getResult(0), [&](OpOperand &use) {
+    Operation *user = use.getOwner();
+    if (user == launch || launch->isProperAncestor(user) ||
+        isa<memref::DimOp>(user))
+      return false;
+    Operation *at = launch->getBlock()->findAncestorOpInBlock(*user);
+    return !at || at->isBeforeInBlock(launch);
+  });
 }
 
 /// Whether `host` is only read, by the host and every kernel: one device copy
 /// then serves all the launches of a block (the layer's input, read by the
 /// Q, K and V projections).
 static bool isReadOnly(Value host) {
-  SmallVector<Value> worklist = {host};
-  while (!worklist.empty()) {
-    Value value = worklist.pop_back_val();
-    for (OpOperand &use : value.getUses()) {
-      Operation *user = use.getOwner();
-      // Kernels' writes are counted per launch (mayWriteInside).
-      if (user->getParentOfType<gpu::LaunchOp>())
-        continue;
-      if (auto view = dyn_cast<ViewLikeOpInterface>(user);
-          view && view.getViewSource() == value) {
-        worklist.push_back(view.getViewDest());
-        continue;
-      }
-      auto effects = dyn_cast<MemoryEffectOpInterface>(user);
-      if (!effects || effects.getEffectOnValue<MemoryEffects::Write>(value) ||
-          effects.getEffectOnValue<MemoryEffects::Free>(value))
-        return false;
+  // Kernels' writes are counted per launch (mayWriteInside).
+  return !findUse(host, [](OpOperand &use) {
+    return !use.getOwner()->getParentOfType<gpu::LaunchOp>() && mayWrite(use);
+  });
+}
+
+/// Whether `value` is (a view of) an argument of a device-resident function.
+static bool isDeviceArgument(Value value) {
+  auto argument = dyn_cast<BlockArgument>(viewSourceOf(value));
+  if (!argument)
+    return false;
+  auto func = dyn_cast<func::FuncOp>(argument.getOwner()->getParentOp());
+  return func && func->hasAttr(mha::kDeviceResidentAttrName) &&
+         argument.getOwner() == &func.getBody().front();
+}
+
+/// `func`'s results written into device buffers its caller passes, as new
+/// trailing arguments (in order): each is a buffer the function allocates
+/// in its entry block, replaced by the argument, whose dynamic sizes are
+/// checked against the ones it computes when it runs (cf.assert). A result
+/// that is an argument (updated in place: a KV cache) needs no buffer.
+/// Records which is which (kDeviceResultsAttrName).
+static LogicalResult writeResultsIntoArguments(RewriterBase &rewriter,
+                                               func::FuncOp func) {
+  if (!func.getBody().hasOneBlock())
+    return func.emitOpError()
+           << "is marked '" << mha::kDeviceResidentAttrName
+           << "' but has more than one block: its results cannot be "
+              "written into the caller's device buffers";
+  Block &entry = func.getBody().front();
+  auto ret = cast<func::ReturnOp>(entry.getTerminator());
+  SmallVector<int64_t> placement;
+  for (OpOperand &operand : ret->getOpOperands()) {
+    unsigned j = operand.getOperandNumber();
+    Value value = operand.get();
+    if (auto argument = dyn_cast<BlockArgument>(value);
+        argument && argument.getOwner() == &entry) {
+      placement.push_back(argument.getArgNumber());
+      continue;
     }
+    auto alloc = value.getDefiningOp<memref::AllocOp>();
+    bool returnedOnce = llvm::count(ret->getOperands(), value) == 1;
+    if (!alloc || alloc->getBlock() != &entry || !returnedOnce ||
+        !alloc.getType().getLayout().isIdentity())
+      return ret.emitOpError()
+             << "returns result " << j << " of a function marked '"
+             << mha::kDeviceResidentAttrName
+             << "' that is neither an argument nor a buffer of its own "
+                "(identity layout, allocated in the function's body, "
+                "returned once): it cannot be written into a device "
+                "buffer of the caller";
+    if (failed(func.insertArgument(func.getNumArguments(), alloc.getType(), {},
+                                   alloc.getLoc())))
+      return func.emitOpError() << "could not take a buffer for result " << j;
+    BlockArgument out = entry.getArguments().back();
+    rewriter.setInsertionPoint(alloc);
+    Location loc = alloc.getLoc();
+    unsigned next = 0;
+    for (int64_t d = 0; d < alloc.getType().getRank(); ++d) {
+      if (!alloc.getType().isDynamicDim(d))
+        continue;
+      Value given = memref::DimOp::create(rewriter, loc, out, d);
+      Value same =
+          arith::CmpIOp::create(rewriter, loc, arith::CmpIPredicate::eq, given,
+                                alloc.getDynamicSizes()[next++]);
+      cf::AssertOp::create(
+          rewriter, loc, same,
+          llvm::formatv("mha: the device buffer given for result {0} of "
+                        "@{1} differs from the result in dimension {2}",
+                        j, func.getSymName(), d)
+              .str());
+    }
+    rewriter.replaceAllUsesWith(alloc.getResult(), out);
+    rewriter.eraseOp(alloc);
+    for (Operation *user : out.getUsers())
+      if (isa<memref::DeallocOp>(user))
+        return user->emitOpError()
+               << "frees result " << j << " of a function marked '"
+               << mha::kDeviceResidentAttrName << "'";
+    placement.push_back(-1);
   }
-  return true;
+  ret->setOperands({});
+  func.setType(
+      FunctionType::get(func.getContext(), func.getArgumentTypes(), {}));
+  func.setAllResultAttrs(ArrayRef<DictionaryAttr>());
+  func->setAttr(mha::kDeviceResultsAttrName,
+                rewriter.getDenseI64ArrayAttr(placement));
+  return success();
+}
+
+/// Stops where host code of the device-resident `func` reads or writes one
+/// of its arguments (device memory the host cannot reach); kernels, views
+/// and sizes of them are fine.
+static LogicalResult checkNoHostAccess(func::FuncOp func) {
+  for (BlockArgument argument : func.getArguments()) {
+    if (!isa<BaseMemRefType>(argument.getType()))
+      continue;
+    OpOperand *hostUse = findUse(argument, [](OpOperand &use) {
+      Operation *user = use.getOwner();
+      if (user->getParentOfType<gpu::LaunchOp>() ||
+          isa<memref::DimOp, memref::ExtractStridedMetadataOp>(user))
+        return false;
+      auto effects = dyn_cast<MemoryEffectOpInterface>(user);
+      return !effects ||
+             effects.getEffectOnValue<MemoryEffects::Read>(use.get()) ||
+             mayWrite(use);
+    });
+    if (!hostUse)
+      continue;
+    InFlightDiagnostic diag = hostUse->getOwner()->emitOpError()
+                              << "runs on the host and uses argument "
+                              << argument.getArgNumber() << " of @"
+                              << func.getSymName() << ", which is marked '"
+                              << mha::kDeviceResidentAttrName
+                              << "': its buffers are device memory, which "
+                                 "only kernels may access";
+    diag.attachNote(func.getLoc()) << "the function";
+    return diag;
+  }
+  return success();
 }
 
 LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
+  // Device-resident functions: results into the caller's buffers first, so
+  // that kernels write them directly.
+  SmallVector<func::FuncOp> deviceResident;
+  root->walk([&](func::FuncOp func) {
+    if (func->hasAttr(kDeviceResidentAttrName) &&
+        !func->hasAttr(kDeviceResultsAttrName) && !func.isExternal())
+      deviceResident.push_back(func);
+  });
+  for (func::FuncOp func : deviceResident)
+    if (failed(writeResultsIntoArguments(rewriter, func)) ||
+        failed(checkNoHostAccess(func)))
+      return failure();
+
   // Buffers only kernels use (the projections' outputs, read by the
   // attention kernel) live in device memory from the start: no copies.
   SmallVector<memref::AllocOp> deviceOnly;
@@ -178,7 +300,8 @@ LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
       // Scalars travel as kernel arguments; workgroup and private memory
       // are the kernel's own.
       if (!type || type.getMemorySpace() ||
-          isa_and_present<gpu::AllocOp>(allocationOf(host)))
+          isa_and_present<gpu::AllocOp>(allocationOf(host)) ||
+          isDeviceArgument(host))
         continue;
       if (!type.getLayout().isIdentity())
         return launch.emitOpError()

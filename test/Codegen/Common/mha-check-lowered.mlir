@@ -42,3 +42,20 @@ llvm.func @cast_only(%x: f32) -> i32 {
   %r = builtin.unrealized_conversion_cast %x : f32 to i32
   llvm.return %r : i32
 }
+
+// -----
+
+// A function marked device-resident that no pass made so (a CPU pipeline):
+// its callers would pass device buffers and expect its results in theirs.
+// expected-error @below {{@resident is marked 'mha.device_resident', which this pipeline does not honour: only the GPU pipelines (mha-stage-kernel-buffers) keep a function's buffers on the device}}
+llvm.func @resident() attributes {mha.device_resident} {
+  llvm.return
+}
+
+// -----
+
+// Made so: mha.device_results says where its results went.
+// CHECK-LABEL: llvm.func @made_resident
+llvm.func @made_resident() attributes {mha.device_resident, mha.device_results = array<i64>} {
+  llvm.return
+}

@@ -1155,3 +1155,16 @@ func.func @rotary_negative(%x: tensor<2x2x3x16xf32>, %c: tensor<?x8xf32>, %s: te
 func.func @weight_not_unit(%w: tensor<4xf32> {mha.weight = 1}) {
   return
 }
+
+// -----
+
+// expected-error @below {{'mha.device_resident' must be a unit attribute, found true}}
+func.func @device_resident_not_unit() attributes {mha.device_resident = true} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'mha.device_resident' marks functions only}}
+module attributes {mha.device_resident} {
+}

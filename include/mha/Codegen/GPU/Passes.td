@@ -207,8 +207,8 @@ def MHAMapForallToGPUPass : Pass<"mha-map-forall-to-gpu"> {
 def MHAStageKernelBuffersPass : Pass<"mha-stage-kernel-buffers"> {
   let summary = "Copy the host buffers GPU kernels use into device memory";
   let description = [{
-    For targets whose kernels cannot read host memory (CUDA; the Vulkan
-    runtime copies by itself): every memref defined outside a `gpu.launch`
+    For targets whose kernels read device memory (CUDA, and Vulkan, whose
+    runtime binds device buffers as they are): every memref defined outside a `gpu.launch`
     and used inside it is copied into a `gpu.alloc` of its run-time sizes
     with `gpu.memcpy` before the launch, the kernel uses the copy, and after
     the launch the copy is written back (only when the kernel may write it:
@@ -220,8 +220,19 @@ def MHAStageKernelBuffersPass : Pass<"mha-stage-kernel-buffers"> {
     freed after the last of them. The ops are synchronous;
     `gpu-async-region` then chains them on a stream. Dynamic sizes work.
     Buffers must have identity layouts (whole buffers).
+
+    A function marked `mha.device_resident` (a unit attribute) takes device
+    buffers: its memref arguments are not copied, and each result becomes a
+    new trailing argument, a device buffer of the caller that the kernels
+    write (the function returns nothing; a result that is an argument
+    updated in place, a KV cache, needs none). Its dynamic sizes are checked
+    when it runs (`cf.assert`). `mha.device_results` records which result
+    went where. Host code that reads or writes an argument of such a
+    function is refused: it could not reach device memory.
   }];
   let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::cf::ControlFlowDialect",
     "::mlir::gpu::GPUDialect",
     "::mlir::memref::MemRefDialect",
   ];

@@ -201,6 +201,15 @@ LogicalResult MHADialect::verifyOperationAttribute(Operation *op,
     return op->emitError() << "'" << kTargetAttrName
                            << "' must be a #mha.target, found "
                            << attribute.getValue();
+  if (attribute.getName() == kDeviceResidentAttrName) {
+    if (!isa<UnitAttr>(attribute.getValue()))
+      return op->emitError()
+             << "'" << kDeviceResidentAttrName
+             << "' must be a unit attribute, found " << attribute.getValue();
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitError()
+             << "'" << kDeviceResidentAttrName << "' marks functions only";
+  }
   if (attribute.getName() == kLoweringConfigAttrName &&
       !isa<LoweringConfigAttr>(attribute.getValue()))
     return op->emitError() << "'" << kLoweringConfigAttrName

@@ -30,6 +30,20 @@ inline constexpr llvm::StringLiteral kLoweringConfigAttrName =
 /// (mha-outline-weight-preparation).
 inline constexpr llvm::StringLiteral kWeightAttrName = "mha.weight";
 
+/// The function attribute (unit) marking a function whose buffers live on
+/// the GPU: its memref arguments are device memory, and each result is
+/// written into a device buffer the caller passes (mha-stage-kernel-buffers
+/// of the GPU pipelines; other pipelines refuse it).
+inline constexpr llvm::StringLiteral kDeviceResidentAttrName =
+    "mha.device_resident";
+
+/// What mha-stage-kernel-buffers made of a device-resident function's
+/// results (`array<i64>`, one per result it had): the argument a result
+/// updates in place, or -1 for one written into a new trailing argument
+/// (in order).
+inline constexpr llvm::StringLiteral kDeviceResultsAttrName =
+    "mha.device_results";
+
 /// The indices of the arguments of `func` marked `mha.weight`.
 SmallVector<unsigned> getWeightArguments(FunctionOpInterface func);
 
