@@ -24,7 +24,10 @@
       and PyTorch's
       own time on the same inputs (scaled_dot_product_attention, flash
       backend for f16/bf16, TF32 off for f32; nn.MultiheadAttention for
-      layers); a markdown table, and bench.json in the bundle.
+      layers); then the same calls on device buffers (the executable's
+      --device-resident: inputs uploaded once, the call time without
+      copies, the bytes the calls copied, from the profile); a markdown
+      table, and bench.json in the bundle.
 
 The bundle travels to the device machine as an ignored path (the device
 tool's `carry`); its executables find the runtime through LD_LIBRARY_PATH,
@@ -217,7 +220,8 @@ def prepare(args):
         name = f"bench{i:02d}"
         work = os.path.join(out, name)
         error = compile_case(build, work, with_chip(options, args.chip),
-                             config, ["--no-reference"])
+                             config, ["--no-reference",
+                                      "--mha-run-arg=--device-entry"])
         if error:
             print(f"{name}: {case}: not built: {error}")
             continue
@@ -478,16 +482,43 @@ def run_bench(args, bundle, bench, env):
             copies = dict(re.findall(r"(H2D|D2H) (\d+) bytes", text))
             row["h2d_mb"] = int(copies.get("H2D", 0)) / calls / 1e6
             row["d2h_mb"] = int(copies.get("D2H", 0)) / calls / 1e6
-            got = np.load(output)
-            if got.dtype == np.uint16:
-                got = (got.astype(np.uint32) << 16).view(np.float32)
+            # The same calls on device buffers (NAME_device): the inputs
+            # uploaded once; what the profile counts beyond that upload and
+            # the one download is what the calls copied.
+            resident_output = os.path.join(work, "result-resident.npy")
+            result = subprocess.run(
+                [os.path.join(work, entry["executable"]), "--device-resident",
+                 "--benchmark", str(args.calls)] + paths +
+                ["-o", resident_output],
+                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                env=env, timeout=args.timeout)
+            text = result.stdout
+            if result.returncode:
+                raise RuntimeError(f"--device-resident: exit "
+                                   f"{result.returncode}: {text[-400:]}")
+            once = re.search(r"device-resident: (\d+) bytes uploaded once, "
+                             r"(\d+) bytes downloaded once", text)
+            row["resident_call_ms"] = float(re.search(
+                r"benchmark \(device-resident\): \d+ calls, median "
+                r"([\d.]+) ms", text).group(1))
+            copies = dict(re.findall(r"(H2D|D2H) (\d+) bytes", text))
+            row["resident_bytes_per_call"] = (
+                int(copies.get("H2D", 0)) - int(once.group(1)) +
+                int(copies.get("D2H", 0)) - int(once.group(2))) / calls
             reference, timed, row["peer"] = torch_side(c, arrays, torch)
             atol, rtol = TOLERANCES[
                 "tf32" if "allow-tf32" in row.get("case", "") else c["dtype"]]
-            row["max_error"] = float(np.abs(got.astype(np.float64) -
-                                            reference).max())
-            row["ok"] = bool(got.shape == reference.shape and np.allclose(
-                got, reference, atol=atol, rtol=rtol))
+            row["ok"] = True
+            for key, path in (("max_error", output),
+                              ("resident_max_error", resident_output)):
+                got = np.load(path)
+                if got.dtype == np.uint16:
+                    got = (got.astype(np.uint32) << 16).view(np.float32)
+                row[key] = float(np.abs(got.astype(np.float64) -
+                                        reference).max())
+                row["ok"] &= bool(got.shape == reference.shape and
+                                  np.allclose(got, reference, atol=atol,
+                                              rtol=rtol))
             row["peer_ms"] = timed()
             row["tflops"] = row["gflop"] / row["kernel_ms"]  # GFLOP/ms
             peak = peak32 if c["dtype"] == "f32" else peak16
@@ -496,10 +527,14 @@ def run_bench(args, bundle, bench, env):
             failed += not row["ok"]
             print(f"{entry['name']}: {entry['case']}: kernels "
                   f"{row['kernel_ms']:.3f} ms ({row['tflops']:.3f} TFLOP/s), "
-                  f"busy {row['busy_ms']:.3f} ms, call {row['call_ms']:.3f} ms, {row['peer']} "
+                  f"busy {row['busy_ms']:.3f} ms, call {row['call_ms']:.3f} ms, "
+                  f"resident call {row['resident_call_ms']:.3f} ms "
+                  f"({row['resident_bytes_per_call']:.0f} B copied per call), "
+                  f"{row['peer']} "
                   f"{row['peer_ms']:.3f} ms, ratio {row['ratio']:.4f}, "
                   f"H2D {row['h2d_mb']:.1f} MB D2H {row['d2h_mb']:.1f} MB "
                   f"per call, max error {row['max_error']:.2e} "
+                  f"(resident {row['resident_max_error']:.2e}) "
                   f"{'OK' if row['ok'] else 'MISMATCH'}", flush=True)
         except Exception as error:  # one configuration's failure, reported
             failed += 1
@@ -513,16 +548,20 @@ def run_bench(args, bundle, bench, env):
         json.dump({"device": name, "torch": torch.__version__,
                    "results": results}, f, indent=1)
     print("\n| configuration | GFLOP | ours: kernels ms | TFLOP/s | % peak "
-          "| call ms | PCIe MB/call | peer | peer ms | peer/ours |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| call ms | PCIe MB/call | resident call ms | resident B/call "
+          "| peer | peer ms | peer/ours |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for r in results:
         if "error" in r:
-            print(f"| {r['case']} | {r['gflop']:.1f} | failed | | | | | | | |")
+            print(f"| {r['case']} | {r['gflop']:.1f} | failed "
+                  "| | | | | | | | | |")
             continue
         pct = f"{r['peak_pct']:.2f}" if r["peak_pct"] is not None else "?"
         print(f"| {r['case']} {r['options']} | {r['gflop']:.1f} | "
               f"{r['kernel_ms']:.3f} | {r['tflops']:.3f} | {pct} | "
               f"{r['call_ms']:.3f} | {r['h2d_mb'] + r['d2h_mb']:.1f} | "
+              f"{r['resident_call_ms']:.3f} | "
+              f"{r['resident_bytes_per_call']:.0f} | "
               f"{r['peer']} | {r['peer_ms']:.3f} | {r['ratio']:.4f} |")
     return failed
 

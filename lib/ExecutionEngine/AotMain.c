@@ -108,7 +108,8 @@ static int run_device(const struct mha_aot_signature *sig, mha_array *inputs,
                                     : DEVICE(_device_alloc)(array_bytes(
                                           &sig->outputs[j], out_shapes[j]));
   double *ms = benchmark > 0 ? malloc(sizeof(double) * benchmark) : NULL;
-  for (long r = -1; r < benchmark; ++r) { /* r = -1: the result */
+  /* r = -2: the result; -1: a warm-up, as NAME's --benchmark has. */
+  for (long r = benchmark > 0 ? -2 : -1; r < benchmark; ++r) {
     double start = mha_now_ms();
     int status =
         DEVICE(_run_device)(device_in, in_shapes, device_out, out_shape_ptrs);
