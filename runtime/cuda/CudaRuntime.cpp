@@ -13,6 +13,7 @@
 //   mgpuMemAlloc / Free / Memcpy / Memset -> device memory, on the stream
 //                                          (stream-ordered allocation:
 //                                          the driver's pool reuses it)
+//   mhaHostAlloc / mhaHostFree          -> page-locked host memory
 //
 // Kernels read device memory only: mha-lower-to-cuda copies each launch's
 // host buffers into `gpu.alloc`ed memory around it (mha-stage-kernel-buffers),
@@ -414,6 +415,26 @@ void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
                       reinterpret_cast<CUdeviceptr>(src), bytes,
                       static_cast<CUstream>(stream)),
         "cuMemcpyAsync");
+}
+
+/// Page-locked host memory, which copies to and from the device read and
+/// write by DMA at full speed without staging (mha-aot's NAME_host_alloc).
+/// Not upstream's: its wrappers only register existing memory.
+void *mhaHostAlloc(uint64_t bytes) {
+  if (bytes == 0)
+    return nullptr;
+  makeCurrent();
+  void *pointer = nullptr;
+  check(cuMemHostAlloc(&pointer, bytes, CU_MEMHOSTALLOC_PORTABLE),
+        "cuMemHostAlloc");
+  return pointer;
+}
+
+void mhaHostFree(void *pointer) {
+  if (!pointer)
+    return;
+  makeCurrent();
+  check(cuMemFreeHost(pointer), "cuMemFreeHost");
 }
 
 void mgpuMemset32(void *dst, unsigned value, size_t count, void *stream) {

@@ -10,6 +10,7 @@
 //                    extra, count)       -> one dispatch, synchronous
 //   mgpuMemAlloc / Free / Memcpy / Memset -> device buffers (host-visible,
 //                                           mapped), plain copies
+//   mhaHostAlloc / mhaHostFree           -> malloc, free
 //   mgpuStream*, mgpuEvent*              -> no-ops (launches are synchronous)
 //
 // Memref arguments reach the shader as storage buffers: argument i is
@@ -573,6 +574,15 @@ void mgpuMemcpy(void *dst, void *src, size_t bytes, void * /*stream*/) {
         static_cast<Profile::Direction>(2 * onDevice(src) + onDevice(dst)),
         bytes);
 }
+
+/// Host memory for the arrays a call copies to and from the device
+/// (mha-aot's NAME_host_alloc): plain memory, which the copies (memcpy)
+/// read at full speed here.
+void *mhaHostAlloc(uint64_t bytes) {
+  return bytes ? std::malloc(bytes) : nullptr;
+}
+
+void mhaHostFree(void *pointer) { std::free(pointer); }
 
 void mgpuMemset32(void *dst, unsigned value, size_t count, void *) {
   auto *words = static_cast<uint32_t *>(dst);

@@ -320,6 +320,9 @@ const DeviceMemoryFunction kDeviceMemoryFunctions[] = {
     {"void", "_device_download", "void *host, const void *device, size_t bytes",
      "  mgpuMemcpy(host, (void *)device, bytes, NULL);\n"
      "  mgpuStreamSynchronize(NULL);\n"},
+    {"void *", "_host_alloc", "size_t bytes",
+     "  return mhaHostAlloc(bytes);\n"},
+    {"void", "_host_free", "void *pointer", "  mhaHostFree(pointer);\n"},
 };
 
 /// The header's part for --device-entry.
@@ -348,7 +351,13 @@ std::string deviceHeader(StringRef name, ArrayRef<ArrayInfo> inputs,
      << "extern const int64_t " << n << "_device_updates[];\n\n"
      << "/* Device memory: allocated (NULL for 0 bytes) and freed, and "
         "copied from and\n   to host memory; each returns when it is done. "
-        "A failure aborts with the\n   GPU runtime's message. */\n";
+        "A failure aborts with the\n   GPU runtime's message. Host memory "
+        "from "
+     << n
+     << "_host_alloc (page-locked on\n   CUDA) is copied "
+        "to and from the device without staging, at full speed: the\n   "
+        "arrays of "
+     << n << " and of the uploads are best there. */\n";
   for (const DeviceMemoryFunction &f : kDeviceMemoryFunctions)
     os << f.returned << (StringRef(f.returned).ends_with("*") ? "" : " ") << n
        << f.suffix << "(" << f.params << ");\n";
@@ -454,6 +463,8 @@ void generateDeviceEntry(StringRef name, ArrayRef<ArrayInfo> inputs,
      << "void mgpuMemFree(void *pointer, void *stream);\n"
      << "void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream);\n"
      << "void mgpuStreamSynchronize(void *stream);\n"
+     << "void *mhaHostAlloc(uint64_t bytes);\n"
+     << "void mhaHostFree(void *pointer);\n"
      << "const int64_t " << name << "_device_updates["
      << std::max<size_t>(outputs.size(), 1) << "] = {"
      << (updates.empty() ? "0" : llvm::join(updates, ", ")) << "};\n\n"

@@ -1,7 +1,7 @@
 /* A C program on the header mha-aot --device-entry writes for
    resident-attention.mlir (NAME = resident): the inputs uploaded once,
    resident_device called three times on device buffers, the result
-   downloaded and compared bitwise with resident's on host arrays, and
+   downloaded (into memory of resident_host_alloc) and compared bitwise with resident's on host arrays, and
    checked against the row sums of the attention probabilities (each output
    row of an all-ones V is 1). */
 #include "resident.h"
@@ -13,7 +13,8 @@
 #define N (1 * 2 * 40 * 16)
 
 int main(void) {
-  static float q[N], k[N], v[N], ones[N], host[N], device[N], sums[N];
+  static float q[N], k[N], v[N], ones[N], host[N], sums[N];
+  float *device = resident_host_alloc(sizeof(float) * N);
   for (int i = 0; i < N; ++i) {
     q[i] = sinf(0.1f * (float)i);
     k[i] = cosf(0.07f * (float)i);
@@ -48,5 +49,6 @@ int main(void) {
   resident_device_free(dv);
   resident_device_free(dout);
   resident_device_free(NULL);
+  resident_host_free(device);
   return 0;
 }
