@@ -336,8 +336,10 @@ std::string deviceHeader(StringRef name, ArrayRef<ArrayInfo> inputs,
      << "_device_alloc), arrays as for " << n
      << ", results written\n   into the buffers given (their dynamic "
         "sizes are checked when it runs: a\n   mismatch aborts). Weights "
-        "uploaded once, activations and KV caches kept on\n   the device: "
-        "a call copies nothing between host and device. Returns 0,\n   or "
+        "and activations uploaded once: a call copies\n   nothing between "
+        "host and device but what host code of the entry reads\n   (key "
+        "lengths it checks, a boolean mask it makes additive). Returns 0,\n"
+        "   or "
         "2 when an argument's static shape does not match the signature. "
         "Calls\n   are synchronous: they return when the results are "
         "written. */\n"

@@ -197,34 +197,84 @@ static LogicalResult writeResultsIntoArguments(RewriterBase &rewriter,
   return success();
 }
 
-/// Stops where host code of the device-resident `func` reads or writes one
-/// of its arguments (device memory the host cannot reach); kernels, views
-/// and sizes of them are fine.
-static LogicalResult checkNoHostAccess(func::FuncOp func) {
+/// `value`, a view of `source` (through a chain of views), as the same view
+/// of `copy` (a buffer of `source`'s type): the views cloned after their
+/// originals, once each (`clones`).
+static Value viewOfCopy(RewriterBase &rewriter, Value value, Value source,
+                        Value copy, DenseMap<Value, Value> &clones) {
+  if (value == source)
+    return copy;
+  if (Value done = clones.lookup(value))
+    return done;
+  auto view = cast<ViewLikeOpInterface>(value.getDefiningOp());
+  Value base = viewOfCopy(rewriter, view.getViewSource(), source, copy, clones);
+  OpBuilder::InsertionGuard guard(rewriter);
+  rewriter.setInsertionPointAfter(view);
+  Operation *clone = rewriter.clone(*view);
+  clone->replaceUsesOfWith(view.getViewSource(), base);
+  Value cloned = clone->getResult(cast<OpResult>(value).getResultNumber());
+  clones[value] = cloned;
+  return cloned;
+}
+
+/// Host code of the device-resident `func` that reads one of its arguments
+/// (the run-time check of key lengths, a boolean mask made additive) reads
+/// a host copy of it, downloaded when the function starts: correct, at the
+/// cost of that copy on every call (the runtimes' profiles count it).
+/// Host code that would write one is refused: its buffers are device
+/// memory, which only kernels may write.
+static LogicalResult stageHostReads(RewriterBase &rewriter, func::FuncOp func) {
+  Block &entry = func.getBody().front();
   for (BlockArgument argument : func.getArguments()) {
-    if (!isa<BaseMemRefType>(argument.getType()))
+    auto type = dyn_cast<MemRefType>(argument.getType());
+    if (!type)
       continue;
-    OpOperand *hostUse = findUse(argument, [](OpOperand &use) {
+    SmallVector<OpOperand *> hostReads;
+    OpOperand *hostWrite = findUse(argument, [&](OpOperand &use) {
       Operation *user = use.getOwner();
       if (user->getParentOfType<gpu::LaunchOp>() ||
           isa<memref::DimOp, memref::ExtractStridedMetadataOp>(user))
         return false;
-      auto effects = dyn_cast<MemoryEffectOpInterface>(user);
-      return !effects ||
-             effects.getEffectOnValue<MemoryEffects::Read>(use.get()) ||
-             mayWrite(use);
+      if (mayWrite(use))
+        return true;
+      if (cast<MemoryEffectOpInterface>(user)
+              .getEffectOnValue<MemoryEffects::Read>(use.get()))
+        hostReads.push_back(&use);
+      return false;
     });
-    if (!hostUse)
+    if (hostWrite) {
+      InFlightDiagnostic diag =
+          hostWrite->getOwner()->emitOpError()
+          << "runs on the host and may write argument "
+          << argument.getArgNumber() << " of @" << func.getSymName()
+          << ", which is marked '" << mha::kDeviceResidentAttrName
+          << "': its buffers are device memory, which only kernels may "
+             "write";
+      diag.attachNote(func.getLoc()) << "the function";
+      return diag;
+    }
+    if (hostReads.empty())
       continue;
-    InFlightDiagnostic diag = hostUse->getOwner()->emitOpError()
-                              << "runs on the host and uses argument "
-                              << argument.getArgNumber() << " of @"
-                              << func.getSymName() << ", which is marked '"
-                              << mha::kDeviceResidentAttrName
-                              << "': its buffers are device memory, which "
-                                 "only kernels may access";
-    diag.attachNote(func.getLoc()) << "the function";
-    return diag;
+    if (!type.getLayout().isIdentity())
+      return func.emitOpError()
+             << "reads argument " << argument.getArgNumber()
+             << " on the host, whose layout " << type.getLayout()
+             << " has no host copy (identity layouts only)";
+    Location loc = argument.getLoc();
+    rewriter.setInsertionPointToStart(&entry);
+    SmallVector<Value> sizes;
+    for (int64_t d = 0; d < type.getRank(); ++d)
+      if (type.isDynamicDim(d))
+        sizes.push_back(memref::DimOp::create(rewriter, loc, argument, d));
+    Value copy = memref::AllocOp::create(rewriter, loc, type, sizes);
+    gpu::MemcpyOp::create(rewriter, loc, Type(), ValueRange(), copy, argument);
+    DenseMap<Value, Value> clones;
+    for (OpOperand *use : hostReads) {
+      Value read = viewOfCopy(rewriter, use->get(), argument, copy, clones);
+      rewriter.modifyOpInPlace(use->getOwner(), [&] { use->set(read); });
+    }
+    rewriter.setInsertionPoint(entry.getTerminator());
+    memref::DeallocOp::create(rewriter, loc, copy);
   }
   return success();
 }
@@ -240,7 +290,7 @@ LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
   });
   for (func::FuncOp func : deviceResident)
     if (failed(writeResultsIntoArguments(rewriter, func)) ||
-        failed(checkNoHostAccess(func)))
+        failed(stageHostReads(rewriter, func)))
       return failure();
 
   // Buffers only kernels use (the projections' outputs, read by the

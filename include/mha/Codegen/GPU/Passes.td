@@ -227,8 +227,9 @@ def MHAStageKernelBuffersPass : Pass<"mha-stage-kernel-buffers"> {
     write (the function returns nothing; a result that is an argument
     updated in place, a KV cache, needs none). Its dynamic sizes are checked
     when it runs (`cf.assert`). `mha.device_results` records which result
-    went where. Host code that reads or writes an argument of such a
-    function is refused: it could not reach device memory.
+    went where. Host code that reads an argument of such a function (a
+    run-time check of key lengths) reads a host copy downloaded when the
+    function starts; host code that writes one is refused.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
