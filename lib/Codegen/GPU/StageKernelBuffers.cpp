@@ -255,6 +255,24 @@ static LogicalResult stageHostReads(RewriterBase &rewriter, func::FuncOp func) {
     }
     if (hostReads.empty())
       continue;
+    // The copy is taken when the function starts: a kernel that writes the
+    // argument would leave it stale for reads after it.
+    WalkResult written = func.walk([&](gpu::LaunchOp launch) {
+      return mayWriteInside(argument, launch.getBody())
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    if (written.wasInterrupted()) {
+      InFlightDiagnostic diag =
+          hostReads.front()->getOwner()->emitOpError()
+          << "runs on the host and reads argument " << argument.getArgNumber()
+          << " of @" << func.getSymName() << ", which is marked '"
+          << mha::kDeviceResidentAttrName
+          << "' and which a kernel writes: its buffers are device memory, "
+             "and a host copy would not see the kernel's writes";
+      diag.attachNote(func.getLoc()) << "the function";
+      return diag;
+    }
     if (!type.getLayout().isIdentity())
       return func.emitOpError()
              << "reads argument " << argument.getArgNumber()

@@ -112,6 +112,29 @@ func.func @host_read(%len: memref<4xi32>) -> memref<4xi32> attributes {mha.devic
 
 // -----
 
+// Nor one that a kernel writes (a result, read by the host after the
+// kernel): a copy taken when the function starts would be stale.
+
+// expected-note @below {{the function}}
+func.func @host_read_after_kernel() -> memref<4xf32> attributes {mha.device_resident} {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %one = arith.constant 1.0 : f32
+  %out = memref.alloc() : memref<4xf32>
+  gpu.launch blocks(%b, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%i, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+    memref.store %one, %out[%c0] : memref<4xf32>
+    gpu.terminator
+  }
+  // expected-error @below {{'memref.load' op runs on the host and reads argument 0 of @host_read_after_kernel, which is marked 'mha.device_resident' and which a kernel writes: its buffers are device memory, and a host copy would not see the kernel's writes}}
+  %x = memref.load %out[%c0] : memref<4xf32>
+  %ok = arith.cmpf oeq, %x, %one : f32
+  cf.assert %ok, "not written"
+  return %out : memref<4xf32>
+}
+
+// -----
+
 // Host code cannot write device memory (a KV cache written by host loops).
 
 // expected-note @below {{the function}}

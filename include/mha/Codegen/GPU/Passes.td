@@ -229,7 +229,8 @@ def MHAStageKernelBuffersPass : Pass<"mha-stage-kernel-buffers"> {
     when it runs (`cf.assert`). `mha.device_results` records which result
     went where. Host code that reads an argument of such a function (a
     run-time check of key lengths) reads a host copy downloaded when the
-    function starts; host code that writes one is refused.
+    function starts (refused where a kernel writes that argument: the
+    copy would be stale); host code that writes one is refused.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
