@@ -240,8 +240,13 @@ def draw_trial(rng, targets, long_ok, repeat, thread_counts):
         # Lanes dividing the key tile and the value head dim, 8 at most
         # (lavapipe's subgroups); the tiles within 48 KiB of workgroup
         # memory, else the rules' kernel.
-        lanes = rng.choice([n for n in (1, 2, 4, 8)
-                            if kv_tile % n == 0 and config["dv"] % n == 0])
+        # At most 16 keys a lane where the lanes allow it: lavapipe's
+        # shader compiler spends minutes on 4 x 64 scores a lane (LLVM's
+        # coroutine frames), which says nothing about the kernel.
+        lanes = [n for n in (1, 2, 4, 8)
+                 if kv_tile % n == 0 and config["dv"] % n == 0]
+        lanes = rng.choice([n for n in lanes if kv_tile // n <= 16]
+                           or lanes[-1:])
         size = 4 if config["dtype"] == "f32" else 2
         pad = 16 // size
         memory = ((q_tile + kv_tile) * (config["dk"] + pad)
