@@ -523,8 +523,9 @@ static const PipelineInfo kPipelines[] = {
      buildFromText<LowerToLoopsOptions, buildLowerToLoopsPipeline>},
     {"vulkan", TargetKind::Vulkan,
      "Lower mha ops to GPU kernels for Vulkan (SPIR-V) and host code in the "
-     "LLVM dialect: one workgroup per (batch, head, query tile), a thread "
-     "per query row, tile buffers in workgroup memory",
+     "LLVM dialect: one workgroup per (batch, head, query tile), the "
+     "register kernel (or a thread per query row), host buffers copied to "
+     "device buffers around each launch as for cuda",
      buildFromText<LowerToVulkanOptions, buildLowerToVulkanPipeline>},
 };
 
