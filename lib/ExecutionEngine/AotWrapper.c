@@ -273,6 +273,15 @@ static int64_t *dense_descriptor(int64_t *d, void *data, int64_t rank,
   return d + descriptor_words(rank);
 }
 
+/* Whether the static sizes of `shape` are those of `info`. */
+static int matches(const struct mha_aot_array_info *info,
+                   const int64_t *shape) {
+  for (int64_t d = 0; d < info->rank; ++d)
+    if (info->shape[d] >= 0 && shape[d] != info->shape[d])
+      return 0;
+  return 1;
+}
+
 /* Calls `ciface` on the prepared values (if any), then the dense row-major
    arrays `inputs[i]` of shapes `input_shapes[i]` (checked against the
    signature's static sizes); `words` receives the `num_results` results'
@@ -284,10 +293,8 @@ static int invoke(const struct mha_aot_signature *sig, mha_aot_ciface ciface,
   if (!signature_within_limits(sig))
     return MHA_AOT_BAD_SIGNATURE;
   for (int64_t i = 0; i < sig->num_inputs; ++i)
-    for (int64_t d = 0; d < sig->inputs[i].rank; ++d)
-      if (sig->inputs[i].shape[d] >= 0 &&
-          input_shapes[i][d] != sig->inputs[i].shape[d])
-        return MHA_AOT_ARGUMENT_SHAPE;
+    if (!matches(&sig->inputs[i], input_shapes[i]))
+      return MHA_AOT_ARGUMENT_SHAPE;
 
   /* The results' descriptors first (the callee writes them), then the
      prepared values', then the arguments', dense row-major over the
@@ -511,15 +518,6 @@ void mha_aot_release(struct mha_aot_prepared *prepared) {
     d += descriptor_words(prepared->ranks[j]);
   }
   free(prepared);
-}
-
-/* Whether the static sizes of `shape` are those of `info`. */
-static int matches(const struct mha_aot_array_info *info,
-                   const int64_t *shape) {
-  for (int64_t d = 0; d < info->rank; ++d)
-    if (info->shape[d] >= 0 && shape[d] != info->shape[d])
-      return 0;
-  return 1;
 }
 
 int mha_aot_run_device(const struct mha_aot_signature *sig,

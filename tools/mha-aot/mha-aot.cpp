@@ -899,11 +899,7 @@ int compile(MLIRContext &context) {
       return badInput("'@" + entryName +
                       "' has more than 65 arguments and "
                       "results written into buffers");
-    OpBuilder builder(func);
-    builder.setInsertionPointAfter(func);
-    auto device = cast<func::FuncOp>(builder.clone(*func));
-    device.setSymName(deviceImplName);
-    device->setAttr(mha::kDeviceResidentAttrName, builder.getUnitAttr());
+    mha::addDeviceResidentCopy(func, deviceImplName);
   }
   if (failed(pm.run(*module)))
     return compileError("lowering '" + inputFile + "' through --pipeline=" +
@@ -914,20 +910,18 @@ int compile(MLIRContext &context) {
   // Which results the device entry writes into the caller's buffers: all
   // but those updating an argument in place, as the header says.
   if (deviceEntry) {
-    auto device = module->lookupSymbol<LLVM::LLVMFuncOp>(deviceImplName);
-    auto placement = device ? device->getAttrOfType<DenseI64ArrayAttr>(
-                                  mha::kDeviceResultsAttrName)
-                            : DenseI64ArrayAttr();
-    if (!placement || placement.size() != static_cast<int64_t>(outputs.size()))
+    std::optional<SmallVector<int64_t>> placement =
+        mha::deviceResultsOf(*module, deviceImplName);
+    if (!placement || placement->size() != outputs.size())
       return compileError("the pipeline did not make '@" + entryName +
                           "' device-resident (no '" +
                           mha::kDeviceResultsAttrName + "' on its copy)");
     for (auto [j, info] : llvm::enumerate(outputs))
-      if (placement[j] != info.updates)
+      if ((*placement)[j] != info.updates)
         return compileError(llvm::formatv(
             "the device entry of '@{0}' {1} result {2}, which {3}", entryName,
-            placement[j] < 0 ? "writes into a buffer of its own"
-                             : "updates an argument in place for",
+            (*placement)[j] < 0 ? "writes into a buffer of its own"
+                                : "updates an argument in place for",
             j,
             info.updates < 0
                 ? "is not an argument updated in place"

@@ -1037,11 +1037,7 @@ int Runner::run(MLIRContext &context) {
     if (module->lookupSymbol(deviceName))
       return badInput("--device-resident: '" + inputFile +
                       "' already has a symbol '@" + deviceName + "'");
-    OpBuilder builder(func);
-    builder.setInsertionPointAfter(func);
-    auto device = cast<func::FuncOp>(builder.clone(*func));
-    device.setSymName(deviceName);
-    device->setAttr(mha::kDeviceResidentAttrName, builder.getUnitAttr());
+    mha::addDeviceResidentCopy(func, deviceName);
   }
 
   // Lower, then compile.
@@ -1065,14 +1061,12 @@ int Runner::run(MLIRContext &context) {
   }
   SmallVector<int64_t> placement;
   if (deviceResident) {
-    auto device = module->lookupSymbol<LLVM::LLVMFuncOp>(deviceName);
-    auto attr = device ? device->getAttrOfType<DenseI64ArrayAttr>(
-                             mha::kDeviceResultsAttrName)
-                       : DenseI64ArrayAttr();
-    if (!attr)
+    std::optional<SmallVector<int64_t>> results =
+        mha::deviceResultsOf(*module, deviceName);
+    if (!results)
       return badInput("--device-resident: --pipeline=" + pipelineName +
                       " did not make '@" + entryName + "' device-resident");
-    placement.assign(attr.asArrayRef().begin(), attr.asArrayRef().end());
+    placement = std::move(*results);
   }
   auto jitStart = std::chrono::steady_clock::now();
   std::unique_ptr<ExecutionEngine> engine;

@@ -3,6 +3,7 @@
 #include "ToolSupport.h"
 
 #include "mha/Codegen/Common/Passes.h"
+#include "mha/Dialect/MHA/IR/MHADialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -342,6 +343,25 @@ StringRef mha::openMPLibrary() { return MHA_OPENMP_LIB; }
 void mha::setDefaultCUDARoot() {
   if (!std::getenv("CUDA_ROOT") && llvm::sys::fs::exists("/usr/local/cuda/bin"))
     setenv("CUDA_ROOT", "/usr/local/cuda", 0);
+}
+
+void mha::addDeviceResidentCopy(func::FuncOp func, StringRef name) {
+  OpBuilder builder(func);
+  builder.setInsertionPointAfter(func);
+  auto copy = cast<func::FuncOp>(builder.clone(*func));
+  copy.setSymName(name);
+  copy->setAttr(kDeviceResidentAttrName, builder.getUnitAttr());
+}
+
+std::optional<SmallVector<int64_t>> mha::deviceResultsOf(ModuleOp module,
+                                                         StringRef name) {
+  auto func = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
+  auto placement =
+      func ? func->getAttrOfType<DenseI64ArrayAttr>(kDeviceResultsAttrName)
+           : DenseI64ArrayAttr();
+  if (!placement)
+    return std::nullopt;
+  return SmallVector<int64_t>(placement.asArrayRef());
 }
 
 std::optional<SmallVector<int64_t>> mha::resultRanksOf(ModuleOp module,

@@ -142,6 +142,17 @@ void setDefaultCUDARoot();
 std::optional<SmallVector<int64_t>> resultRanksOf(ModuleOp module,
                                                   StringRef name);
 
+/// A copy of the entry `func` named `name`, marked mha.device_resident,
+/// right after it: what a GPU pipeline lowers into the entry on device
+/// buffers (mha-aot --device-entry, mha-run --device-resident).
+void addDeviceResidentCopy(func::FuncOp func, StringRef name);
+
+/// Where the lowered device-resident copy `name` of `module` puts each
+/// result (its mha.device_results: the argument a result updates, or -1 for
+/// a trailing argument); no value if the pipeline did not make it so.
+std::optional<SmallVector<int64_t>> deviceResultsOf(ModuleOp module,
+                                                    StringRef name);
+
 /// LLVM's OpenMP runtime, which the CPU pipeline's parallel loops call: the
 /// one in the library directory of the LLVM the tools were built with.
 StringRef openMPLibrary();

@@ -111,12 +111,16 @@ LogicalResult mapForallsToGPULaunch(RewriterBase &rewriter, Operation *root,
 LogicalResult tileForWorkgroups(RewriterBase &rewriter, Operation *root,
                                 int64_t rows, int64_t cols, int64_t depth);
 
-/// For targets whose kernels cannot read host memory (CUDA): every host
+/// For targets whose kernels read device memory (CUDA, Vulkan): every host
 /// buffer a `gpu.launch` under `root` uses is copied into device memory
 /// before it (`gpu.alloc` of the buffer's run-time sizes, `gpu.memcpy`) and
 /// back after it when the kernel may write it, then freed (`gpu.dealloc`).
-/// The ops are synchronous (`gpu-async-region` makes them async). Fails on
-/// views of non-identity layout and on asynchronous launches.
+/// A function marked `mha.device_resident` takes device buffers instead:
+/// its arguments are not copied, its results become trailing arguments,
+/// host reads of an argument read a copy made when it starts (see the
+/// pass). The ops are synchronous (`gpu-async-region` makes them async).
+/// Fails on views of non-identity layout, on asynchronous launches and on
+/// what a device-resident function cannot honour.
 LogicalResult stageKernelBuffers(RewriterBase &rewriter, Operation *root);
 
 /// The alignment mha-align-workgroup-memory gives each workgroup
