@@ -392,8 +392,10 @@ void mha::buildGPUMappingStage(OpPassManager &pm, StringRef target,
   addKernelLoopLimit(pm, maxKernelLoopIterations);
   pm.addPass(createLowerAffinePass());
   pm.addPass(createCanonicalizerPass());
-  // Everything that reads the lowering configuration has run.
-  pm.addPass(createMHADropLoweringConfigPass());
+  // Everything that reads the lowering configuration has run; the weight
+  // marks have no use here.
+  pm.addPass(createMHADropLoweringConfigPass(
+      MHADropLoweringConfigPassOptions{/*weights=*/true}));
 }
 
 /// The tile sizes a GPU pipeline was given, as overrides of the lowering

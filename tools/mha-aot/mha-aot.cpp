@@ -283,8 +283,10 @@ std::string localArray(StringRef elementType, StringRef name,
 /// updated).
 std::string deviceEntryDecl(StringRef name, ArrayRef<ArrayInfo> inputs,
                             ArrayRef<ArrayInfo> outputs) {
+  // An argument a result updates in place (a KV cache) is written where it
+  // is: not const.
   SmallVector<std::string> params = entryParams(
-      inputs, {}, [](size_t) { return true; }, /*withResults=*/false);
+      inputs, outputs, [](size_t) { return true; }, /*withResults=*/false);
   for (auto [j, info] : llvm::enumerate(outputs)) {
     if (info.updates >= 0)
       continue;
@@ -335,7 +337,8 @@ std::string deviceHeader(StringRef name, ArrayRef<ArrayInfo> inputs,
      << "_device is\n   device memory (" << n
      << "_device_alloc), arrays as for " << n
      << ", results written\n   into the buffers given (their dynamic "
-        "sizes are checked when it runs: a\n   mismatch aborts). Weights "
+        "sizes are checked when it runs: a\n   mismatch aborts), or into "
+        "the argument they update in place (a KV\n   cache). Weights "
         "and activations uploaded once: a call copies\n   nothing between "
         "host and device but what host code of the entry reads\n   (key "
         "lengths it checks, a boolean mask it makes additive). Returns 0,\n"

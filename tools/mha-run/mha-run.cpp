@@ -958,7 +958,8 @@ int Runner::runDeviceResident(ExecutionEngine &engine, StringRef deviceName,
   SmallVector<NpyArray> results = caller.takeResults();
   llvm::outs() << "device-resident: " << caller.uploadedBytes
                << " bytes of arguments uploaded once; the calls on device "
-                  "buffers copy nothing\n";
+                  "buffers copy no argument or result (only what their host "
+                  "code reads)\n";
   return finishCalls(caller, results, expected, flops, lowerMs, jitMs,
                      std::nullopt);
 }

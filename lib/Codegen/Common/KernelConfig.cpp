@@ -1019,10 +1019,14 @@ struct MHASelectLoweringConfigPass final
 
 struct MHADropLoweringConfigPass final
     : mha::impl::MHADropLoweringConfigPassBase<MHADropLoweringConfigPass> {
+  using MHADropLoweringConfigPassBase::MHADropLoweringConfigPassBase;
   void runOnOperation() override {
-    getOperation()->walk([](Operation *op) {
+    getOperation()->walk([&](Operation *op) {
       op->removeAttr(kLoweringConfigAttrName);
       op->removeAttr(kTargetAttrName);
+      if (auto func = dyn_cast<FunctionOpInterface>(op); func && weights)
+        for (unsigned i = 0, e = func.getNumArguments(); i < e; ++i)
+          func.removeArgAttr(i, kWeightAttrName);
     });
   }
 };

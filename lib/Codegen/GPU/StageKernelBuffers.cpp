@@ -113,6 +113,18 @@ static bool isReadOnly(Value host) {
   });
 }
 
+/// Whether host code does nothing with `host` but return it or its sizes:
+/// kernels are then the only ones to read or write it, and one device copy
+/// serves all the launches of a block (a KV cache a step's kernels write
+/// and then read).
+static bool isOnlyKernels(Value host) {
+  return !findUse(host, [](OpOperand &use) {
+    Operation *user = use.getOwner();
+    return !user->getParentOfType<gpu::LaunchOp>() &&
+           !isa<func::ReturnOp, memref::DimOp, memref::DeallocOp>(user);
+  });
+}
+
 /// Whether `value` is (a view of) an argument of a device-resident function.
 static bool isDeviceArgument(Value value) {
   auto argument = dyn_cast<BlockArgument>(viewSourceOf(value));
@@ -343,6 +355,7 @@ LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
   // changes what it uses, not what the others do.)
   SmallVector<SmallVector<std::pair<Value, bool>>> uses;
   DenseMap<Value, int64_t> readers, writers;
+  DenseMap<Value, SmallPtrSet<Block *, 2>> blocks;
   for (gpu::LaunchOp launch : launches) {
     SetVector<Value> captured;
     getUsedValuesDefinedAbove(launch.getBody(), captured);
@@ -352,11 +365,32 @@ LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
                      mayWriteInside(host, launch.getBody());
       used.push_back({host, written});
       ++(written ? writers : readers)[host];
+      blocks[host].insert(launch->getBlock());
     }
   }
+  // The buffers one device copy serves for every launch of a block that
+  // uses them: those several launches use and the host only reads (the
+  // layer's input, read by each projection), and those only kernels touch,
+  // all in one block (a KV cache that a step's kernels append to and then
+  // read: copied in once and out once, not around each launch). Decided
+  // before any copy is made, which the host would then use.
+  DenseSet<Value> shared;
+  for (auto [host, count] : readers)
+    if (count + writers.lookup(host) > 1 && !writers.count(host) &&
+        isReadOnly(host))
+      shared.insert(host);
+  for (auto [host, count] : writers)
+    if (count + readers.lookup(host) > 1 && blocks.lookup(host).size() == 1 &&
+        isOnlyKernels(host))
+      shared.insert(host);
   // The device copy of such a buffer already made for a launch of the same
-  // block, and the op freeing it (moved after each launch that reuses it).
-  DenseMap<std::pair<Block *, Value>, std::pair<Value, Operation *>> copies;
+  // block, the op freeing it (moved after each launch that reuses it) and
+  // the copy back to the host before it, if a launch writes it.
+  struct DeviceCopy {
+    Value device;
+    Operation *free, *copyOut;
+  };
+  DenseMap<std::pair<Block *, Value>, DeviceCopy> copies;
   for (auto [i, launchOp] : llvm::enumerate(launches)) {
     gpu::LaunchOp launch = launchOp; // captured by the lambdas below
     if (launch.getAsyncToken() || !launch.getAsyncDependencies().empty())
@@ -376,16 +410,22 @@ LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
                << "uses a view of layout " << type.getLayout()
                << " of a host buffer; device copies are made of whole "
                   "buffers of identity layout";
-      bool shared = !written && !writers.count(host) &&
-                    readers.lookup(host) > 1 && isReadOnly(host);
-      if (shared) {
+      bool isShared = shared.contains(host);
+      if (isShared) {
         auto it = copies.find({launch->getBlock(), host});
         if (it != copies.end()) {
-          Value device = it->second.first;
-          rewriter.replaceUsesWithIf(host, device, [&](OpOperand &use) {
+          DeviceCopy &copy = it->second;
+          rewriter.replaceUsesWithIf(host, copy.device, [&](OpOperand &use) {
             return launch->isProperAncestor(use.getOwner());
           });
-          rewriter.moveOpAfter(it->second.second, launch);
+          rewriter.moveOpAfter(copy.free, launch);
+          if (written && !copy.copyOut) {
+            rewriter.setInsertionPoint(copy.free);
+            copy.copyOut = gpu::MemcpyOp::create(
+                rewriter, loc, Type(), ValueRange(), host, copy.device);
+          } else if (copy.copyOut) {
+            rewriter.moveOpBefore(copy.copyOut, copy.free);
+          }
           continue;
         }
       }
@@ -406,13 +446,14 @@ LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
       rewriter.setInsertionPointAfter(launch);
       auto free = gpu::DeallocOp::create(rewriter, loc, Type(), ValueRange(),
                                          device);
-      if (shared)
-        copies[{launch->getBlock(), host}] = {device, free};
+      Operation *copyOut = nullptr;
       if (written) {
         rewriter.setInsertionPoint(free);
-        gpu::MemcpyOp::create(rewriter, loc, Type(), ValueRange(), host,
-                              device);
+        copyOut = gpu::MemcpyOp::create(rewriter, loc, Type(), ValueRange(),
+                                        host, device);
       }
+      if (isShared)
+        copies[{launch->getBlock(), host}] = {device, free, copyOut};
     }
   }
   return success();

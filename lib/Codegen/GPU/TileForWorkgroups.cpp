@@ -3,7 +3,8 @@
 //
 // On tensors: each linalg op not yet in a loop (the projections) tiled into
 // an scf.forall of workgroup tiles mapped to #gpu.block, producers fused,
-// with the reductions staged in steps through workgroup memory
+// with the reductions staged in steps through workgroup memory, and the
+// scf.forall ops already there mapped to #gpu.block as they are
 // (mha-tile-for-workgroups).
 //
 //===----------------------------------------------------------------------===//
@@ -88,6 +89,12 @@ LogicalResult mha::tileForWorkgroups(RewriterBase &rewriter, Operation *root,
       roots.push_back(op);
   });
   MLIRContext *ctx = root->getContext();
+  // The parallel loops already there (a KV cache append's, one iteration per
+  // batch and head) are grids of workgroups too: mapped, which also keeps
+  // the canonicalizer from inlining a loop of one iteration into host code.
+  for (scf::ForallOp loop : topLevelForalls(root))
+    if (!loop.getMapping())
+      loop.setMappingAttr(workgroupMapping(ctx, loop.getRank()));
   for (linalg::LinalgOp op : llvm::reverse(roots)) {
     // What nothing uses (the initial value of a contraction the tensor-core
     // kernels replaced) is no kernel.

@@ -48,22 +48,24 @@ func.func @softmax_on_buffers(%x: memref<4xf32>, %y: memref<4xf32>) {
 
 // -----
 
-// mha.cache_append: a loop over batches, each writing its update's rows at
-// its length along the sequence dim (the second to last) of the cache, the
-// loop's destination: in place once bufferized.
+// mha.cache_append: an scf.forall over the batches and the dims before the
+// sequence dim (here the heads), each iteration writing its update's rows
+// at its batch's length along the sequence dim (the second to last) of the
+// cache, the loop's shared destination: in place once bufferized, and one
+// workgroup per iteration on a GPU.
 
 // CHECK-LABEL: func.func @cache_append
 // CHECK-SAME: (%[[U:.+]]: tensor<?x2x3x64xf32>, %[[LEN:.+]]: tensor<?xi64>, %[[CACHE:.+]]: tensor<?x2x?x64xf32>)
 // CHECK-NOT: mha.cache_append
 // CHECK: %[[B:.+]] = tensor.dim %[[CACHE]], %c0
-// CHECK: %[[R:.+]] = scf.for %[[I:.+]] = %c0{{.*}} to %[[B]] step %c1 iter_args(%[[ACC:.+]] = %[[CACHE]])
+// CHECK: %[[R:.+]] = scf.forall (%[[I:.+]], %[[H:.+]]) in (%[[B]], 2) shared_outs(%[[ACC:.+]] = %[[CACHE]])
 // CHECK:   %[[L:.+]] = tensor.extract %[[LEN]][%[[I]]] : tensor<?xi64>
 // CHECK:   %[[AT:.+]] = arith.index_cast %[[L]] : i64 to index
-// CHECK:   %[[ROWS:.+]] = tensor.extract_slice %[[U]][%[[I]], 0, 0, 0] [1, 2, 3, 64] [1, 1, 1, 1]
-// CHECK:   %[[SLOT:.+]] = tensor.extract_slice %[[ACC]][%[[I]], 0, %[[AT]], 0] [1, 2, 3, 64] [1, 1, 1, 1]
-// CHECK:   %[[COPY:.+]] = linalg.copy ins(%[[ROWS]] : tensor<1x2x3x64xf32>) outs(%[[SLOT]] : tensor<1x2x3x64xf32>)
-// CHECK:   %[[W:.+]] = tensor.insert_slice %[[COPY]] into %[[ACC]][%[[I]], 0, %[[AT]], 0] [1, 2, 3, 64] [1, 1, 1, 1]
-// CHECK:   scf.yield %[[W]]
+// CHECK:   %[[ROWS:.+]] = tensor.extract_slice %[[U]][%[[I]], %[[H]], 0, 0] [1, 1, 3, 64] [1, 1, 1, 1]
+// CHECK:   %[[SLOT:.+]] = tensor.extract_slice %[[ACC]][%[[I]], %[[H]], %[[AT]], 0] [1, 1, 3, 64] [1, 1, 1, 1]
+// CHECK:   %[[COPY:.+]] = linalg.copy ins(%[[ROWS]] : tensor<1x1x3x64xf32>) outs(%[[SLOT]] : tensor<1x1x3x64xf32>)
+// CHECK:   scf.forall.in_parallel
+// CHECK:     tensor.parallel_insert_slice %[[COPY]] into %[[ACC]][%[[I]], %[[H]], %[[AT]], 0] [1, 1, 3, 64] [1, 1, 1, 1]
 // CHECK: return %[[R]]
 func.func @cache_append(%u: tensor<?x2x3x64xf32>, %len: tensor<?xi64>, %cache: tensor<?x2x?x64xf32>) -> tensor<?x2x?x64xf32> {
   %a = mha.cache_append ins(%u : tensor<?x2x3x64xf32>) lengths(%len : tensor<?xi64>)
@@ -77,9 +79,9 @@ func.func @cache_append(%u: tensor<?x2x3x64xf32>, %len: tensor<?xi64>, %cache: t
 
 // CHECK-LABEL: func.func @cache_append_dynamic
 // CHECK: %[[SN:.+]] = tensor.dim %{{.*}}, %c1
-// CHECK: scf.for
+// CHECK: scf.forall (%{{.*}}) in (2)
 // CHECK:   tensor.extract_slice %{{.*}}[%{{.*}}, 0, 0] [1, %[[SN]], 32] [1, 1, 1]
-// CHECK:   tensor.insert_slice %{{.*}} into %{{.*}}[%{{.*}}, %{{.*}}, 0] [1, %[[SN]], 32] [1, 1, 1]
+// CHECK:   tensor.parallel_insert_slice %{{.*}} into %{{.*}}[%{{.*}}, %{{.*}}, 0] [1, %[[SN]], 32] [1, 1, 1]
 func.func @cache_append_dynamic(%u: tensor<2x?x32xf16>, %len: tensor<2xi32>, %cache: tensor<2x50x32xf16>) -> tensor<2x50x32xf16> {
   %a = mha.cache_append ins(%u : tensor<2x?x32xf16>) lengths(%len : tensor<2xi32>)
          outs(%cache : tensor<2x50x32xf16>) -> tensor<2x50x32xf16>
@@ -89,10 +91,11 @@ func.func @cache_append_dynamic(%u: tensor<2x?x32xf16>, %len: tensor<2xi32>, %ca
 // -----
 
 // mha.rotary, interleaved, partial (R = 12 of d = 16), positions per token:
-// strided slices of the pairs (2i, 2i + 1) of the input and of init, each
-// token's rows of the tables gathered once ([B, S, R/2], for every head),
-// one generic per half reading them through affine maps (computed in f32),
-// the channels past R copied, both halves inserted back.
+// strided slices of the pairs (2i, 2i + 1) of the input, each token's rows
+// of the tables gathered once ([B, S, R/2], for every head), the channels
+// past R copied into init, then one generic per half reading them through
+// affine maps (computed in f32), each writing a slice of the previous
+// result (a chain: in place once bufferized).
 
 // CHECK-LABEL: func.func @rotary_interleaved
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<2x4x?x16xbf16>, %[[COS:[^:]+]]: tensor<64x6xbf16>, %[[SIN:[^:]+]]: tensor<64x6xbf16>, %[[POS:[^:]+]]: tensor<2x?xi64>, %[[INIT:[^:]+]]: tensor<2x4x?x16xbf16>)
@@ -108,16 +111,18 @@ func.func @cache_append_dynamic(%u: tensor<2x?x32xf16>, %len: tensor<2xi32>, %ca
 // CHECK:   tensor.extract %[[COS]][%[[PI]], %[[I]]]
 // CHECK: %[[SROWS:.+]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x?x6xbf16>)
 // CHECK:   tensor.extract %[[SIN]]
-// CHECK: %[[FIRST:.+]] = linalg.generic {indexing_maps = [#[[ID:.+]], #[[ID]], #[[ROW:.+]], #[[ROW]], #[[ID]]]{{.*}} ins(%[[X1]], %[[X2]], %[[CROWS]], %[[SROWS]] : {{.*}})
-// CHECK-NOT:   tensor.extract
-// CHECK:   arith.subf
-// CHECK:   arith.truncf {{.*}} : f32 to bf16
-// CHECK: %[[SECOND:.+]] = linalg.generic {{.*}} ins(%[[X1]], %[[X2]], %[[CROWS]], %[[SROWS]] : {{.*}})
-// CHECK:   arith.addf
 // CHECK: %[[REST:.+]] = tensor.extract_slice %[[X]][0, 0, 0, 12] [2, 4, %{{.*}}, 4] [1, 1, 1, 1]
 // CHECK: %[[KEPT:.+]] = linalg.copy ins(%[[REST]] : {{.*}})
 // CHECK: %[[R0:.+]] = tensor.insert_slice %[[KEPT]] into %[[INIT]][0, 0, 0, 12]
+// CHECK: %[[OUT1:.+]] = tensor.extract_slice %[[R0]][0, 0, 0, 0] [2, 4, %[[S]], 6] [1, 1, 1, 2]
+// CHECK: %[[FIRST:.+]] = linalg.generic {indexing_maps = [#[[ID:.+]], #[[ID]], #[[ROW:.+]], #[[ROW]], #[[ID]]]{{.*}} ins(%[[X1]], %[[X2]], %[[CROWS]], %[[SROWS]] : {{.*}}) outs(%[[OUT1]] :
+// CHECK-NOT:   tensor.extract
+// CHECK:   arith.subf
+// CHECK:   arith.truncf {{.*}} : f32 to bf16
 // CHECK: %[[R1:.+]] = tensor.insert_slice %[[FIRST]] into %[[R0]][0, 0, 0, 0] [2, 4, %[[S]], 6] [1, 1, 1, 2]
+// CHECK: %[[OUT2:.+]] = tensor.extract_slice %[[R1]][0, 0, 0, 1] [2, 4, %[[S]], 6] [1, 1, 1, 2]
+// CHECK: %[[SECOND:.+]] = linalg.generic {{.*}} ins(%[[X1]], %[[X2]], %[[CROWS]], %[[SROWS]] : {{.*}}) outs(%[[OUT2]] :
+// CHECK:   arith.addf
 // CHECK: %[[R2:.+]] = tensor.insert_slice %[[SECOND]] into %[[R1]][0, 0, 0, 1] [2, 4, %[[S]], 6] [1, 1, 1, 2]
 // CHECK: return %[[R2]]
 func.func @rotary_interleaved(%x: tensor<2x4x?x16xbf16>, %cos: tensor<64x6xbf16>, %sin: tensor<64x6xbf16>,

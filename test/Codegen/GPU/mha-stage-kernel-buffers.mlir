@@ -140,21 +140,30 @@ func.func @fresh_result(%x: f32) -> (memref<8xf32>, memref<8xf32>) {
 
 // A host buffer that nothing writes, read by several launches of a block
 // (a layer's input, read by each projection): one device copy for all of
-// them, freed after the last. One a kernel writes is copied around each
-// launch.
+// them, freed after the last. One that only kernels use, all in one block
+// (a KV cache a step appends to, then reads), also has one device copy,
+// copied in before the first launch and back after the last.
 
 // CHECK-LABEL: func.func @shared_input
 // CHECK-SAME: (%[[X:.+]]: memref<8xf32>, %[[Y:.+]]: memref<8xf32>, %[[OUT:.+]]: memref<8xf32>)
 // CHECK: %[[DX:.+]] = gpu.alloc  () : memref<8xf32>
 // CHECK-NEXT: gpu.memcpy  %[[DX]], %[[X]] :
+// CHECK: %[[DY:.+]] = gpu.alloc  () : memref<8xf32>
+// CHECK-NEXT: gpu.memcpy  %[[DY]], %[[Y]] :
 // CHECK: gpu.launch
 // CHECK: memref.load %[[DX]]
+// CHECK: memref.store %{{.*}}, %[[DY]]
 // CHECK-NOT: gpu.memcpy  %{{.+}}, %[[X]] :
+// CHECK-NOT: gpu.memcpy  %{{.+}}, %[[Y]] :
+// CHECK-NOT: gpu.memcpy  %[[Y]],
 // CHECK-NOT: gpu.dealloc  %[[DX]] :
 // CHECK: gpu.launch
 // CHECK: memref.load %[[DX]]
+// CHECK: memref.load %[[DY]]
 // CHECK: gpu.terminator
-// CHECK: gpu.dealloc  %[[DX]] :
+// CHECK-DAG: gpu.dealloc  %[[DX]] :
+// CHECK-DAG: gpu.memcpy  %[[Y]], %[[DY]] :
+// CHECK-DAG: gpu.dealloc  %[[DY]] :
 // CHECK-NOT: gpu.dealloc  %[[DX]] :
 // CHECK: return
 func.func @shared_input(%x: memref<8xf32>, %y: memref<8xf32>, %out: memref<8xf32>) {
@@ -175,4 +184,41 @@ func.func @shared_input(%x: memref<8xf32>, %y: memref<8xf32>, %out: memref<8xf32
     gpu.terminator
   }
   return
+}
+
+// -----
+
+// A buffer a kernel writes and the host reads between two launches: copied
+// around each launch, so the host reads what the first wrote.
+
+// CHECK-LABEL: func.func @host_between
+// CHECK-SAME: (%[[Y:.+]]: memref<8xf32>, %[[OUT:.+]]: memref<8xf32>)
+// CHECK: %[[D1:.+]] = gpu.alloc  () : memref<8xf32>
+// CHECK-NEXT: gpu.memcpy  %[[D1]], %[[Y]] :
+// CHECK: gpu.launch
+// CHECK: gpu.memcpy  %[[Y]], %[[D1]] :
+// CHECK: gpu.dealloc  %[[D1]] :
+// CHECK: memref.load %[[Y]]
+// CHECK: %[[D2:.+]] = gpu.alloc  () : memref<8xf32>
+// CHECK-NEXT: gpu.memcpy  %[[D2]], %[[Y]] :
+// CHECK: gpu.launch
+// CHECK: memref.load %[[D2]]
+func.func @host_between(%y: memref<8xf32>, %out: memref<8xf32>) -> f32 {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %one = arith.constant 1.0 : f32
+  gpu.launch blocks(%b, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%i, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {
+    memref.store %one, %y[%i] : memref<8xf32>
+    gpu.terminator
+  }
+  %first = memref.load %y[%c0] : memref<8xf32>
+  gpu.launch blocks(%b, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+             threads(%i, %ty, %tz) in (%sx = %c8, %sy = %c1, %sz = %c1) {
+    %w = memref.load %y[%i] : memref<8xf32>
+    memref.store %w, %out[%i] : memref<8xf32>
+    gpu.terminator
+  }
+  return %first : f32
 }

@@ -125,3 +125,26 @@ func.func @reduction_only(%x: tensor<8xf32>, %z: tensor<f32>) -> tensor<f32> {
   } -> tensor<f32>
   return %s : tensor<f32>
 }
+
+// -----
+
+// An scf.forall already in the function (mha.cache_append's decomposition,
+// one iteration per batch and head) is mapped to workgroups as it is: the
+// canonicalizer then keeps it although it has a single iteration, rather
+// than inlining its copy into host code.
+// CHECK-LABEL: func.func @cache_append
+// CHECK: scf.forall (%{{.*}}, %{{.*}}) in (1, 1) shared_outs
+// CHECK:   linalg.copy
+// CHECK: } {mapping = [#gpu.block<linear_dim_0>, #gpu.block<linear_dim_1>]}
+// DIRECT-LABEL: func.func @cache_append
+func.func @cache_append(%u: tensor<1x1x1x16xf32>, %at: index, %cache: tensor<1x1x64x16xf32>) -> tensor<1x1x64x16xf32> {
+  %r = scf.forall (%b, %h) in (1, 1) shared_outs(%c = %cache) -> (tensor<1x1x64x16xf32>) {
+    %rows = tensor.extract_slice %u[%b, %h, 0, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x1x1x16xf32> to tensor<1x1x1x16xf32>
+    %slot = tensor.extract_slice %c[%b, %h, %at, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x1x64x16xf32> to tensor<1x1x1x16xf32>
+    %copy = linalg.copy ins(%rows : tensor<1x1x1x16xf32>) outs(%slot : tensor<1x1x1x16xf32>) -> tensor<1x1x1x16xf32>
+    scf.forall.in_parallel {
+      tensor.parallel_insert_slice %copy into %c[%b, %h, %at, 0] [1, 1, 1, 16] [1, 1, 1, 1] : tensor<1x1x1x16xf32> into tensor<1x1x64x16xf32>
+    }
+  }
+  return %r : tensor<1x1x64x16xf32>
+}

@@ -22,8 +22,8 @@ drawn for it: `loops`, `cpu` with drawn options (query/key tile sizes,
 register tiles, chunk, panel reduction, openmp on/off, raise-attention),
 `vulkan` (static shapes; the rules' kernels, the register kernel with
 drawn tiles and thread tiles, or the thread-per-row kernel with drawn
-tiles; a third of the GPU trials without a KV cache on device buffers,
-mha-run --device-resident), `mma` (the CUDA pipeline's
+tiles; a third of the GPU trials on device buffers, mha-run
+--device-resident), `mma` (the CUDA pipeline's
 tensor-core kernels run on the Vulkan device with their tensor-core ops
 emulated, `vulkan{emulate-tensor-cores}`: static shapes, f16 (or f32 with
 `allow-tf32`, checked at the tf32 tolerance), head dims
@@ -288,10 +288,9 @@ def draw_trial(rng, targets, long_ok, repeat, thread_counts):
     if target in ("cpu", "aot") and "openmp=false" not in pipeline:
         threads = rng.choice(thread_counts)
     # On device buffers (mha-run --device-resident): the results compared
-    # are the device-resident copy's. Not for steps on a KV cache, whose
-    # cache writes the GPU pipelines run on the host (refused).
-    resident = target in ("vulkan", "mma") and "kv_cache" not in config \
-        and rng.random() < 0.3
+    # are the device-resident copy's (a decoding step's caches updated in
+    # place on the device).
+    resident = target in ("vulkan", "mma") and rng.random() < 0.3
     return dict(target=target, pipeline=pipeline, threads=threads,
                 repeat=repeat if threads > 1 else 1, config=config,
                 resident=resident)

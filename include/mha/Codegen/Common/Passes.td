@@ -247,8 +247,15 @@ def MHADropLoweringConfigPass : Pass<"mha-drop-lowering-config"> {
   let description = [{
     The pipelines run it once the passes that read the configuration have
     run, so that the attributes do not reach the LLVM dialect (the
-    conversion of functions would copy them onto `llvm.func`).
+    conversion of functions would copy them onto `llvm.func`). With
+    `weights`, the arguments' `mha.weight` marks go too: the GPU pipelines
+    do not use them, and the translation to LLVM IR would warn of each (the
+    CPU pipelines consume them in `mha-outline-weight-preparation`).
   }];
+  let options = [
+    Option<"weights", "weights", "bool", "false",
+           "Also remove the mha.weight marks of function arguments">
+  ];
 }
 
 #endif // MHA_CODEGEN_COMMON_PASSES_TD

@@ -141,7 +141,11 @@ def MHATileForWorkgroupsPass : Pass<"mha-tile-for-workgroups"> {
     tiles copied into workgroup tensors first, so that a workgroup reads each
     input element from device memory once. Each such loop is then one
     kernel (`mha-distribute-to-threads`, `mha-map-forall-to-gpu`), so the
-    whole layer runs on the GPU.
+    whole layer runs on the GPU. An `scf.forall` already in a function body
+    without a mapping (the decomposition of `mha.cache_append`: one
+    iteration per batch and head) is mapped to `#gpu.block` as it is; the
+    mapping also keeps the canonicalizer from inlining a loop of one
+    iteration into host code.
   }];
   let options = [
     Option<"rows", "rows", "int64_t", "0",
@@ -217,7 +221,10 @@ def MHAStageKernelBuffersPass : Pass<"mha-stage-kernel-buffers"> {
     launch (a result) is not copied in: its contents are undefined. A buffer
     that neither the host nor any kernel writes, read by several launches of
     one block (a layer's input, read by each projection), is copied once and
-    freed after the last of them. The ops are synchronous;
+    freed after the last of them; so is one that only kernels of one block
+    use (the host at most returns it: a KV cache that a decoding step's
+    kernels append to and then read), copied back after the last of them
+    if one writes it. The ops are synchronous;
     `gpu-async-region` then chains them on a stream. Dynamic sizes work.
     Buffers must have identity layouts (whole buffers).
 

@@ -694,40 +694,51 @@ AttentionWeightsOp::decomposeOperation(OpBuilder &b) {
 
 FailureOr<SmallVector<Value>> CacheAppendOp::decomposeOperation(OpBuilder &b) {
   Location loc = getLoc();
-  Value update = getUpdate(), lengths = getLengths();
+  Value update = getUpdate(), lengths = getLengths(), cache = getCache();
   int64_t rank = cast<ShapedType>(update.getType()).getRank();
   int64_t seqDim = getSeqDim();
-  SmallVector<OpFoldResult> sizes = tensor::getMixedSizes(b, loc, update);
-  sizes[0] = b.getIndexAttr(1);
+  // An scf.forall over the batch and the dims before the sequence dim (at
+  // most two of them: a GPU grid has three dimensions), each iteration
+  // copying its [Sn, d] rows (and the dims left) into the cache at
+  // lengths[b]. The slices of different iterations are disjoint, so the
+  // copies may run in any order: the GPU pipelines launch one workgroup per
+  // iteration, the CPU ones run them on threads or in a serial loop. The
+  // slices bufferize in place into the cache's buffer.
+  int64_t outer = std::min<int64_t>(seqDim, 3);
+  SmallVector<OpFoldResult> bounds;
+  for (int64_t dim = 0; dim < outer; ++dim)
+    bounds.push_back(tensor::getMixedSize(b, loc, cache, dim));
+  SmallVector<OpFoldResult> sizes(outer, b.getIndexAttr(1));
+  for (int64_t dim = outer; dim < rank; ++dim)
+    sizes.push_back(tensor::getMixedSize(b, loc, update, dim));
   SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
-  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-  Value one = arith::ConstantIndexOp::create(b, loc, 1);
-  Value batches = tensor::DimOp::create(b, loc, getCache(), 0);
-  // A loop on the host: each batch writes B·Sn·d elements, too few to
-  // share out, and a serial loop bufferizes in place on every target.
-  auto loop = scf::ForOp::create(
-      b, loc, zero, batches, one, ValueRange{getCache()},
-      [&](OpBuilder &nb, Location nloc, Value batch, ValueRange iterArgs) {
+  auto loop = scf::ForallOp::create(
+      b, loc, bounds, ValueRange{cache}, /*mapping=*/std::nullopt,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        ValueRange ivs = args.take_front(outer);
+        Value into = args.back();
         Value length = arith::IndexCastOp::create(
             nb, nloc, nb.getIndexType(),
-            tensor::ExtractOp::create(nb, nloc, lengths, batch));
+            tensor::ExtractOp::create(nb, nloc, lengths, ivs[0]));
         SmallVector<OpFoldResult> from(rank, nb.getIndexAttr(0));
-        from[0] = batch;
+        for (auto [dim, iv] : llvm::enumerate(ivs))
+          from[dim] = iv;
         SmallVector<OpFoldResult> to = from;
         to[seqDim] = length;
         Value rows = tensor::ExtractSliceOp::create(nb, nloc, update, from,
                                                     sizes, strides);
         // An explicit copy into the cache's slice (rather than inserting
         // `rows` itself): it bufferizes to a linalg.copy between subviews,
-        // which every pipeline lowers to loops.
-        Value slot = tensor::ExtractSliceOp::create(nb, nloc, iterArgs[0], to,
-                                                    sizes, strides);
+        // which every pipeline lowers (loops, or a GPU thread loop).
+        Value slot =
+            tensor::ExtractSliceOp::create(nb, nloc, into, to, sizes, strides);
         Value copied =
             linalg::CopyOp::create(nb, nloc, rows, slot).getResult(0);
-        Value written = tensor::InsertSliceOp::create(nb, nloc, copied,
-                                                      iterArgs[0], to, sizes,
-                                                      strides);
-        scf::YieldOp::create(nb, nloc, written);
+        auto inParallel = scf::InParallelOp::create(nb, nloc);
+        OpBuilder::InsertionGuard guard(nb);
+        nb.setInsertionPointToStart(inParallel.getBody());
+        tensor::ParallelInsertSliceOp::create(nb, nloc, copied, into, to, sizes,
+                                              strides);
       });
   return SmallVector<Value>{loop.getResult(0)};
 }
@@ -765,7 +776,6 @@ FailureOr<SmallVector<Value>> RotaryOp::decomposeOperation(OpBuilder &b) {
     return tensor::ExtractSliceOp::create(b, loc, from, at, sizes, steps);
   };
   Value x1 = slice(input, at1), x2 = slice(input, at2);
-  Value out1 = slice(init, at1), out2 = slice(init, at2);
 
   // Each token's rows of the tables, [B, S, R/2]: a gather read once for
   // every head, so that the rotation itself reads everything through
@@ -847,9 +857,10 @@ FailureOr<SmallVector<Value>> RotaryOp::decomposeOperation(OpBuilder &b) {
         })
         .getResult(0);
   };
-  Value rotated1 = rotate(out1, true), rotated2 = rotate(out2, false);
-
-  // The channels past R as they are, then both halves in place.
+  // The channels past R as they are, then each half, each writing a slice
+  // of the previous one's result: a chain that bufferizes in place into
+  // one buffer (two slices of `init` itself would make the second half a
+  // buffer of its own, copied into the result afterwards).
   Value result = init;
   if (2 * half < d) {
     SmallVector<OpFoldResult> at(4, b.getIndexAttr(0)),
@@ -857,14 +868,15 @@ FailureOr<SmallVector<Value>> RotaryOp::decomposeOperation(OpBuilder &b) {
     at[3] = b.getIndexAttr(2 * half);
     rest[3] = b.getIndexAttr(d - 2 * half);
     Value from = tensor::ExtractSliceOp::create(b, loc, input, at, rest, ones);
-    Value into = tensor::ExtractSliceOp::create(b, loc, init, at, rest, ones);
+    Value into = tensor::ExtractSliceOp::create(b, loc, result, at, rest, ones);
     Value copied = linalg::CopyOp::create(b, loc, from, into).getResult(0);
     result = tensor::InsertSliceOp::create(b, loc, copied, result, at, rest,
                                            ones);
   }
-  result = tensor::InsertSliceOp::create(b, loc, rotated1, result, at1, sizes,
-                                         steps);
-  result = tensor::InsertSliceOp::create(b, loc, rotated2, result, at2, sizes,
-                                         steps);
+  for (auto [at, isFirst] : {std::pair(at1, true), std::pair(at2, false)}) {
+    Value rotated = rotate(slice(result, at), isFirst);
+    result = tensor::InsertSliceOp::create(b, loc, rotated, result, at, sizes,
+                                           steps);
+  }
   return SmallVector<Value>{result};
 }

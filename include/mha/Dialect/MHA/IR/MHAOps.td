@@ -628,8 +628,12 @@ def MHA_CacheAppendOp : MHA_Op<"cache_append", [
 
     The op is in destination-passing style with `cache` as its destination,
     and decomposes (`AggregatedOpInterface`, `mha-decompose-aggregates`)
-    into an `scf.for` over batches of `tensor.insert_slice` at a dynamic
-    offset. One-shot bufferization writes those slices into the cache's
+    into an `scf.forall` over the batch and the dims before the sequence
+    dim (at most three loop dims), each iteration copying its rows into a
+    `tensor.parallel_insert_slice` at a dynamic offset: the slices are
+    disjoint, so the CPU pipelines may run them on threads and the GPU
+    pipelines launch one workgroup per iteration (the caches stay on the
+    device). One-shot bufferization writes those slices into the cache's
     buffer: when the cache is an argument of the entry function, the step
     writes `B·Sn·d` elements per head and copies nothing cache-sized, and
     the pipelines return the result as that argument's buffer
