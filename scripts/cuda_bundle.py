@@ -8,6 +8,8 @@
       inputs and reference output (check_mha.py) and an mha-aot executable
       of --pipeline=cuda{chip=CHIP ...}, built for a generic x86-64 CPU,
       plus the CUDA runtime library and this script, in one directory.
+      A case with the word resident=1 is also compiled with its entry on
+      device buffers (mha-aot --device-entry), which `run` calls.
       With --bench, also an executable for each benchmark configuration
       (BENCH, or each --bench-case), without inputs: those are drawn on the
       device.
@@ -119,6 +121,16 @@ CASES = [
     "b=2 sq=37 eq=64 h=2 mask=float pipeline=cuda",
     "core=1 b=2 h=4 hkv=2 dk=64 dv=32 sq=100 sk=150 causal=1 pipeline=cuda{allow-tf32}",
     "core=1 b=2 h=2 dk=40 dv=24 sq=70 sk=90 mask=float key_lengths=random softcap=5.0 window_left=20 pipeline=cuda{allow-tf32}",
+    # Session 40: decoding steps on device buffers (resident=1): the new
+    # keys and values written into the caches by a kernel, rotary by
+    # kernels; f16 on the tensor cores, f32 on the register kernel.
+    "b=2 sq=1 sk=1 eq=256 h=8 hkv=2 kv_cache=300 key_lengths=random rotary=half causal=1 dtype=f16 resident=1",
+    "b=3 sq=4 sk=4 eq=128 h=4 hkv=1 kv_cache=100 key_lengths=random rotary=interleaved causal=1 resident=1",
+    # Decoding with its keys split across workgroups by the rule
+    # (flash-decoding: 16 and 15 chunks), on the tensor-core and register
+    # kernels.
+    "core=1 b=1 h=8 hkv=2 dk=128 dv=128 sq=1 sk=4096 dtype=f16",
+    "core=1 b=2 h=4 hkv=2 dk=64 dv=64 sq=1 sk=2000 key_lengths=random",
 ]
 
 # Benchmark configurations, written as CASES: f16 and bf16 attention run on
@@ -139,6 +151,10 @@ BENCH = [
     "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=f32 pipeline=cuda{allow-tf32}",
     "b=32 sq=128 eq=768 h=12 dtype=f16",
     "b=8 sq=1024 eq=768 h=12 causal=1 dtype=f16",
+    # Decoding (one query): keys split across workgroups by the rule (8 and
+    # 2 chunks).
+    "core=1 b=1 h=32 dk=128 dv=128 sq=1 sk=32768 dtype=f16",
+    "core=1 b=4 h=32 dk=128 dv=128 sq=1 sk=8192 dtype=f16",
 ]
 
 # tf32: f32 data on the tensor cores (allow-tf32), 10-bit mantissas.
@@ -186,12 +202,18 @@ def prepare(args):
     manifest = []
     for i, case in enumerate(args.cases or CASES):
         config, options = split_case(case)
+        # resident=1: the executable also gets the entry on device buffers,
+        # which `run` calls (--device-resident).
+        resident = "resident=1" in config
+        config = [w for w in config if w != "resident=1"]
         name = f"case{i:02d}"
         work = os.path.join(out, name)
         # check_mha.py writes the inputs and the reference, and compiles the
         # executable; --aot-repeat=0 runs nothing here.
         error = compile_case(build, work, with_chip(options, args.chip),
-                             config)
+                             config,
+                             ["--mha-run-arg=--device-entry"] if resident
+                             else [])
         if error:
             print(f"{name}: {case}: not built: {error}")
             continue
@@ -210,7 +232,7 @@ def prepare(args):
         if "allow-tf32" in case:
             dtype = "tf32"  # its tolerance
         manifest.append({"name": name, "case": case, "inputs": order,
-                         "dtype": dtype,
+                         "dtype": dtype, "resident": resident,
                          "executable": os.path.join("aot-cuda", "layer")})
         print(f"{name}: {case}: built")
     bench = []
@@ -258,8 +280,12 @@ def run(args):
         atol, rtol = TOLERANCES[entry["dtype"]]
         verdict, first = "OK", None
         for attempt in range(args.repeat):
+            # A resident case's calls run on device buffers: the inputs
+            # uploaded once, the caches updated in place there.
+            resident = ["--device-resident"] if entry.get("resident") else []
             result = subprocess.run(
-                [executable] + [os.path.join(work, n) for n in entry["inputs"]]
+                [executable] + resident +
+                [os.path.join(work, n) for n in entry["inputs"]]
                 + ["-o", output], stdout=subprocess.PIPE,
                 stderr=subprocess.STDOUT, text=True, env=env)
             if result.returncode:

@@ -75,7 +75,11 @@ void mha::buildEntryStage(OpPassManager &pm, bool raiseAttention,
     pm.addPass(createMHADecomposePass(
         MHADecomposePassOptions{/*unfusedOnly=*/true, /*projectionRows=*/64}));
   }
-  pm.addPass(createMHADecomposeAggregatesPass());
+  // A decoding step's cache writes: a workgroup per batch and head on a GPU
+  // (the caches stay on the device), a serial loop on the CPU (too few
+  // elements for a parallel region to pay off).
+  pm.addPass(createMHADecomposeAggregatesPass(
+      MHADecomposeAggregatesPassOptions{/*serialCacheAppends=*/!forGPU}));
   pm.addNestedPass<func::FuncOp>(createConvertElementwiseToLinalgPass());
 }
 

@@ -226,6 +226,41 @@ static constexpr int64_t kGPUQueryTile = 32, kGPUKeyTile = 32,
 /// The tensor-core kernel: 4 warps of 16 query rows, 64 keys per step (the
 /// score fragments of a warp then take 32 registers per thread).
 static constexpr int64_t kMMAWarps = 4, kMMAKeyTile = 64;
+/// GPU key splits (flash-decoding): the chunks' states are merged by a
+/// kernel that reads every chunk's per element (unrolled), so they are
+/// few.
+static constexpr int64_t kGPUMaxKeySplits = 32;
+
+/// CUDA: the workgroups a decoding attention aims at when it splits its
+/// keys, about two per SM of an H100 (132): a decoding step has one
+/// workgroup per batch and head (its queries one tile), which leaves most
+/// SMs idle while the others read the whole cache when B·H is small.
+static constexpr int64_t kGPUParallelWorkgroups = 256;
+/// The fewest key blocks of a chunk: each chunk's state costs a merge.
+static constexpr int64_t kGPUMinChunkBlocks = 4;
+
+/// CUDA: the chunks a decoding attention's keys are split into
+/// (flash-decoding) by the kernel of `qTile` rows and `kvTile` keys: enough
+/// for kGPUParallelWorkgroups workgroups, of at least kGPUMinChunkBlocks
+/// blocks, at most kGPUMaxKeySplits. Static Sq (one query tile), B, H and
+/// Sk only; none elsewhere (Vulkan devices: lavapipe has a few cores, and
+/// the split would only add the merge).
+static std::optional<int64_t> gpuKeySplits(AttentionOp op, TargetAttr target,
+                                           int64_t qTile, int64_t kvTile) {
+  if (target.getKind() != TargetKind::CUDA)
+    return std::nullopt;
+  ShapedType query = op.getQuery().getType(), key = op.getKey().getType();
+  int64_t batch = query.getDimSize(0), heads = query.getDimSize(1),
+          queries = query.getDimSize(2),
+          keys = key.getDimSize(op.getKeySeqDim());
+  if (ShapedType::isDynamic(batch) || ShapedType::isDynamic(queries) ||
+      ShapedType::isDynamic(keys) || queries > qTile || batch * heads == 0)
+    return std::nullopt;
+  int64_t wanted = llvm::divideCeil(kGPUParallelWorkgroups, batch * heads);
+  int64_t splits = std::min(
+      {wanted, keys / (kGPUMinChunkBlocks * kvTile), kGPUMaxKeySplits});
+  return splits > 1 ? std::optional<int64_t>(splits) : std::nullopt;
+}
 
 /// Whether `target` is a CUDA chip with the m16n8k16 mma.sync of both
 /// tensor-core kernels: sm_80 or later (`sm_90a` -> 90).
@@ -557,8 +592,9 @@ static LoweringConfigAttr simtConfig(AttentionOp op, TargetAttr target) {
   if (bytes() > limit || keys < lanes)
     return {};
   return LoweringConfigAttr::get(op.getContext(), rows * groups, keys, {}, {},
-                                 {}, {}, {}, {}, {}, {}, {},
-                                 {rows, keys / lanes});
+                                 {}, {}, {}, {},
+                                 gpuKeySplits(op, target, rows * groups, keys),
+                                 {}, {}, {rows, keys / lanes});
 }
 
 /// The thread-per-row kernel's query and key tile on a GPU: 32, halved
@@ -609,15 +645,21 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op, TargetAttr target,
   if (!target)
     target = getDefaultCPUTarget(ctx);
   bool gpu = target.isGPU();
-  if (isConfigured(op) && gpu && mmaAttentionUnsupported(op, target).empty())
+  if (isConfigured(op) && gpu && mmaAttentionUnsupported(op, target).empty()) {
+    auto attention = cast<AttentionOp>(op);
+    int64_t keys = mmaKeyTile(attention, target, false);
     return LoweringConfigAttr::get(
-        ctx, 16 * kMMAWarps, mmaKeyTile(cast<AttentionOp>(op), target, false),
-        {}, {}, {}, {}, {16, 8, 16}, kMMAWarps, {}, {}, {});
+        ctx, 16 * kMMAWarps, keys, {}, {}, {}, {}, {16, 8, 16}, kMMAWarps,
+        gpuKeySplits(attention, target, 16 * kMMAWarps, keys), {}, {});
+  }
   if (isConfigured(op) && gpu && allowTF32 &&
-      mmaAttentionUnsupported(op, target, /*tf32=*/true).empty())
+      mmaAttentionUnsupported(op, target, /*tf32=*/true).empty()) {
+    auto attention = cast<AttentionOp>(op);
+    int64_t keys = mmaKeyTile(attention, target, true);
     return LoweringConfigAttr::get(
-        ctx, 16 * kMMAWarps, mmaKeyTile(cast<AttentionOp>(op), target, true),
-        {}, {}, {}, {}, {16, 8, 8}, kMMAWarps, {}, {}, {});
+        ctx, 16 * kMMAWarps, keys, {}, {}, {}, {}, {16, 8, 8}, kMMAWarps,
+        gpuKeySplits(attention, target, 16 * kMMAWarps, keys), {}, {});
+  }
   if (isConfigured(op) && gpu && simtAttentionUnsupported(op, target).empty())
     if (LoweringConfigAttr config = simtConfig(cast<AttentionOp>(op), target))
       return config;
@@ -783,7 +825,8 @@ LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
   LoweringConfigAttr config = getLoweringConfig(func);
   StringRef kind = stringifyTargetKind(target.getKind());
   // The key split, head tiles and prefetches are built by
-  // mha-tile-attention and mha-prefetch-key-blocks on CPU only.
+  // mha-tile-attention and mha-prefetch-key-blocks on CPU; on a GPU the
+  // attention kernels built as IR (tensor-core, register) split keys too.
   WalkResult splits = func->walk([&](Operation *op) {
     LoweringConfigAttr own = getLoweringConfig(op);
     if (!isConfigured(op) || !own)
@@ -796,9 +839,23 @@ LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
       // one.
       if (!value || (*value == 1 && name != "prefetch_blocks"))
         continue;
-      if (target.isGPU())
+      bool kernelSplit = name == "kv_splits" && (usesMMA(op) || usesSIMT(op));
+      if (target.isGPU() && kernelSplit && *value > kGPUMaxKeySplits)
+        op->emitError() << "lowering_config: kv_splits = " << *value << " on a "
+                        << kind << " target: the attention "
+                        << "kernels merge at most " << kGPUMaxKeySplits
+                        << " chunks";
+      else if (target.isGPU() && kernelSplit)
+        continue;
+      else if (target.isGPU())
         op->emitError() << "lowering_config: " << name
-                        << " is implemented on cpu targets only, not on a "
+                        << (name == "kv_splits"
+                                ? " is implemented on cpu targets and by "
+                                  "the tensor-core and register attention "
+                                  "kernels (mma, thread_tile) only, not by "
+                                  "the thread-per-row kernel on a "
+                                : " is implemented on cpu targets only, not "
+                                  "on a ")
                         << kind << " target";
       else if (!isa<AttentionOp>(op))
         op->emitError() << "lowering_config: " << name

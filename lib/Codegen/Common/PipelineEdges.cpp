@@ -38,7 +38,8 @@ namespace mlir::mha {
 using namespace mlir;
 
 LogicalResult mha::decomposeAggregateOps(RewriterBase &rewriter,
-                                         Operation *root) {
+                                         Operation *root,
+                                         bool serialCacheAppends) {
   SmallVector<linalg::AggregatedOpInterface> aggregates;
   // mha.attention_weights, mha.cache_append and mha.rotary have no lowering
   // but their decompositions either; the other mha ops have their own
@@ -57,7 +58,10 @@ LogicalResult mha::decomposeAggregateOps(RewriterBase &rewriter,
              << "on buffers cannot be decomposed: only the tensor form of '"
              << op->getName() << "' can (run this before bufferization)";
     rewriter.setInsertionPoint(op);
-    FailureOr<SmallVector<Value>> values = op.decomposeOperation(rewriter);
+    auto append = dyn_cast<CacheAppendOp>(op.getOperation());
+    FailureOr<SmallVector<Value>> values =
+        append ? append.decompose(rewriter, !serialCacheAppends)
+               : op.decomposeOperation(rewriter);
     if (failed(values))
       return op->emitError() << "could not be decomposed into linalg ops";
     rewriter.replaceOp(op, *values);
@@ -231,9 +235,11 @@ namespace {
 
 struct MHADecomposeAggregatesPass final
     : mha::impl::MHADecomposeAggregatesPassBase<MHADecomposeAggregatesPass> {
+  using MHADecomposeAggregatesPassBase::MHADecomposeAggregatesPassBase;
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
-    if (failed(mha::decomposeAggregateOps(rewriter, getOperation())))
+    if (failed(mha::decomposeAggregateOps(rewriter, getOperation(),
+                                          serialCacheAppends)))
       signalPassFailure();
   }
 };

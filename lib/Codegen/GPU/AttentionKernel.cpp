@@ -7,6 +7,8 @@
 #include "mha/Dialect/MHA/Transforms/Transforms.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 
@@ -45,9 +47,31 @@ mlir::mha::detail::prepareAttentionKernel(RewriterBase &rewriter,
   for (int64_t d = 0; d < oType.getRank(); ++d)
     if (oType.isDynamicDim(d))
       dynamicSizes.push_back(dim(op.getQuery(), d));
-  ops.out = memref::AllocOp::create(
-      rewriter, loc, MemRefType::get(oType.getShape(), oType.getElementType()),
-      dynamicSizes);
+  ops.splits = resolveKeySplits(op, 0);
+  if (ops.splits > 1) {
+    // Each chunk's state: [B, H, Sq, splits(, dv)] in f32 (B and Sq the
+    // result's, possibly dynamic).
+    auto state = [&](bool rows) {
+      SmallVector<int64_t> shape = {oType.getDimSize(0), oType.getDimSize(1),
+                                    oType.getDimSize(2), ops.splits};
+      if (!rows)
+        shape.push_back(ops.dv);
+      SmallVector<Value> sizes;
+      for (int64_t d = 0; d < 3; ++d)
+        if (oType.isDynamicDim(d))
+          sizes.push_back(dim(op.getQuery(), d));
+      return memref::AllocOp::create(
+          rewriter, loc, MemRefType::get(shape, rewriter.getF32Type()), sizes);
+    };
+    ops.partialOut = state(/*rows=*/false);
+    ops.partialMax = state(/*rows=*/true);
+    ops.partialSum = state(/*rows=*/true);
+  } else {
+    ops.out = memref::AllocOp::create(
+        rewriter, loc,
+        MemRefType::get(oType.getShape(), oType.getElementType()),
+        dynamicSizes);
+  }
   ops.visibility = op.getKeyVisibility(rewriter);
   if (ops.visibility.keyLengths)
     ops.lengths = readBuffer(e, ops.visibility.keyLengths);
@@ -67,11 +91,14 @@ AttentionWorkgroup mlir::mha::detail::buildAttentionWorkgroups(
     RewriterBase &rewriter, const AttentionKernelOperands &ops, int64_t rows) {
   Location loc = ops.op.getLoc();
   Emitter e{rewriter, loc};
+  // With key splits the second dimension runs over (head, chunk) pairs,
+  // the chunks of a head adjacent (a grid has three dimensions).
   auto workgroups = scf::ForallOp::create(
       rewriter, loc,
       ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0),
                              rewriter.getIndexAttr(0)},
-      ArrayRef<OpFoldResult>{ops.batch, rewriter.getIndexAttr(ops.heads),
+      ArrayRef<OpFoldResult>{ops.batch,
+                             rewriter.getIndexAttr(ops.heads * ops.splits),
                              ops.queries},
       ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
                              rewriter.getIndexAttr(rows)},
@@ -83,14 +110,19 @@ AttentionWorkgroup mlir::mha::detail::buildAttentionWorkgroups(
     Value lastTile = e.mul(e.div(e.add(ops.queries, -1), rows), rows);
     firstRow = e.sub(lastTile, firstRow);
   }
-  return {workgroups, workgroups.getInductionVar(0),
-          workgroups.getInductionVar(1), firstRow};
+  Value head = workgroups.getInductionVar(1), split;
+  if (ops.splits > 1) {
+    split = e.rem(head, ops.splits);
+    head = e.div(head, ops.splits);
+  }
+  return {workgroups, workgroups.getInductionVar(0), head, firstRow, split};
 }
 
 KeyLimits mlir::mha::detail::buildKeyLimits(Emitter &e,
                                             const AttentionKernelOperands &ops,
                                             Value batchIndex, Value firstRow,
-                                            int64_t rows, int64_t blockKeys) {
+                                            int64_t rows, int64_t blockKeys,
+                                            Value split) {
   KeyLimits limits;
   limits.validKeys = ops.keys;
   limits.diagonal = ops.visibility.diagonal;
@@ -116,7 +148,34 @@ KeyLimits mlir::mha::detail::buildKeyLimits(Emitter &e,
                        e.index(0));
     limits.keyStart = e.mul(e.div(left, blockKeys), blockKeys);
   }
+  if (split) {
+    // Chunks of ceil(span / splits) keys rounded up to whole blocks, so
+    // that every chunk but the last few is full and starts on a block (as
+    // keyStart does): chunk `split` is [start, min(start + chunk, end)).
+    Value span = e.max(e.sub(limits.keyEnd, limits.keyStart), e.index(0));
+    Value perChunk = e.div(e.add(span, ops.splits - 1), ops.splits);
+    Value chunk =
+        e.mul(e.div(e.add(perChunk, blockKeys - 1), blockKeys), blockKeys);
+    Value start =
+        e.add(limits.keyStart, arith::MulIOp::create(e.b, e.loc, split, chunk));
+    limits.keyEnd = e.min(limits.keyEnd, e.add(start, chunk));
+    limits.keyStart = start;
+  }
   return limits;
+}
+
+void mlir::mha::detail::storeChunkRowState(Emitter &e,
+                                           const AttentionKernelOperands &ops,
+                                           Value batchIndex, Value head,
+                                           Value split, Value row, Value rowMax,
+                                           Value rowSum, Value owner) {
+  auto ifOwner = scf::IfOp::create(e.b, e.loc, TypeRange(), owner,
+                                   /*withElseRegion=*/false);
+  OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPointToStart(ifOwner.thenBlock());
+  SmallVector<Value> at = {batchIndex, head, row, split};
+  memref::StoreOp::create(e.b, e.loc, rowMax, ops.partialMax, at);
+  memref::StoreOp::create(e.b, e.loc, rowSum, ops.partialSum, at);
 }
 
 Value mlir::mha::detail::capScore(Emitter &e,
@@ -215,13 +274,78 @@ LogicalResult mlir::mha::detail::lowerConfiguredAttentions(
   return success();
 }
 
+/// The chunks' states merged into the result (finishAttentionKernel).
+static Value mergeChunks(RewriterBase &rewriter,
+                         const AttentionKernelOperands &ops) {
+  Location loc = ops.op.getLoc();
+  auto resultType = cast<RankedTensorType>(ops.op.getResult().getType());
+  auto asTensor = [&](Value buffer) {
+    auto type = cast<MemRefType>(buffer.getType());
+    return bufferization::ToTensorOp::create(
+               rewriter, loc,
+               RankedTensorType::get(type.getShape(), type.getElementType()),
+               buffer, /*restrict=*/true, /*writable=*/true)
+        .getResult();
+  };
+  Value out = asTensor(ops.partialOut), maxima = asTensor(ops.partialMax),
+        sums = asTensor(ops.partialSum);
+  SmallVector<OpFoldResult> sizes =
+      tensor::getMixedSizes(rewriter, loc, ops.op.getInit());
+  Value init = tensor::EmptyOp::create(rewriter, loc, sizes,
+                                       resultType.getElementType());
+  // One element per iteration: its row's maximum over the chunks, then the
+  // chunks' weights, the row's sum and the element's numerator (a few
+  // loads per chunk: the splits are few).
+  auto merge = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{resultType}, ValueRange(), ValueRange{init},
+      rewriter.getMultiDimIdentityMap(4),
+      SmallVector<utils::IteratorType>(4, utils::IteratorType::parallel),
+      [&](OpBuilder &b, Location nloc, ValueRange) {
+        Emitter g{b, nloc};
+        SmallVector<Value> at;
+        for (int64_t d = 0; d < 4; ++d)
+          at.push_back(linalg::IndexOp::create(b, nloc, d));
+        auto rowAt = [&](int64_t s) {
+          return SmallVector<Value>{at[0], at[1], at[2], g.index(s)};
+        };
+        SmallVector<Value> m;
+        Value top = g.f32(-INFINITY);
+        for (int64_t s = 0; s < ops.splits; ++s) {
+          m.push_back(tensor::ExtractOp::create(b, nloc, maxima, rowAt(s)));
+          top = g.fmax(top, m.back());
+        }
+        Value sum = g.f32(0), numerator = g.f32(0);
+        for (int64_t s = 0; s < ops.splits; ++s) {
+          // A chunk without visible keys (maximum -inf) weighs 0.
+          Value empty = arith::CmpFOp::create(
+              b, nloc, arith::CmpFPredicate::OEQ, m[s], g.f32(-INFINITY));
+          Value weight = g.select(empty, g.f32(0), g.exp2(g.fsub(m[s], top)));
+          sum = g.fma(tensor::ExtractOp::create(b, nloc, sums, rowAt(s)),
+                      weight, sum);
+          SmallVector<Value> element = rowAt(s);
+          element.push_back(at[3]);
+          numerator = g.fma(tensor::ExtractOp::create(b, nloc, out, element),
+                            weight, numerator);
+        }
+        Value value = g.fmul(numerator, inverseRowSum(g, sum));
+        if (value.getType() != resultType.getElementType())
+          value = arith::TruncFOp::create(b, nloc, resultType.getElementType(),
+                                          value);
+        linalg::YieldOp::create(b, nloc, value);
+      });
+  return merge.getResult(0);
+}
+
 Value mlir::mha::detail::finishAttentionKernel(
     RewriterBase &rewriter, const AttentionKernelOperands &ops,
     scf::ForallOp workgroups) {
   rewriter.setInsertionPointAfter(workgroups);
-  Value result = bufferization::ToTensorOp::create(
-      rewriter, ops.op.getLoc(), ops.op.getResult().getType(), ops.out,
-      /*restrict=*/true, /*writable=*/true);
+  Value result = ops.splits > 1 ? mergeChunks(rewriter, ops)
+                                : bufferization::ToTensorOp::create(
+                                      rewriter, ops.op.getLoc(),
+                                      ops.op.getResult().getType(), ops.out,
+                                      /*restrict=*/true, /*writable=*/true)
+                                      .getResult();
   rewriter.replaceOp(ops.op, result);
   return result;
 }

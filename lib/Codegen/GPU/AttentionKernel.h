@@ -48,6 +48,13 @@ struct AttentionKernelOperands {
   /// that: log2(e), else scale · log2(e).
   bool scaleFirst;
   double scoreFactor;
+  /// The chunks the keys are split into (the configuration's kv_splits:
+  /// flash-decoding), and with more than one the buffers of each chunk's
+  /// state: the unnormalized accumulators [B, H, Sq, splits, dv] and the
+  /// rows' maxima (base 2) and sums [B, H, Sq, splits], all f32 (`out` is
+  /// then not allocated: finishAttentionKernel merges the chunks).
+  int64_t splits = 1;
+  Value partialOut, partialMax, partialSum;
 };
 
 /// The operands of `op`, built at the rewriter's insertion point.
@@ -58,10 +65,11 @@ AttentionKernelOperands prepareAttentionKernel(RewriterBase &rewriter,
 /// mapped to workgroups, with the insertion point moved into it. With a
 /// causal mask the query tiles are visited in reverse (workgroups start in
 /// grid order: the longest first rather than in the tail of the grid):
-/// `firstRow` is the tile's first query.
+/// `firstRow` is the tile's first query. With key splits, the second
+/// dimension is (head, chunk), `split` the chunk (null without).
 struct AttentionWorkgroup {
   scf::ForallOp loop;
-  Value batchIndex, head, firstRow;
+  Value batchIndex, head, firstRow, split;
 };
 AttentionWorkgroup buildAttentionWorkgroups(RewriterBase &rewriter,
                                             const AttentionKernelOperands &ops,
@@ -71,13 +79,22 @@ AttentionWorkgroup buildAttentionWorkgroups(RewriterBase &rewriter,
 /// see: the batch's key length (null without key lengths), its valid keys
 /// (min(length, Sk), else Sk), the diagonal (with the length), and the key
 /// range [keyStart, keyEnd) of whole blocks of `blockKeys` from the left
-/// bound of the first row to the right bound of the last (valid keys only).
+/// bound of the first row to the right bound of the last (valid keys only);
+/// with a `split`, that chunk's part of the range (ops.splits chunks of
+/// whole blocks, the last ones possibly empty).
 struct KeyLimits {
   Value length, validKeys, diagonal, keyStart, keyEnd;
 };
 KeyLimits buildKeyLimits(Emitter &e, const AttentionKernelOperands &ops,
                          Value batchIndex, Value firstRow, int64_t rows,
-                         int64_t blockKeys);
+                         int64_t blockKeys, Value split = {});
+
+/// With key splits: chunk `split`'s state of query `row` stored, its
+/// maximum (base 2) and sum (both reduced over the row's threads already)
+/// by the one thread for which `owner` holds.
+void storeChunkRowState(Emitter &e, const AttentionKernelOperands &ops,
+                        Value batchIndex, Value head, Value split, Value row,
+                        Value rowMax, Value rowSum, Value owner);
 
 /// Score `s` (f32) capped: c · tanh(s · scale / c); `s` without a softcap.
 Value capScore(Emitter &e, const AttentionKernelOperands &ops, Value s);
@@ -120,7 +137,11 @@ LogicalResult lowerConfiguredAttentions(
     function_ref<FailureOr<Value>(RewriterBase &, AttentionOp)> lower);
 
 /// Replaces `ops.op` by a tensor of its result buffer, after the workgroup
-/// loop `workgroups`; returns it.
+/// loop `workgroups`; returns it. With key splits, the result is the
+/// chunks' states merged (a linalg.generic, a kernel of its own once
+/// mha-tile-for-workgroups has tiled it): per element
+/// sum_s 2^(m_s - M) acc_s / sum_s 2^(m_s - M) l_s with M = max_s m_s, 0
+/// for a row without visible keys.
 Value finishAttentionKernel(RewriterBase &rewriter,
                             const AttentionKernelOperands &ops,
                             scf::ForallOp workgroups);

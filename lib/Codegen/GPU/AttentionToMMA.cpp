@@ -185,8 +185,8 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   // The batch's key length and the keys the workgroup's rows may see (the
   // same for all its warps: they stage the tiles together, between
   // barriers).
-  KeyLimits limits =
-      buildKeyLimits(e, ops, bIdx, firstRow, rowsPerBlock, blockKeys);
+  KeyLimits limits = buildKeyLimits(e, ops, bIdx, firstRow, rowsPerBlock,
+                                    blockKeys, workgroup.split);
   Value validKeys = limits.validKeys;
   // ldmatrix: lane l gives the address of row l % 8 of matrix l / 8.
   Value matrix = e.div(lane, 8), matrixRow = e.rem(lane, 8);
@@ -496,14 +496,23 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   ValueRange acc = keyLoop.getResults().drop_front(2).drop_back();
   // No copy left running when the kernel ends.
   waitForCopies(e, keyLoop.getResults().back());
-  Value inverses[2];
+  Value sums[2], inverses[2];
   for (int64_t r = 0; r < 2; ++r) {
-    Value sum = e.quadReduce(e.extract(rowSum, {r}),
-                             [&](Value x, Value y) { return e.fadd(x, y); });
-    inverses[r] = inverseRowSum(e, sum);
+    sums[r] = e.quadReduce(e.extract(rowSum, {r}),
+                           [&](Value x, Value y) { return e.fadd(x, y); });
+    inverses[r] = inverseRowSum(e, sums[r]);
   }
+  // With key splits, the chunk's state instead: acc as it is, and each
+  // row's maximum and sum (from the quad's first lane).
+  Value split = workgroup.split;
   for (int64_t r = 0; r < 2; ++r) {
     Value inRange = e.cmp(arith::CmpIPredicate::slt, rows[r], queries);
+    if (split)
+      storeChunkRowState(e, ops, bIdx, hIdx, split, rows[r],
+                         e.extract(keyLoop.getResult(0), {r}), sums[r],
+                         arith::AndIOp::create(
+                             rewriter, loc, inRange,
+                             e.cmp(arith::CmpIPredicate::eq, t, e.index(0))));
     auto ifStore = scf::IfOp::create(rewriter, loc, TypeRange(), inRange,
                                      /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(rewriter);
@@ -511,13 +520,20 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     Value scale = vector::BroadcastOp::create(
         rewriter, loc, VectorType::get({2}, f32), inverses[r]);
     for (int64_t nd = 0; nd < outTiles; ++nd) {
+      Value col = e.add(t2, 8 * nd);
+      if (split) {
+        vector::StoreOp::create(rewriter, loc, e.extract(acc[nd], {r}),
+                                ops.partialOut,
+                                ValueRange{bIdx, hIdx, rows[r], split, col},
+                                /*nontemporal=*/false, llvm::Align(8));
+        continue;
+      }
       Value values = e.fmul(e.extract(acc[nd], {r}), scale);
       if (values.getType() != pairType)
         values = arith::TruncFOp::create(rewriter, loc, pairType, values);
-      vector::StoreOp::create(
-          rewriter, loc, values, out,
-          ValueRange{bIdx, hIdx, rows[r], e.add(t2, 8 * nd)},
-          /*nontemporal=*/false, llvm::Align(4));
+      vector::StoreOp::create(rewriter, loc, values, out,
+                              ValueRange{bIdx, hIdx, rows[r], col},
+                              /*nontemporal=*/false, llvm::Align(4));
     }
   }
 

@@ -182,8 +182,8 @@ FailureOr<Value> mha::lowerAttentionToSIMT(RewriterBase &rewriter,
     rows.push_back(e.add(groupRow, i));
   Value lastQuery = e.add(ops.queries, -1);
   Value lastKey = e.max(e.add(ops.keys, -1), e.index(0));
-  KeyLimits limits =
-      buildKeyLimits(e, ops, bIdx, firstRow, blockRows, blockKeys);
+  KeyLimits limits = buildKeyLimits(e, ops, bIdx, firstRow, blockRows,
+                                    blockKeys, workgroup.split);
 
   copyTile(e, thread, threads, qTile, ops.q, bIdx, hIdx, firstRow, blockRows,
            ops.queries, ops.queries, dk, /*transposed=*/false);
@@ -340,25 +340,39 @@ FailureOr<Value> mha::lowerAttentionToSIMT(RewriterBase &rewriter,
   }
 
   // out = acc / l (the row sums over the group), 0 for a row without
-  // visible keys; rows past the last query are not stored.
+  // visible keys; rows past the last query are not stored. With key
+  // splits, the chunk's state instead: acc as it is, and the row's maximum
+  // and sum (from the group's lane 0).
   ValueRange results = keyLoop.getResults();
   for (int64_t i = 0; i < rowsPerThread; ++i) {
     Value sum = e.groupReduce(results[rowsPerThread + i], lanes,
                               [&](Value x, Value y) { return e.fadd(x, y); });
-    Value inverse = inverseRowSum(e, sum);
-    auto ifStore = scf::IfOp::create(
-        rewriter, loc, TypeRange(),
-        e.cmp(arith::CmpIPredicate::slt, rows[i], ops.queries),
-        /*withElseRegion=*/false);
+    Value inRange = e.cmp(arith::CmpIPredicate::slt, rows[i], ops.queries);
+    if (workgroup.split)
+      storeChunkRowState(e, ops, bIdx, hIdx, workgroup.split, rows[i],
+                         results[i], sum,
+                         arith::AndIOp::create(rewriter, loc, inRange,
+                                               e.cmp(arith::CmpIPredicate::eq,
+                                                     lane, e.index(0))));
+    Value inverse = workgroup.split ? Value() : inverseRowSum(e, sum);
+    auto ifStore = scf::IfOp::create(rewriter, loc, TypeRange(), inRange,
+                                     /*withElseRegion=*/false);
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(ifStore.thenBlock());
     for (int64_t c = 0; c < cols; ++c) {
-      Value value = e.fmul(results[2 * rowsPerThread + i * cols + c], inverse);
+      Value value = results[2 * rowsPerThread + i * cols + c];
+      Value col = e.add(lane, lanes * c);
+      if (workgroup.split) {
+        memref::StoreOp::create(
+            rewriter, loc, value, ops.partialOut,
+            ValueRange{bIdx, hIdx, rows[i], workgroup.split, col});
+        continue;
+      }
+      value = e.fmul(value, inverse);
       if (element != value.getType())
         value = arith::TruncFOp::create(rewriter, loc, element, value);
-      memref::StoreOp::create(
-          rewriter, loc, value, ops.out,
-          ValueRange{bIdx, hIdx, rows[i], e.add(lane, lanes * c)});
+      memref::StoreOp::create(rewriter, loc, value, ops.out,
+                              ValueRange{bIdx, hIdx, rows[i], col});
     }
   }
   return finishAttentionKernel(rewriter, ops, workgroup.loop);

@@ -1,4 +1,5 @@
 // RUN: mha-opt %s --split-input-file --mha-decompose-aggregates -verify-diagnostics | FileCheck %s
+// RUN: mha-opt %s --split-input-file --mha-decompose-aggregates=serial-cache-appends=true -verify-diagnostics | FileCheck %s --check-prefix=SERIAL
 
 // linalg.softmax becomes its AggregatedOpInterface decomposition: a max
 // reduction, exp(x - max), a sum reduction and the division.
@@ -67,6 +68,21 @@ func.func @softmax_on_buffers(%x: memref<4xf32>, %y: memref<4xf32>) {
 // CHECK:   scf.forall.in_parallel
 // CHECK:     tensor.parallel_insert_slice %[[COPY]] into %[[ACC]][%[[I]], %[[H]], %[[AT]], 0] [1, 1, 3, 64] [1, 1, 1, 1]
 // CHECK: return %[[R]]
+// serial-cache-appends (the CPU pipelines): an scf.for over batches, each
+// writing its rows of every head at its length; the loop's destination is
+// the cache.
+// SERIAL-LABEL: func.func @cache_append
+// SERIAL-SAME: (%[[U:.+]]: tensor<?x2x3x64xf32>, %[[LEN:.+]]: tensor<?xi64>, %[[CACHE:.+]]: tensor<?x2x?x64xf32>)
+// SERIAL: %[[B:.+]] = tensor.dim %[[CACHE]], %c0
+// SERIAL: %[[R:.+]] = scf.for %[[I:.+]] = %c0{{.*}} to %[[B]] step %c1 iter_args(%[[ACC:.+]] = %[[CACHE]])
+// SERIAL:   %[[L:.+]] = tensor.extract %[[LEN]][%[[I]]] : tensor<?xi64>
+// SERIAL:   %[[AT:.+]] = arith.index_cast %[[L]] : i64 to index
+// SERIAL:   %[[ROWS:.+]] = tensor.extract_slice %[[U]][%[[I]], 0, 0, 0] [1, 2, 3, 64] [1, 1, 1, 1]
+// SERIAL:   %[[SLOT:.+]] = tensor.extract_slice %[[ACC]][%[[I]], 0, %[[AT]], 0] [1, 2, 3, 64] [1, 1, 1, 1]
+// SERIAL:   %[[COPY:.+]] = linalg.copy ins(%[[ROWS]] : tensor<1x2x3x64xf32>) outs(%[[SLOT]] : tensor<1x2x3x64xf32>)
+// SERIAL:   %[[W:.+]] = tensor.insert_slice %[[COPY]] into %[[ACC]][%[[I]], 0, %[[AT]], 0] [1, 2, 3, 64] [1, 1, 1, 1]
+// SERIAL:   scf.yield %[[W]]
+// SERIAL: return %[[R]]
 func.func @cache_append(%u: tensor<?x2x3x64xf32>, %len: tensor<?xi64>, %cache: tensor<?x2x?x64xf32>) -> tensor<?x2x?x64xf32> {
   %a = mha.cache_append ins(%u : tensor<?x2x3x64xf32>) lengths(%len : tensor<?xi64>)
          outs(%cache : tensor<?x2x?x64xf32>) -> tensor<?x2x?x64xf32>

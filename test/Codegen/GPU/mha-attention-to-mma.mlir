@@ -174,3 +174,28 @@ func.func @rows(%q: tensor<1x1x16x64xf16>) -> tensor<1x1x16x64xf16> {
   return %o : tensor<1x1x16x64xf16>
 }
 }
+
+// -----
+
+// kv_splits = 2: the grid over (head, chunk) pairs; each thread stores its
+// accumulator pairs unnormalized (f32) and the quad's first lane each row's
+// maximum and sum; a linalg.generic merges the chunks into the f16 result.
+// CHECK-LABEL: func.func @splits
+// TF32-LABEL: func.func @splits
+// ROUND-LABEL: func.func @splits
+// CHECK-DAG: %[[ACC:.+]] = memref.alloc() : memref<1x2x1x2x64xf32>
+// CHECK-DAG: %[[MAX:.+]] = memref.alloc() : memref<1x2x1x2xf32>
+// CHECK: scf.forall (%{{.+}}, %[[HS:.+]], %{{.+}}) = (0, 0, 0) to (1, 4, 1) step (1, 1, 64) {
+// CHECK-DAG: %[[SPLIT:.+]] = arith.remui %[[HS]], %c2
+// CHECK: memref.store %{{.+}}, %[[MAX]][%c0, %{{.+}}, %{{.+}}, %[[SPLIT]]]
+// CHECK: vector.store %{{.+}}, %[[ACC]][%c0, %{{.+}}, %{{.+}}, %[[SPLIT]], %{{.+}}] {alignment = 8 : i64} : memref<1x2x1x2x64xf32>, vector<2xf32>
+// CHECK: linalg.generic
+// CHECK-COUNT-2: math.exp2
+// CHECK: arith.truncf {{.*}} : f32 to f16
+module attributes {mha.target = #mha.target<kind = cuda, chip = "sm_80">} {
+func.func @splits(%q: tensor<1x2x1x64xf16>, %k: tensor<1x2x512x64xf16>) -> tensor<1x2x1x64xf16> {
+  %o = mha.attention ins(%q, %k, %k : tensor<1x2x1x64xf16>, tensor<1x2x512x64xf16>, tensor<1x2x512x64xf16>)
+         outs(%q : tensor<1x2x1x64xf16>) {mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4, kv_splits = 2>} -> tensor<1x2x1x64xf16>
+  return %o : tensor<1x2x1x64xf16>
+}
+}

@@ -142,3 +142,42 @@ func.func @lanes(%q: tensor<1x1x16x60xf32>) -> tensor<1x1x16x60xf32> {
   return %o : tensor<1x1x16x60xf32>
 }
 }
+
+// -----
+
+// kv_splits = 4 (flash-decoding): the grid's second dim runs over (head,
+// chunk) pairs; a chunk folds its whole blocks of the key range, ceil(Sk /
+// 4) rounded up to blocks (here 300 keys: 96), and stores its state: the
+// unnormalized accumulators and, from the group's lane 0, each row's
+// maximum and sum, all f32. A linalg.generic then merges the 4 chunks per
+// element, weighting each by 2^(m_s - max) (0 for a chunk without keys).
+// CHECK-LABEL: func.func @splits
+// CHECK-DAG: %[[ACC:.+]] = memref.alloc() : memref<1x2x1x4x16xf32>
+// CHECK-DAG: %[[MAX:.+]] = memref.alloc() : memref<1x2x1x4xf32>
+// CHECK-DAG: %[[SUM:.+]] = memref.alloc() : memref<1x2x1x4xf32>
+// CHECK: scf.forall (%[[B:.+]], %[[HS:.+]], %{{.+}}) in (1, 8, 1) {
+// CHECK-DAG: %[[SPLIT:.+]] = arith.remui %[[HS]], %c4
+// CHECK-DAG: %[[H:.+]] = arith.divui %[[HS]], %c4
+// CHECK: %[[START:.+]] = arith.muli %[[SPLIT]], %c96
+// CHECK: %[[END0:.+]] = arith.addi %[[START]], %c96
+// CHECK: %[[END:.+]] = arith.minsi %[[END0]], %c300
+// CHECK: scf.for %{{.+}} = %[[START]] to %[[END]] step %c32
+// CHECK: scf.if
+// CHECK: memref.store %{{.+}}, %[[MAX]][%c0, %[[H]], %{{.+}}, %[[SPLIT]]]
+// CHECK: memref.store %{{.+}}, %[[SUM]][%c0, %[[H]], %{{.+}}, %[[SPLIT]]]
+// CHECK: memref.store %{{.+}}, %[[ACC]][%c0, %[[H]], %{{.+}}, %[[SPLIT]], %{{.+}}]
+// CHECK: %[[ACCT:.+]] = bufferization.to_tensor %[[ACC]]
+// CHECK: %[[MAXT:.+]] = bufferization.to_tensor %[[MAX]]
+// CHECK: %[[SUMT:.+]] = bufferization.to_tensor %[[SUM]]
+// CHECK: linalg.generic {{.*}} outs(%{{.*}} : tensor<1x2x1x16xf32>)
+// CHECK-COUNT-4: tensor.extract %[[MAXT]]
+// CHECK-COUNT-4: math.exp2
+// CHECK-NOT: math.exp2
+// CHECK: linalg.yield
+module attributes {mha.target = #mha.target<kind = vulkan>} {
+func.func @splits(%q: tensor<1x2x1x16xf32>, %k: tensor<1x2x300x16xf32>) -> tensor<1x2x1x16xf32> {
+  %o = mha.attention ins(%q, %k, %k : tensor<1x2x1x16xf32>, tensor<1x2x300x16xf32>, tensor<1x2x300x16xf32>)
+         outs(%q : tensor<1x2x1x16xf32>) {mha.lowering_config = #mha.lowering_config<q_tile = 1, kv_tile = 32, kv_splits = 4, thread_tile = [1, 4]>} -> tensor<1x2x1x16xf32>
+  return %o : tensor<1x2x1x16xf32>
+}
+}

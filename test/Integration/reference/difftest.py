@@ -284,6 +284,15 @@ def draw_trial(rng, targets, long_ok, repeat, thread_counts):
     if target in ("cpu", "aot") and config.get("core") and \
             rng.random() < 0.25:
         config["kv_splits"] = rng.randint(2, 9)
+    # On a GPU the register and tensor-core kernels split keys across
+    # workgroups, their chunks merged by a kernel: trials whose pipeline
+    # picks those kernels (not tile sizes alone, the thread-per-row
+    # kernel's), 2 to 9 chunks.
+    gpu_split = (target == "vulkan" and
+                 (pipeline == "vulkan" or "thread-tile" in pipeline)) or \
+        (target == "mma" and "q-tile-size" not in pipeline)
+    if gpu_split and config.get("core") and rng.random() < 0.25:
+        config["kv_splits"] = rng.randint(2, 9)
     threads = 1
     if target in ("cpu", "aot") and "openmp=false" not in pipeline:
         threads = rng.choice(thread_counts)
@@ -326,7 +335,10 @@ def command(args, trial, workdir):
 # trials) on the drawn tiles of the thread-per-row kernels.
 REFUSALS = ["loop iterations, more than the 65535 the target runs",
             "has no static bound, which the kernel loop iteration limit needs",
-            "(max_workgroup_memory): give smaller tiles"]
+            "(max_workgroup_memory): give smaller tiles",
+            # kv_splits on an op the rules give to the thread-per-row
+            # kernel (the register kernel's tiles would not fit).
+            "not by the thread-per-row kernel on a"]
 
 
 def run(args, trial, workdir):

@@ -31,7 +31,17 @@ def MHADecomposeAggregatesPass : Pass<"mha-decompose-aggregates"> {
     Example: `linalg.softmax dimension(1) ins(%x) outs(%e)` becomes a fill
     and a `linalg.generic` max reduction, an elementwise `exp(x - max)`, a sum
     reduction and an elementwise division.
+
+    `mha.cache_append` becomes an `scf.forall` over batches and heads (one
+    workgroup each on a GPU), or with `serial-cache-appends` an `scf.for`
+    over batches: the CPU pipelines' choice, since a decoding step's copy
+    is smaller than what a parallel region costs.
   }];
+  let options = [
+    Option<"serialCacheAppends", "serial-cache-appends", "bool", "false",
+           "Decompose mha.cache_append into a serial scf.for over batches "
+           "instead of an scf.forall over batches and heads">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect",

@@ -19,9 +19,12 @@ namespace mha {
 
 /// Replaces every op under `root` that implements linalg's
 /// AggregatedOpInterface and is not an mha op (linalg.softmax), and every
-/// mha.attention_weights, by its decomposition. Fails, with an error at the op, where one cannot be
-/// decomposed.
-LogicalResult decomposeAggregateOps(RewriterBase &rewriter, Operation *root);
+/// mha.attention_weights, mha.cache_append and mha.rotary, by its
+/// decomposition (a cache append's a serial loop over batches with
+/// `serialCacheAppends`, else a parallel one). Fails, with an error at the
+/// op, where one cannot be decomposed.
+LogicalResult decomposeAggregateOps(RewriterBase &rewriter, Operation *root,
+                                    bool serialCacheAppends = false);
 
 /// The argument of `func` whose buffer its result `result` is written into:
 /// where the chain of destination-passing ops the returned value comes from

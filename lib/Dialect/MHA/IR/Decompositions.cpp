@@ -693,47 +693,73 @@ AttentionWeightsOp::decomposeOperation(OpBuilder &b) {
 //===----------------------------------------------------------------------===//
 
 FailureOr<SmallVector<Value>> CacheAppendOp::decomposeOperation(OpBuilder &b) {
+  return decompose(b, /*parallel=*/true);
+}
+
+FailureOr<SmallVector<Value>> CacheAppendOp::decompose(OpBuilder &b,
+                                                       bool parallel) {
   Location loc = getLoc();
   Value update = getUpdate(), lengths = getLengths(), cache = getCache();
   int64_t rank = cast<ShapedType>(update.getType()).getRank();
   int64_t seqDim = getSeqDim();
-  // An scf.forall over the batch and the dims before the sequence dim (at
-  // most two of them: a GPU grid has three dimensions), each iteration
-  // copying its [Sn, d] rows (and the dims left) into the cache at
-  // lengths[b]. The slices of different iterations are disjoint, so the
-  // copies may run in any order: the GPU pipelines launch one workgroup per
-  // iteration, the CPU ones run them on threads or in a serial loop. The
-  // slices bufferize in place into the cache's buffer.
-  int64_t outer = std::min<int64_t>(seqDim, 3);
-  SmallVector<OpFoldResult> bounds;
-  for (int64_t dim = 0; dim < outer; ++dim)
-    bounds.push_back(tensor::getMixedSize(b, loc, cache, dim));
+  // A loop over the batch and, when parallel, the dims before the sequence
+  // dim (at most two of them: a GPU grid has three dimensions), each
+  // iteration copying its rows (the dims left) into the cache at
+  // lengths[b]. The slices bufferize in place into the cache's buffer.
+  int64_t outer = parallel ? std::min<int64_t>(seqDim, 3) : 1;
   SmallVector<OpFoldResult> sizes(outer, b.getIndexAttr(1));
   for (int64_t dim = outer; dim < rank; ++dim)
     sizes.push_back(tensor::getMixedSize(b, loc, update, dim));
   SmallVector<OpFoldResult> strides(rank, b.getIndexAttr(1));
+  // The rows of iteration `ivs` copied into their slot of `into`; returns
+  // the copy and where it goes.
+  auto copyRows = [&](OpBuilder &nb, Location nloc, ValueRange ivs,
+                      Value into) {
+    Value length = arith::IndexCastOp::create(
+        nb, nloc, nb.getIndexType(),
+        tensor::ExtractOp::create(nb, nloc, lengths, ivs[0]));
+    SmallVector<OpFoldResult> from(rank, nb.getIndexAttr(0));
+    for (auto [dim, iv] : llvm::enumerate(ivs))
+      from[dim] = iv;
+    SmallVector<OpFoldResult> to = from;
+    to[seqDim] = length;
+    Value rows =
+        tensor::ExtractSliceOp::create(nb, nloc, update, from, sizes, strides);
+    // An explicit copy into the cache's slice (rather than inserting `rows`
+    // itself): it bufferizes to a linalg.copy between subviews, which every
+    // pipeline lowers (loops, or a GPU thread loop).
+    Value slot =
+        tensor::ExtractSliceOp::create(nb, nloc, into, to, sizes, strides);
+    Value copied = linalg::CopyOp::create(nb, nloc, rows, slot).getResult(0);
+    return std::make_pair(copied, to);
+  };
+  if (!parallel) {
+    // A serial loop over batches (the CPU pipelines: a step writes too few
+    // elements for threads to pay off).
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value batches = tensor::DimOp::create(b, loc, cache, 0);
+    auto loop = scf::ForOp::create(
+        b, loc, zero, batches, one, ValueRange{cache},
+        [&](OpBuilder &nb, Location nloc, Value batch, ValueRange iterArgs) {
+          auto [copied, to] = copyRows(nb, nloc, batch, iterArgs[0]);
+          Value written = tensor::InsertSliceOp::create(
+              nb, nloc, copied, iterArgs[0], to, sizes, strides);
+          scf::YieldOp::create(nb, nloc, written);
+        });
+    return SmallVector<Value>{loop.getResult(0)};
+  }
+  // An scf.forall: the slices of different iterations are disjoint, so the
+  // copies may run in any order (the GPU pipelines launch one workgroup per
+  // iteration).
+  SmallVector<OpFoldResult> bounds;
+  for (int64_t dim = 0; dim < outer; ++dim)
+    bounds.push_back(tensor::getMixedSize(b, loc, cache, dim));
   auto loop = scf::ForallOp::create(
       b, loc, bounds, ValueRange{cache}, /*mapping=*/std::nullopt,
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        ValueRange ivs = args.take_front(outer);
         Value into = args.back();
-        Value length = arith::IndexCastOp::create(
-            nb, nloc, nb.getIndexType(),
-            tensor::ExtractOp::create(nb, nloc, lengths, ivs[0]));
-        SmallVector<OpFoldResult> from(rank, nb.getIndexAttr(0));
-        for (auto [dim, iv] : llvm::enumerate(ivs))
-          from[dim] = iv;
-        SmallVector<OpFoldResult> to = from;
-        to[seqDim] = length;
-        Value rows = tensor::ExtractSliceOp::create(nb, nloc, update, from,
-                                                    sizes, strides);
-        // An explicit copy into the cache's slice (rather than inserting
-        // `rows` itself): it bufferizes to a linalg.copy between subviews,
-        // which every pipeline lowers (loops, or a GPU thread loop).
-        Value slot =
-            tensor::ExtractSliceOp::create(nb, nloc, into, to, sizes, strides);
-        Value copied =
-            linalg::CopyOp::create(nb, nloc, rows, slot).getResult(0);
+        auto [copied, to] = copyRows(nb, nloc, args.take_front(outer), into);
         auto inParallel = scf::InParallelOp::create(nb, nloc);
         OpBuilder::InsertionGuard guard(nb);
         nb.setInsertionPointToStart(inParallel.getBody());

@@ -631,9 +631,11 @@ def MHA_CacheAppendOp : MHA_Op<"cache_append", [
     into an `scf.forall` over the batch and the dims before the sequence
     dim (at most three loop dims), each iteration copying its rows into a
     `tensor.parallel_insert_slice` at a dynamic offset: the slices are
-    disjoint, so the CPU pipelines may run them on threads and the GPU
-    pipelines launch one workgroup per iteration (the caches stay on the
-    device). One-shot bufferization writes those slices into the cache's
+    disjoint, and the GPU pipelines launch one workgroup per iteration (the
+    caches stay on the device). The CPU pipelines decompose it into an
+    `scf.for` over batches instead (`mha-decompose-aggregates{serial-cache-appends}`):
+    a step writes too few elements for threads to pay off. One-shot
+    bufferization writes those slices into the cache's
     buffer: when the cache is an argument of the entry function, the step
     writes `B·Sn·d` elements per head and copies nothing cache-sized, and
     the pipelines return the result as that argument's buffer
@@ -668,6 +670,10 @@ def MHA_CacheAppendOp : MHA_Op<"cache_append", [
 
     // DestinationStyleOpInterface: `cache` is the only destination.
     MutableOperandRange getDpsInitsMutable() { return getCacheMutable(); }
+
+    /// The decomposition: an scf.forall (`parallel`, what
+    /// decomposeOperation builds) or an scf.for over batches.
+    FailureOr<SmallVector<Value>> decompose(OpBuilder &b, bool parallel);
   }];
 
   let hasVerifier = 1;
