@@ -463,7 +463,10 @@ void mha::buildLowerToCUDAPipeline(OpPassManager &pm,
   // CUDA kernels read device memory: each launch's host buffers are copied
   // in and out around it, on one stream (gpu-async-region chains the copies,
   // the launch and the frees with tokens and waits before the host reads).
-  pm.addPass(createMHAStageKernelBuffersPass());
+  // A device-resident entry checks its key lengths in a kernel (NVVM lowers
+  // cf.assert): its calls then wait on no copy.
+  pm.addPass(createMHAStageKernelBuffersPass(
+      MHAStageKernelBuffersPassOptions{/*checksInKernels=*/true}));
   // Constants (the kernel's tile sizes, loop bounds, vector constants) into
   // the kernels: as kernel parameters they would stay in registers, and
   // loops over them would not unroll.

@@ -19,11 +19,13 @@
 
 #include "mha/Dialect/MHA/IR/MHADialect.h"
 
+#include "mlir/Analysis/SliceAnalysis.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/IR/IRMapping.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "llvm/Support/FormatVariadic.h"
 
@@ -229,6 +231,93 @@ static Value viewOfCopy(RewriterBase &rewriter, Value value, Value source,
   return cloned;
 }
 
+/// Whether `op` (host code of a device-resident function) may run in a
+/// kernel as part of a run-time check of argument values: it writes
+/// nothing, and reads memory only through the function's arguments
+/// (`reads` is set where it does).
+static bool isCheckPart(Operation *op, bool &reads) {
+  if (auto load = dyn_cast<memref::LoadOp>(op)) {
+    reads = true;
+    return isDeviceArgument(load.getMemRef());
+  }
+  return isPure(op) || isa<scf::YieldOp, cf::AssertOp>(op) ||
+         op->hasTrait<OpTrait::HasRecursiveMemoryEffects>();
+}
+
+/// Whether `op`, in the body of a device-resident function, is a run-time
+/// check of its arguments' values with regions: it returns nothing, reads
+/// memory only through the function's arguments (at least once), writes
+/// nothing and asserts (mha-insert-runtime-checks' loop over key lengths).
+static bool isArgumentCheckLoop(Operation *op) {
+  if (op->getNumResults() || op->getNumRegions() == 0 || isa<gpu::LaunchOp>(op))
+    return false;
+  bool asserts = false, reads = false;
+  WalkResult walk = op->walk([&](Operation *nested) {
+    asserts |= isa<cf::AssertOp>(nested);
+    return isCheckPart(nested, reads) ? WalkResult::advance()
+                                      : WalkResult::interrupt();
+  });
+  return !walk.wasInterrupted() && asserts && reads;
+}
+
+/// The run-time checks of the device-resident `func`'s argument values
+/// each moved into a kernel of one thread: loops of them
+/// (isArgumentCheckLoop) as they are, and an assert of the block with the
+/// ops it depends on (cloned; those then unused erased). They then read the
+/// arguments on the device, and the call waits on no copy.
+static void moveArgumentChecksIntoKernels(RewriterBase &rewriter,
+                                          func::FuncOp func) {
+  Block &entry = func.getBody().front();
+  auto newKernel = [&](Operation *before) {
+    Location loc = before->getLoc();
+    rewriter.setInsertionPoint(before);
+    Value one = arith::ConstantIndexOp::create(rewriter, loc, 1);
+    auto launch =
+        gpu::LaunchOp::create(rewriter, loc, one, one, one, one, one, one);
+    rewriter.setInsertionPointToStart(&launch.getBody().front());
+    return gpu::TerminatorOp::create(rewriter, loc);
+  };
+  SmallVector<Operation *> loops;
+  SmallVector<cf::AssertOp> asserts;
+  for (Operation &op : entry) {
+    if (isArgumentCheckLoop(&op))
+      loops.push_back(&op);
+    if (auto check = dyn_cast<cf::AssertOp>(op))
+      asserts.push_back(check);
+  }
+  for (Operation *loop : loops)
+    rewriter.moveOpBefore(loop, newKernel(loop));
+  for (cf::AssertOp check : asserts) {
+    // The ops of the block the condition depends on, in block order; all of
+    // them check parts, and one a read of an argument.
+    SetVector<Operation *> slice;
+    BackwardSliceOptions options;
+    options.filter = [&](Operation *op) { return op->getBlock() == &entry; };
+    options.omitBlockArguments = true;
+    if (failed(getBackwardSlice(check.getOperation(), &slice, options)))
+      continue;
+    bool reads = false;
+    if (!llvm::all_of(slice,
+                      [&](Operation *op) { return isCheckPart(op, reads); }) ||
+        !reads)
+      continue;
+    SmallVector<Operation *> ordered(slice.begin(), slice.end());
+    llvm::sort(ordered, [](Operation *a, Operation *b) {
+      return a->isBeforeInBlock(b);
+    });
+    Operation *terminator = newKernel(check);
+    rewriter.setInsertionPoint(terminator);
+    IRMapping mapping;
+    for (Operation *op : ordered)
+      rewriter.clone(*op, mapping);
+    rewriter.moveOpBefore(check, terminator);
+    check->replaceUsesOfWith(check.getArg(), mapping.lookup(check.getArg()));
+    for (Operation *op : llvm::reverse(ordered))
+      if (op->use_empty())
+        rewriter.eraseOp(op);
+  }
+}
+
 /// Host code of the device-resident `func` that reads one of its arguments
 /// (the run-time check of key lengths, a boolean mask made additive) reads
 /// a host copy of it, downloaded when the function starts: correct, at the
@@ -309,7 +398,8 @@ static LogicalResult stageHostReads(RewriterBase &rewriter, func::FuncOp func) {
   return success();
 }
 
-LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
+LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root,
+                                      bool checksInKernels) {
   // Device-resident functions: results into the caller's buffers first, so
   // that kernels write them directly.
   SmallVector<func::FuncOp> deviceResident;
@@ -318,10 +408,14 @@ LogicalResult mha::stageKernelBuffers(RewriterBase &rewriter, Operation *root) {
         !func->hasAttr(kDeviceResultsAttrName) && !func.isExternal())
       deviceResident.push_back(func);
   });
-  for (func::FuncOp func : deviceResident)
-    if (failed(writeResultsIntoArguments(rewriter, func)) ||
-        failed(stageHostReads(rewriter, func)))
+  for (func::FuncOp func : deviceResident) {
+    if (failed(writeResultsIntoArguments(rewriter, func)))
       return failure();
+    if (checksInKernels)
+      moveArgumentChecksIntoKernels(rewriter, func);
+    if (failed(stageHostReads(rewriter, func)))
+      return failure();
+  }
 
   // Buffers only kernels use (the projections' outputs, read by the
   // attention kernel) live in device memory from the start: no copies.
@@ -463,9 +557,11 @@ namespace {
 
 struct MHAStageKernelBuffersPass final
     : mha::impl::MHAStageKernelBuffersPassBase<MHAStageKernelBuffersPass> {
+  using MHAStageKernelBuffersPassBase::MHAStageKernelBuffersPassBase;
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
-    if (failed(mha::stageKernelBuffers(rewriter, getOperation())))
+    if (failed(
+            mha::stageKernelBuffers(rewriter, getOperation(), checksInKernels)))
       signalPassFailure();
   }
 };

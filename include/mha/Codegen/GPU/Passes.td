@@ -237,8 +237,19 @@ def MHAStageKernelBuffersPass : Pass<"mha-stage-kernel-buffers"> {
     went where. Host code that reads an argument of such a function (a
     run-time check of key lengths) reads a host copy downloaded when the
     function starts (refused where a kernel writes that argument: the
-    copy would be stale); host code that writes one is refused.
+    copy would be stale); host code that writes one is refused. With
+    `checks-in-kernels` (the CUDA pipeline), a run-time check of argument
+    values (a host op that reads only the function's arguments, writes
+    nothing and asserts: `mha-insert-runtime-checks`' loops over key
+    lengths) runs in a kernel of one thread instead, so that a call waits
+    on no copy: its `cf.assert` becomes `__assertfail` on the device.
   }];
+  let options = [
+    Option<"checksInKernels", "checks-in-kernels", "bool", "false",
+           "Run the run-time checks of a device-resident function's argument "
+           "values in a one-thread kernel (targets that lower cf.assert in "
+           "kernels: NVVM) instead of on a host copy">
+  ];
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::cf::ControlFlowDialect",

@@ -118,10 +118,13 @@ LogicalResult tileForWorkgroups(RewriterBase &rewriter, Operation *root,
 /// A function marked `mha.device_resident` takes device buffers instead:
 /// its arguments are not copied, its results become trailing arguments,
 /// host reads of an argument read a copy made when it starts (see the
-/// pass). The ops are synchronous (`gpu-async-region` makes them async).
-/// Fails on views of non-identity layout, on asynchronous launches and on
-/// what a device-resident function cannot honour.
-LogicalResult stageKernelBuffers(RewriterBase &rewriter, Operation *root);
+/// pass), or with `checksInKernels` its run-time checks of argument values
+/// run in a kernel of one thread (cf.assert, which NVVM lowers and SPIR-V
+/// does not). The ops are synchronous (`gpu-async-region` makes them
+/// async). Fails on views of non-identity layout, on asynchronous launches
+/// and on what a device-resident function cannot honour.
+LogicalResult stageKernelBuffers(RewriterBase &rewriter, Operation *root,
+                                 bool checksInKernels = false);
 
 /// The alignment mha-align-workgroup-memory gives each workgroup
 /// attribution by default: 16 bytes, for 128-bit accesses and ldmatrix.
