@@ -131,6 +131,8 @@ CASES = [
     # kernels.
     "core=1 b=1 h=8 hkv=2 dk=128 dv=128 sq=1 sk=4096 dtype=f16",
     "core=1 b=2 h=4 hkv=2 dk=64 dv=64 sq=1 sk=2000 key_lengths=random",
+    # A split given by hand, with dynamic sizes and causal rows.
+    "core=1 b=2 h=2 dk=64 dv=64 sq=65 sk=700 causal=1 kv_splits=3 dtype=f16 dynamic=b,sq,sk",
 ]
 
 # Benchmark configurations, written as CASES: f16 and bf16 attention run on
