@@ -49,19 +49,16 @@ mlir::mha::detail::prepareAttentionKernel(RewriterBase &rewriter,
       dynamicSizes.push_back(dim(op.getQuery(), d));
   ops.splits = resolveKeySplits(op, 0);
   if (ops.splits > 1) {
-    // Each chunk's state: [B, H, Sq, splits(, dv)] in f32 (B and Sq the
-    // result's, possibly dynamic).
+    // Each chunk's state: [B, H, Sq, splits(, dv)] in f32, of the result's
+    // sizes (dv is static in both kernels).
     auto state = [&](bool rows) {
       SmallVector<int64_t> shape = {oType.getDimSize(0), oType.getDimSize(1),
                                     oType.getDimSize(2), ops.splits};
       if (!rows)
         shape.push_back(ops.dv);
-      SmallVector<Value> sizes;
-      for (int64_t d = 0; d < 3; ++d)
-        if (oType.isDynamicDim(d))
-          sizes.push_back(dim(op.getQuery(), d));
       return memref::AllocOp::create(
-          rewriter, loc, MemRefType::get(shape, rewriter.getF32Type()), sizes);
+          rewriter, loc, MemRefType::get(shape, rewriter.getF32Type()),
+          dynamicSizes);
     };
     ops.partialOut = state(/*rows=*/false);
     ops.partialMax = state(/*rows=*/true);

@@ -244,6 +244,16 @@ static bool isCheckPart(Operation *op, bool &reads) {
          op->hasTrait<OpTrait::HasRecursiveMemoryEffects>();
 }
 
+/// Whether `op` and every op nested in it are check parts (isCheckPart);
+/// `asserts` is set where one is a cf.assert.
+static bool isCheckOp(Operation *op, bool &reads, bool &asserts) {
+  return !op->walk([&](Operation *nested) {
+              asserts |= isa<cf::AssertOp>(nested);
+              return isCheckPart(nested, reads) ? WalkResult::advance()
+                                                : WalkResult::interrupt();
+            }).wasInterrupted();
+}
+
 /// Whether `op`, in the body of a device-resident function, is a run-time
 /// check of its arguments' values with regions: it returns nothing, reads
 /// memory only through the function's arguments (at least once), writes
@@ -252,12 +262,7 @@ static bool isArgumentCheckLoop(Operation *op) {
   if (op->getNumResults() || op->getNumRegions() == 0 || isa<gpu::LaunchOp>(op))
     return false;
   bool asserts = false, reads = false;
-  WalkResult walk = op->walk([&](Operation *nested) {
-    asserts |= isa<cf::AssertOp>(nested);
-    return isCheckPart(nested, reads) ? WalkResult::advance()
-                                      : WalkResult::interrupt();
-  });
-  return !walk.wasInterrupted() && asserts && reads;
+  return isCheckOp(op, reads, asserts) && asserts && reads;
 }
 
 /// The run-time checks of the device-resident `func`'s argument values
@@ -296,9 +301,10 @@ static void moveArgumentChecksIntoKernels(RewriterBase &rewriter,
     options.omitBlockArguments = true;
     if (failed(getBackwardSlice(check.getOperation(), &slice, options)))
       continue;
-    bool reads = false;
-    if (!llvm::all_of(slice,
-                      [&](Operation *op) { return isCheckPart(op, reads); }) ||
+    bool reads = false, asserts = false;
+    if (!llvm::all_of(
+            slice,
+            [&](Operation *op) { return isCheckOp(op, reads, asserts); }) ||
         !reads)
       continue;
     SmallVector<Operation *> ordered(slice.begin(), slice.end());
