@@ -290,8 +290,16 @@ static void moveArgumentChecksIntoKernels(RewriterBase &rewriter,
     if (auto check = dyn_cast<cf::AssertOp>(op))
       asserts.push_back(check);
   }
-  for (Operation *loop : loops)
-    rewriter.moveOpBefore(loop, newKernel(loop));
+  // Consecutive loops share a kernel (one launch for a step's checks).
+  Operation *lastLaunch = nullptr;
+  for (Operation *loop : loops) {
+    Operation *terminator =
+        lastLaunch && loop->getPrevNode() == lastLaunch
+            ? cast<gpu::LaunchOp>(lastLaunch).getBody().front().getTerminator()
+            : newKernel(loop);
+    rewriter.moveOpBefore(loop, terminator);
+    lastLaunch = terminator->getParentOp();
+  }
   for (cf::AssertOp check : asserts) {
     // The ops of the block the condition depends on, in block order; all of
     // them check parts, and one a read of an argument.

@@ -6,6 +6,7 @@
 // lengths) runs in a kernel of one thread, on the argument where it is:
 // no host copy, no gpu.memcpy, so a call waits on no copy.
 
+// Consecutive check loops share one kernel.
 // CHECK-LABEL: func.func @check
 // CHECK-SAME: (%[[LEN:.+]]: memref<4xi32>, %[[OUT:.+]]: memref<4xi32>)
 // CHECK-NOT: gpu.memcpy
@@ -13,6 +14,9 @@
 // CHECK-NEXT: scf.for
 // CHECK: memref.load %[[LEN]]
 // CHECK: cf.assert %{{.*}}, "length below 0"
+// CHECK: scf.for
+// CHECK: memref.load %[[LEN]]
+// CHECK: cf.assert %{{.*}}, "length above 9"
 // CHECK: gpu.terminator
 // CHECK: gpu.launch
 // CHECK: memref.store %{{.*}}, %[[OUT]]
@@ -23,10 +27,16 @@ func.func @check(%len: memref<4xi32>) -> memref<4xi32> attributes {mha.device_re
   %c1 = arith.constant 1 : index
   %c4 = arith.constant 4 : index
   %zero = arith.constant 0 : i32
+  %nine = arith.constant 9 : i32
   scf.for %i = %c0 to %c4 step %c1 {
     %x = memref.load %len[%i] : memref<4xi32>
     %ok = arith.cmpi sge, %x, %zero : i32
     cf.assert %ok, "length below 0"
+  }
+  scf.for %i = %c0 to %c4 step %c1 {
+    %x = memref.load %len[%i] : memref<4xi32>
+    %ok = arith.cmpi sle, %x, %nine : i32
+    cf.assert %ok, "length above 9"
   }
   %out = memref.alloc() : memref<4xi32>
   gpu.launch blocks(%b, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
