@@ -16,10 +16,11 @@ LLVM_PREFIX=/usr/lib/llvm-22
 # Debian 12 packages the build and the tests need; callers may add more in
 # EXTRA_PACKAGES before sourcing this file. libvulkan-dev builds the Vulkan
 # runtime; mesa-vulkan-drivers brings lavapipe, a Vulkan device on the CPU
-# that the GPU tests run on where there is no GPU.
+# that the GPU tests run on where there is no GPU; spirv-tools' spirv-val
+# validates the SPIR-V the Vulkan pipeline emits.
 PACKAGES=(libmlir-22-dev mlir-22-tools llvm-22-dev llvm-22-tools clang-22 lld-22
           libomp-22-dev cmake ninja-build python3 python3-numpy
-          libvulkan-dev mesa-vulkan-drivers ${EXTRA_PACKAGES:-})
+          libvulkan-dev mesa-vulkan-drivers spirv-tools ${EXTRA_PACKAGES:-})
 
 step() { printf '\n==> %s\n' "$*"; }
 

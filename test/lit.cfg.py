@@ -117,13 +117,14 @@ config.substitutions.append(
 
 # GPU tests on Vulkan need the runtime (built where libvulkan-dev is) and a
 # device: any Vulkan driver, Mesa's lavapipe (a CPU device) on machines with
-# no GPU. The probe asks the loader for devices, as the runtime will.
-def vulkan_device_count():
+# no GPU. The probe asks the loader for devices, as the runtime will, and
+# for the extensions of each.
+def vulkan_devices():
     import ctypes
     try:
         vulkan = ctypes.CDLL("libvulkan.so.1")
     except OSError:
-        return 0
+        return []
     class InstanceCreateInfo(ctypes.Structure):
         _fields_ = [("sType", ctypes.c_int), ("pNext", ctypes.c_void_p),
                     ("flags", ctypes.c_uint32),
@@ -136,14 +137,35 @@ def vulkan_device_count():
     instance = ctypes.c_void_p()
     if vulkan.vkCreateInstance(ctypes.byref(info), None,
                                ctypes.byref(instance)) != 0:
-        return 0
+        return []
     count = ctypes.c_uint32(0)
     vulkan.vkEnumeratePhysicalDevices(instance, ctypes.byref(count), None)
+    devices = (ctypes.c_void_p * count.value)()
+    vulkan.vkEnumeratePhysicalDevices(instance, ctypes.byref(count), devices)
+    # Each device's extensions (VkExtensionProperties: a name of 256
+    # characters and a version).
+    class ExtensionProperties(ctypes.Structure):
+        _fields_ = [("extensionName", ctypes.c_char * 256),
+                    ("specVersion", ctypes.c_uint32)]
+    extensions = []
+    for device in devices[:count.value]:
+        n = ctypes.c_uint32(0)
+        vulkan.vkEnumerateDeviceExtensionProperties(
+            ctypes.c_void_p(device), None, ctypes.byref(n), None)
+        properties = (ExtensionProperties * n.value)()
+        vulkan.vkEnumerateDeviceExtensionProperties(
+            ctypes.c_void_p(device), None, ctypes.byref(n), properties)
+        extensions.append({p.extensionName.decode() for p in properties})
     vulkan.vkDestroyInstance(instance, None)
-    return count.value
+    return extensions
+vulkan_extensions = vulkan_devices()
 if (os.path.exists(os.path.join(config.mha_lib_dir, "libmha_vulkan_runtime.so"))
-        and vulkan_device_count() > 0):
+        and vulkan_extensions):
     config.available_features.add("vulkan")
+    # The cooperative-matrix kernels run natively where the device has them
+    # (the runtime takes the first device, or $MHA_VULKAN_DEVICE's).
+    if "VK_KHR_cooperative_matrix" in vulkan_extensions[0]:
+        config.available_features.add("vulkan-cooperative-matrix")
 
 # The CUDA runtime is built where a CUDA toolkit is; running its kernels
 # needs the NVIDIA driver (libcuda.so.1) and a device, probed like Vulkan.
@@ -173,6 +195,37 @@ if os.path.exists("/usr/local/cuda/bin/ptxas") or shutil.which("ptxas"):
             config.environment[var] = os.environ[var]
     if os.path.exists("/usr/local/cuda/bin/ptxas"):
         config.environment.setdefault("CUDA_ROOT", "/usr/local/cuda")
+
+# spirv-val (SPIRV-Tools) validates the SPIR-V of the Vulkan pipelines:
+# $MHA_SPIRV_VAL, else the one on PATH (Debian's spirv-tools). Cooperative
+# matrices (SPV_KHR_cooperative_matrix) need SPIRV-Tools from mid-2023 on,
+# newer than Debian 12's 2023.1: a module declaring the capability tells
+# (the older ones call its operand invalid).
+def spirv_val_path():
+    return os.environ.get("MHA_SPIRV_VAL") or shutil.which("spirv-val")
+
+
+def spirv_val_knows_cooperative_matrix(tool):
+    import struct
+    import subprocess
+    import tempfile
+    # Header (SPIR-V 1.6), OpCapability Shader, OpCapability
+    # CooperativeMatrixKHR.
+    words = [0x07230203, 0x00010600, 0, 1, 0,
+             (2 << 16) | 17, 1, (2 << 16) | 17, 6022]
+    with tempfile.NamedTemporaryFile(suffix=".spv") as f:
+        f.write(struct.pack("<%dI" % len(words), *words))
+        f.flush()
+        run = subprocess.run([tool, f.name], capture_output=True, text=True)
+    return "Invalid capability operand" not in run.stdout + run.stderr
+
+
+spirv_val = spirv_val_path()
+if spirv_val:
+    config.available_features.add("spirv-val")
+    config.substitutions.append(("%spirv_val", spirv_val))
+    if spirv_val_knows_cooperative_matrix(spirv_val):
+        config.available_features.add("spirv-val-cooperative-matrix")
 
 # ThreadSanitizer for mha-aot --sanitize=thread: LLVM's TSan runtime (Debian's
 # libclang-rt-22-dev) under the C compiler mha-aot uses, Archer (libomp-22-dev)

@@ -113,6 +113,8 @@ static LogicalResult convertToSPIRV(gpu::GPUModuleOp copy) {
   std::unique_ptr<ConversionTarget> target =
       SPIRVConversionTarget::get(targetAttr);
   SPIRVTypeConverter typeConverter(targetAttr);
+  // The cooperative-matrix kernel's !gpu.mma_matrix values.
+  populateMMAToSPIRVCoopMatrixTypeConversion(typeConverter);
   ScfToSPIRVContext scfContext;
   RewritePatternSet patterns(ctx);
   arith::populateCeilFloorDivExpandOpsPatterns(patterns);
@@ -126,12 +128,32 @@ static LogicalResult convertToSPIRV(gpu::GPUModuleOp copy) {
   populateBuiltinFuncToSPIRVPatterns(typeConverter, patterns);
   populateFuncToSPIRVPatterns(typeConverter, patterns);
   populateGPUToSPIRVPatterns(typeConverter, patterns);
+  populateGpuWMMAToSPIRVCoopMatrixKHRConversionPatterns(typeConverter,
+                                                        patterns);
   index::populateIndexToSPIRVPatterns(typeConverter, patterns);
   populateMemRefToSPIRVPatterns(typeConverter, patterns);
   populateVectorToSPIRVPatterns(typeConverter, patterns);
   populateSCFToSPIRVPatterns(typeConverter, scfContext, patterns);
   ub::populateUBToSPIRVConversionPatterns(typeConverter, patterns);
-  return applyFullConversion(copy, *target, std::move(patterns));
+  // The conversion replaces `copy` by a spirv.module in its place.
+  Operation *parent = copy->getParentOp();
+  if (failed(applyFullConversion(copy, *target, std::move(patterns))))
+    return failure();
+  // Cooperative matrices in a Shader module need the Vulkan memory model
+  // (SPV_KHR_cooperative_matrix), which upstream's conversion never picks
+  // (Shader: GLSL450); spirv-update-vce then requires its capability.
+  for (auto module : parent->getRegion(0).getOps<spirv::ModuleOp>()) {
+    WalkResult matrices = module.walk([](Operation *op) {
+      return llvm::any_of(op->getResultTypes(),
+                          llvm::IsaPred<spirv::CooperativeMatrixType>)
+                 ? WalkResult::interrupt()
+                 : WalkResult::advance();
+    });
+    if (matrices.wasInterrupted() &&
+        module.getMemoryModel() == spirv::MemoryModel::GLSL450)
+      module.setMemoryModel(spirv::MemoryModel::Vulkan);
+  }
+  return success();
 }
 
 /// Checks that the kernels of `module` take buffers of static shapes only

@@ -289,7 +289,8 @@ static void addKernelLoopLimit(OpPassManager &pm,
 }
 
 void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
-                                  int64_t maxKernelLoopIterations) {
+                                  int64_t maxKernelLoopIterations,
+                                  bool cooperativeMatrix) {
   addKernelLoopLimit(pm, maxKernelLoopIterations);
   // Constants and index computations into the kernels: the Vulkan calling
   // convention passes buffers only.
@@ -323,6 +324,14 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
   for (StringRef extension :
        {"SPV_KHR_storage_buffer_storage_class", "SPV_KHR_16bit_storage"})
     target.spirvExtensions.push_back(extension.str());
+  // Cooperative matrices need the Vulkan memory model (core in SPIR-V 1.5),
+  // which the conversion then gives every module.
+  if (cooperativeMatrix) {
+    target.spirvVersion = "v1.6";
+    target.spirvCapabilities.push_back("CooperativeMatrixKHR");
+    target.spirvCapabilities.push_back("VulkanMemoryModel");
+    target.spirvExtensions.push_back("SPV_KHR_cooperative_matrix");
+  }
   pm.addPass(createGpuSPIRVAttachTarget(target));
   pm.addPass(createMHAGPUToSPIRVPass());
   OpPassManager &spirvModule =
@@ -365,6 +374,7 @@ void mha::buildGPUMappingStage(OpPassManager &pm, StringRef target,
   // cores (CUDA, f16 and bf16) as their own kernels; the rest goes on as
   // tiles with a thread per row.
   pm.addPass(createMHAAttentionToMMAPass());
+  pm.addPass(createMHAAttentionToCooperativeMatrixPass());
   pm.addPass(createMHAAttentionToSIMTPass());
   pm.addPass(createMHAContractionToMMAPass());
   pm.addPass(createMHATileForWorkgroupsPass());
@@ -436,10 +446,13 @@ void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
   // No max_workgroup_memory: lavapipe advertises 32 KiB, but whether it
   // refuses more was never checked, so nothing that runs today is refused.
   std::string target = "#mha.target<kind = vulkan, subgroup_size = 32, "
-                       "max_workgroup_threads = 1024>";
+                       "max_workgroup_threads = 1024";
+  if (options.cooperativeMatrix)
+    target += ", features = \"+cooperative_matrix\"";
+  target += ">";
   // The CUDA pipeline's strategy (tensor-core kernels where it has them), so
   // that its kernels run here with their tensor-core ops emulated.
-  if (options.emulateTensorCores)
+  if (options.emulateTensorCores && !options.cooperativeMatrix)
     target = cudaTarget("sm_80", "+ptx80");
   buildGPUMappingStage(pm, target, gpuOverrides(options),
                        options.raiseAttention, options.maxKernelLoopIterations,
@@ -451,7 +464,9 @@ void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
   pm.addPass(createMHAStageKernelBuffersPass());
   // Bounded in the mapping stage, where the loop bounds are still affine.
   buildVulkanBackendStage(pm, /*emitCInterface=*/true,
-                          /*maxKernelLoopIterations=*/0);
+                          /*maxKernelLoopIterations=*/0,
+                          options.cooperativeMatrix &&
+                              !options.emulateTensorCores);
 }
 
 void mha::buildLowerToCUDAPipeline(OpPassManager &pm,
@@ -568,7 +583,8 @@ void mha::registerMHAPipelines() {
       "and host code in the LLVM dialect calling the mgpu* Vulkan runtime",
       [](OpPassManager &pm, const VulkanBackendOptions &options) {
         buildVulkanBackendStage(pm, options.emitCInterface,
-                                options.maxKernelLoopIterations);
+                                options.maxKernelLoopIterations,
+                                options.cooperativeMatrix);
       });
   PassPipelineRegistration<NVVMBackendOptions>(
       "mha-nvvm-backend",

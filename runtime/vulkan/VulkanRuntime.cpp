@@ -73,6 +73,51 @@
 
 namespace {
 
+// VK_KHR_cooperative_matrix (Vulkan 1.3.255), which Debian 12's headers
+// (1.3.239) predate: its structure types, enums and query, as the registry
+// defines them.
+#ifndef VK_KHR_cooperative_matrix
+constexpr const char *kCooperativeMatrixExtension = "VK_KHR_cooperative_matrix";
+constexpr VkStructureType kCooperativeMatrixFeaturesType =
+    static_cast<VkStructureType>(1000506000);
+constexpr VkStructureType kCooperativeMatrixPropertiesType =
+    static_cast<VkStructureType>(1000506001);
+struct CooperativeMatrixFeatures {
+  VkStructureType sType;
+  void *pNext;
+  VkBool32 cooperativeMatrix;
+  VkBool32 cooperativeMatrixRobustBufferAccess;
+};
+struct CooperativeMatrixProperties {
+  VkStructureType sType;
+  void *pNext;
+  uint32_t MSize, NSize, KSize;
+  /// VkComponentTypeKHR: 0 float16, 1 float32.
+  uint32_t AType, BType, CType, ResultType;
+  VkBool32 saturatingAccumulation;
+  /// VkScopeKHR: 3 subgroup.
+  uint32_t scope;
+};
+constexpr uint32_t kComponentFloat16 = 0, kComponentFloat32 = 1,
+                   kScopeSubgroup = 3;
+using CooperativeMatrixPropertiesQuery = VkResult(VKAPI_PTR *)(
+    VkPhysicalDevice, uint32_t *, CooperativeMatrixProperties *);
+#else
+constexpr const char *kCooperativeMatrixExtension =
+    VK_KHR_COOPERATIVE_MATRIX_EXTENSION_NAME;
+constexpr VkStructureType kCooperativeMatrixFeaturesType =
+    VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_COOPERATIVE_MATRIX_FEATURES_KHR;
+constexpr VkStructureType kCooperativeMatrixPropertiesType =
+    VK_STRUCTURE_TYPE_COOPERATIVE_MATRIX_PROPERTIES_KHR;
+using CooperativeMatrixFeatures = VkPhysicalDeviceCooperativeMatrixFeaturesKHR;
+using CooperativeMatrixProperties = VkCooperativeMatrixPropertiesKHR;
+constexpr VkComponentTypeKHR kComponentFloat16 = VK_COMPONENT_TYPE_FLOAT16_KHR,
+                             kComponentFloat32 = VK_COMPONENT_TYPE_FLOAT32_KHR;
+constexpr VkScopeKHR kScopeSubgroup = VK_SCOPE_SUBGROUP_KHR;
+using CooperativeMatrixPropertiesQuery =
+    PFN_vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR;
+#endif
+
 [[noreturn]] void fail(const char *what, VkResult result) {
   std::fprintf(stderr, "mha vulkan runtime: %s failed (VkResult %d)\n", what,
                static_cast<int>(result));
@@ -106,11 +151,21 @@ struct Device {
   uint32_t subgroupSize = 0;
   /// Where in a buffer a binding may start.
   uint64_t offsetAlignment = 1;
+  /// What the cooperative-matrix kernels need: 16x16x16 f16 products with
+  /// f32 accumulation in subgroups of 32 and the Vulkan memory model; else
+  /// what is missing. Whether pipelines must request subgroups of 32 (the
+  /// device has several sizes).
+  bool cooperativeMatrix = false;
+  std::string cooperativeMatrixMissing = "no VK_KHR_cooperative_matrix";
+  bool requireSubgroup32 = false, fullSubgroups = false;
 
   Device() {
     VkApplicationInfo app{VK_STRUCTURE_TYPE_APPLICATION_INFO};
     app.pApplicationName = "mha";
-    app.apiVersion = VK_API_VERSION_1_1;
+    // 1.3: subgroup size control and the Vulkan memory model, which the
+    // cooperative-matrix kernels need (a device of a lower version keeps
+    // its own).
+    app.apiVersion = VK_API_VERSION_1_3;
     VkInstanceCreateInfo instanceInfo{VK_STRUCTURE_TYPE_INSTANCE_CREATE_INFO};
     instanceInfo.pApplicationInfo = &app;
     check(vkCreateInstance(&instanceInfo, nullptr, &instance),
@@ -174,11 +229,34 @@ struct Device {
         extensions.push_back(VK_KHR_SHADER_FLOAT16_INT8_EXTENSION_NAME);
         storageFeatures.pNext = &float16Features;
       }
+    // Cooperative matrices with what they need (core features of 1.2 and
+    // 1.3), queried and enabled only on a device with the extension.
+    CooperativeMatrixFeatures coopFeatures{kCooperativeMatrixFeaturesType};
+    VkPhysicalDeviceVulkanMemoryModelFeatures memoryModel{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_VULKAN_MEMORY_MODEL_FEATURES};
+    VkPhysicalDeviceSubgroupSizeControlFeatures sizeControl{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_FEATURES};
+    VkPhysicalDeviceProperties deviceProperties;
+    vkGetPhysicalDeviceProperties(physical, &deviceProperties);
+    bool coopExtension =
+        deviceProperties.apiVersion >= VK_API_VERSION_1_3 &&
+        std::any_of(available.begin(), available.end(),
+                    [](const VkExtensionProperties &extension) {
+                      return !std::strcmp(extension.extensionName,
+                                          kCooperativeMatrixExtension);
+                    });
+    if (coopExtension) {
+      extensions.push_back(kCooperativeMatrixExtension);
+      coopFeatures.pNext = &memoryModel;
+      memoryModel.pNext = &sizeControl;
+      sizeControl.pNext = storageFeatures.pNext;
+      storageFeatures.pNext = &coopFeatures;
+    }
     VkPhysicalDeviceFeatures2 features{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_FEATURES_2};
     features.pNext = &storageFeatures;
     vkGetPhysicalDeviceFeatures2(physical, &features);
-    float16 = storageFeatures.pNext && float16Features.shaderFloat16;
+    float16 = float16Features.shaderFloat16;
     storage16 = storageFeatures.storageBuffer16BitAccess;
     // i64 in kernels (ONNX's int64 key lengths): a core feature.
     int64 = features.features.shaderInt64;
@@ -186,6 +264,11 @@ struct Device {
     // a quad (the emulated tensor-core kernels): core properties in 1.1.
     VkPhysicalDeviceSubgroupProperties subgroup{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_PROPERTIES};
+    // The subgroup sizes a pipeline may request (core in 1.3).
+    VkPhysicalDeviceSubgroupSizeControlProperties sizes{
+        VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_SUBGROUP_SIZE_CONTROL_PROPERTIES};
+    if (coopExtension)
+      subgroup.pNext = &sizes;
     VkPhysicalDeviceProperties2 properties{
         VK_STRUCTURE_TYPE_PHYSICAL_DEVICE_PROPERTIES_2};
     properties.pNext = &subgroup;
@@ -195,6 +278,8 @@ struct Device {
         properties.properties.limits.minStorageBufferOffsetAlignment, 1);
     shuffle = (subgroup.supportedStages & VK_SHADER_STAGE_COMPUTE_BIT) &&
               (subgroup.supportedOperations & VK_SUBGROUP_FEATURE_SHUFFLE_BIT);
+    if (coopExtension)
+      checkCooperativeMatrices(coopFeatures, memoryModel, sizeControl, sizes);
 
     VkDeviceCreateInfo deviceInfo{VK_STRUCTURE_TYPE_DEVICE_CREATE_INFO};
     deviceInfo.pNext = &features;
@@ -210,6 +295,50 @@ struct Device {
     poolInfo.queueFamilyIndex = queueFamily;
     check(vkCreateCommandPool(device, &poolInfo, nullptr, &commandPool),
           "vkCreateCommandPool");
+  }
+
+  /// Sets cooperativeMatrix (or cooperativeMatrixMissing) from the device's
+  /// features and cooperative-matrix shapes, and how pipelines get
+  /// subgroups of 32.
+  void checkCooperativeMatrices(
+      const CooperativeMatrixFeatures &coop,
+      const VkPhysicalDeviceVulkanMemoryModelFeatures &memoryModel,
+      const VkPhysicalDeviceSubgroupSizeControlFeatures &sizeControl,
+      const VkPhysicalDeviceSubgroupSizeControlProperties &sizes) {
+    auto query = reinterpret_cast<CooperativeMatrixPropertiesQuery>(
+        vkGetInstanceProcAddr(
+            instance, "vkGetPhysicalDeviceCooperativeMatrixPropertiesKHR"));
+    uint32_t count = 0;
+    if (query)
+      query(physical, &count, nullptr);
+    std::vector<CooperativeMatrixProperties> shapes(count);
+    for (CooperativeMatrixProperties &shape : shapes)
+      shape = {kCooperativeMatrixPropertiesType};
+    if (query && count)
+      query(physical, &count, shapes.data());
+    bool shape = std::any_of(
+        shapes.begin(), shapes.end(), [](const CooperativeMatrixProperties &p) {
+          return p.MSize == 16 && p.NSize == 16 && p.KSize == 16 &&
+                 p.AType == kComponentFloat16 && p.BType == kComponentFloat16 &&
+                 p.CType == kComponentFloat32 &&
+                 p.ResultType == kComponentFloat32 && p.scope == kScopeSubgroup;
+        });
+    bool sized = sizes.minSubgroupSize <= 32 && sizes.maxSubgroupSize >= 32;
+    requireSubgroup32 = sizes.minSubgroupSize != sizes.maxSubgroupSize;
+    fullSubgroups = sizeControl.computeFullSubgroups;
+    if (!coop.cooperativeMatrix)
+      cooperativeMatrixMissing = "the cooperativeMatrix feature off";
+    else if (!shape)
+      cooperativeMatrixMissing = "no 16x16x16 f16 x f16 + f32 subgroup shape";
+    else if (!memoryModel.vulkanMemoryModel)
+      cooperativeMatrixMissing = "no Vulkan memory model";
+    else if (!sized ||
+             (requireSubgroup32 && (!sizeControl.subgroupSizeControl ||
+                                    !(sizes.requiredSubgroupSizeStages &
+                                      VK_SHADER_STAGE_COMPUTE_BIT))))
+      cooperativeMatrixMissing = "no subgroups of 32 invocations";
+    else
+      cooperativeMatrix = true;
   }
 
   /// A memory type that the host can map, coherent, among `allowed`.
@@ -257,6 +386,9 @@ struct Function {
 /// as the module (the host code unloads it when the program ends).
 struct Module {
   VkShaderModule shader = VK_NULL_HANDLE;
+  /// Whether its kernels use cooperative matrices (their pipelines then
+  /// request subgroups of 32).
+  bool cooperativeMatrix = false;
   std::vector<std::unique_ptr<Function>> functions;
 };
 
@@ -293,6 +425,16 @@ void buildPipeline(Function &function, uint32_t buffers) {
   pipelineInfo.stage.module = function.module->shader;
   pipelineInfo.stage.pName = function.name.c_str();
   pipelineInfo.layout = function.layout;
+  // The cooperative-matrix kernels' subgroups are 32 invocations.
+  VkPipelineShaderStageRequiredSubgroupSizeCreateInfo subgroupSize{
+      VK_STRUCTURE_TYPE_PIPELINE_SHADER_STAGE_REQUIRED_SUBGROUP_SIZE_CREATE_INFO};
+  subgroupSize.requiredSubgroupSize = 32;
+  if (function.module->cooperativeMatrix && d.requireSubgroup32) {
+    pipelineInfo.stage.pNext = &subgroupSize;
+    if (d.fullSubgroups)
+      pipelineInfo.stage.flags |=
+          VK_PIPELINE_SHADER_STAGE_CREATE_REQUIRE_FULL_SUBGROUPS_BIT;
+  }
   check(vkCreateComputePipelines(d.device, VK_NULL_HANDLE, 1, &pipelineInfo,
                                  nullptr, &function.pipeline),
         "vkCreateComputePipelines");
@@ -474,10 +616,12 @@ struct Binding {
 /// the register kernel's row groups have up to 8)
 /// rather than leaving it to the driver. Capabilities are the module's first
 /// instructions (OpCapability, opcode 17), after the 5-word header.
-void requireCapabilities(const std::vector<uint32_t> &words) {
+bool requireCapabilities(const std::vector<uint32_t> &words) {
   constexpr uint32_t opCapability = 17, float16Cap = 9, int64Cap = 11,
-                     shuffleCap = 65, storageBuffer16BitAccess = 4433;
+                     shuffleCap = 65, storageBuffer16BitAccess = 4433,
+                     cooperativeMatrixCap = 6022;
   const Device &d = device();
+  bool cooperativeMatrix = false;
   for (size_t at = 5; at < words.size();) {
     uint32_t count = words[at] >> 16, opcode = words[at] & 0xffff;
     if (opcode != opCapability || count < 2 || at + 1 >= words.size())
@@ -501,8 +645,16 @@ void requireCapabilities(const std::vector<uint32_t> &words) {
                                                    "(StorageBuffer16BitAccess)") +
            ", which the Vulkan device '" + d.name +
            "' does not offer; lower f32 data instead");
+    if (capability == cooperativeMatrixCap && !d.cooperativeMatrix)
+      fail("the kernels use cooperative matrices (CooperativeMatrixKHR: "
+           "16x16x16 f16 products with f32 accumulation in subgroups of 32, "
+           "the Vulkan memory model), which the Vulkan device '" +
+           d.name + "' does not offer (" + d.cooperativeMatrixMissing +
+           "); lower without cooperative-matrix");
+    cooperativeMatrix |= capability == cooperativeMatrixCap;
     at += count;
   }
+  return cooperativeMatrix;
 }
 
 } // namespace
@@ -515,11 +667,12 @@ void *mgpuModuleLoad(void *data, size_t bytes) {
   // The binary may not be 4-byte aligned where the host code keeps it.
   std::vector<uint32_t> words(bytes / 4);
   std::memcpy(words.data(), data, bytes);
-  requireCapabilities(words);
+  bool cooperativeMatrix = requireCapabilities(words);
   VkShaderModuleCreateInfo info{VK_STRUCTURE_TYPE_SHADER_MODULE_CREATE_INFO};
   info.codeSize = bytes;
   info.pCode = words.data();
   auto *module = new Module;
+  module->cooperativeMatrix = cooperativeMatrix;
   check(vkCreateShaderModule(device().device, &info, nullptr, &module->shader),
         "vkCreateShaderModule");
   return module;

@@ -231,6 +231,15 @@ struct VulkanTargetOptions : public Base {
                      "lavapipe silently ends every loop beyond 65535, the "
                      "default; 0: no limit, for other drivers"),
       llvm::cl::init(65535)};
+  mlir::detail::PassOptions::Option<bool> cooperativeMatrix{
+      *this, "cooperative-matrix",
+      llvm::cl::desc(
+          "For devices with VK_KHR_cooperative_matrix: f16 attention as the "
+          "cooperative-matrix kernel (mha-attention-to-cooperative-matrix), "
+          "and SPIR-V modules that may use cooperative matrices (SPIR-V 1.6, "
+          "the Vulkan memory model); the runtime refuses such modules on "
+          "devices without them"),
+      llvm::cl::init(false)};
 };
 
 /// Options of `mha-vulkan-backend`.
@@ -245,14 +254,17 @@ struct VulkanBackendOptions
 /// (mha-unroll-kernel-loops) and the loop iterations of an invocation bounded
 /// by it (mha-check-kernel-loop-iterations); kernel outlining,
 /// `spirv-attach-target` (Vulkan, SPIR-V up to 1.3 with the Shader
-/// capability), mha-gpu-to-spirv, `spirv-lower-abi-attrs` and
+/// capability; with `cooperativeMatrix`, up to 1.6 with cooperative
+/// matrices and the Vulkan memory model), mha-gpu-to-spirv,
+/// `spirv-lower-abi-attrs` and
 /// `spirv-update-vce` in each spirv.module, `gpu-module-to-binary`, then the
 /// host through `gpu-to-llvm` with the calling convention of the mgpu*
 /// Vulkan runtime (runtime/vulkan: each memref argument of a kernel as its
 /// aligned pointer followed by its size in bytes, so kernel arguments need
 /// static shapes) and the CPU lowering of what is left.
 void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
-                             int64_t maxKernelLoopIterations);
+                             int64_t maxKernelLoopIterations,
+                             bool cooperativeMatrix = false);
 
 /// The GPU mapping, target-neutral, from `mha` ops on tensors to
 /// `gpu.launch` on buffers: the entry stage for GPUs (run-time checks, the
@@ -287,7 +299,9 @@ struct LowerToVulkanOptions
           "Map for CUDA sm_80 (the tensor-core kernels of f16 attention and "
           "projections) and run those kernels with their tensor-core ops "
           "emulated (mha-emulate-tensor-cores): a numerical check of the "
-          "CUDA kernels on a Vulkan device, slow"),
+          "CUDA kernels on a Vulkan device, slow; with cooperative-matrix, "
+          "the cooperative-matrix kernels with their matrix ops emulated "
+          "instead (for devices without cooperative matrices)"),
       llvm::cl::init(false)};
 };
 

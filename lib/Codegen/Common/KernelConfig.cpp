@@ -535,6 +535,89 @@ std::string mha::simtAttentionUnsupported(Operation *op, TargetAttr target) {
       "bf16");
 }
 
+/// Without a limit from the target, the register and cooperative-matrix
+/// kernels are sized for 48 KiB.
+static constexpr int64_t kSIMTDefaultWorkgroupMemory = 48 * 1024;
+
+bool mha::hasCooperativeMatrices(TargetAttr target) {
+  if (!target || target.getKind() != TargetKind::Vulkan ||
+      !target.getFeatures())
+    return false;
+  SmallVector<StringRef> features;
+  target.getFeatures().getValue().split(features, ',');
+  return llvm::any_of(features, [](StringRef feature) {
+    return feature.trim() == "+cooperative_matrix";
+  });
+}
+
+std::string mha::coopMatrixAttentionUnsupported(Operation *op,
+                                                TargetAttr target) {
+  auto attention = dyn_cast<AttentionOp>(op);
+  if (!attention)
+    return "it computes mha.attention only (decompose layers first)";
+  if (!hasCooperativeMatrices(target))
+    return "it needs a vulkan target with cooperative matrices (features = "
+           "\"+cooperative_matrix\")";
+  if (target.getSubgroupSize() && target.getSubgroupSize() != 32)
+    return "it needs subgroups of 32 invocations, the target has " +
+           std::to_string(target.getSubgroupSize());
+  std::string why = kernelOperandsUnsupported(
+      attention, [](Type t) { return t.isF16(); },
+      "it needs query, key, value and result all f16");
+  if (!why.empty())
+    return why;
+  for (Value operand : {attention.getQuery(), attention.getValue()}) {
+    int64_t d = cast<ShapedType>(operand.getType()).getDimSize(3);
+    if (ShapedType::isDynamic(d) || d % 16 || d > 256)
+      return "it needs static head dims that are multiples of 16 up to 256";
+  }
+  return "";
+}
+
+int64_t mha::coopMatrixAttentionWorkgroupBytes(int64_t qTile, int64_t kvTile,
+                                               int64_t dk, int64_t dv) {
+  int64_t half = qTile * (dk + kCoopHalfRowPadding) +
+                 kvTile * (dk + dv + 2 * kCoopHalfRowPadding) +
+                 qTile * (kvTile + kCoopHalfRowPadding);
+  int64_t single = qTile * (kvTile + kCoopFloatRowPadding) +
+                   qTile * (16 + kCoopFloatRowPadding);
+  return 2 * half + 4 * single;
+}
+
+/// The cooperative-matrix kernel: 4 subgroups of 16 query rows, 32 keys per
+/// block.
+static constexpr int64_t kCoopSubgroups = 4, kCoopKeyTile = 32;
+
+/// The cooperative-matrix kernel's configuration for `op`: fewer subgroups
+/// for fewer queries (a static Sq below the tile), then 16-key blocks and
+/// fewer subgroups until its tiles fit the workgroup memory (48 KiB without
+/// a limit from the target); null where they cannot.
+static LoweringConfigAttr coopConfig(AttentionOp op, TargetAttr target) {
+  int64_t dk = op.getQuery().getType().getDimSize(3);
+  int64_t dv = op.getValue().getType().getDimSize(3);
+  int64_t queries = op.getQuery().getType().getDimSize(2);
+  int64_t subgroups = kCoopSubgroups, keys = kCoopKeyTile;
+  if (!ShapedType::isDynamic(queries))
+    while (subgroups > 1 && 16 * (subgroups / 2) >= queries)
+      subgroups /= 2;
+  int64_t limit = target.getMaxWorkgroupMemory()
+                      ? target.getMaxWorkgroupMemory()
+                      : kSIMTDefaultWorkgroupMemory;
+  auto bytes = [&] {
+    return coopMatrixAttentionWorkgroupBytes(16 * subgroups, keys, dk, dv);
+  };
+  while (bytes() > limit && (keys > 16 || subgroups > 1)) {
+    if (keys > 16)
+      keys /= 2;
+    else
+      subgroups /= 2;
+  }
+  if (bytes() > limit)
+    return {};
+  return LoweringConfigAttr::get(op.getContext(), 16 * subgroups, keys, {}, {},
+                                 {}, {}, {16, 16, 16}, subgroups, {}, {}, {});
+}
+
 int64_t mha::simtAttentionWorkgroupBytes(int64_t qTile, int64_t kvTile,
                                          int64_t dk, int64_t dv,
                                          int64_t elementBytes) {
@@ -548,8 +631,6 @@ int64_t mha::simtAttentionWorkgroupBytes(int64_t qTile, int64_t kvTile,
 /// divide the value head dim (each takes a slice of the output row).
 static constexpr int64_t kSIMTRows = 4, kSIMTMaxLanes = 8, kSIMTGroups = 16,
                          kSIMTKeyTile = 32;
-/// Without a limit from the target, the register kernel is sized for 48 KiB.
-static constexpr int64_t kSIMTDefaultWorkgroupMemory = 48 * 1024;
 
 /// The register kernel's configuration for `op`: fewer rows for fewer
 /// queries (a static Sq below the tile), then smaller key and query tiles
@@ -660,6 +741,10 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op, TargetAttr target,
         ctx, 16 * kMMAWarps, keys, {}, {}, {}, {}, {16, 8, 8}, kMMAWarps,
         gpuKeySplits(attention, target, 16 * kMMAWarps, keys), {}, {});
   }
+  if (isConfigured(op) && gpu &&
+      coopMatrixAttentionUnsupported(op, target).empty())
+    if (LoweringConfigAttr config = coopConfig(cast<AttentionOp>(op), target))
+      return config;
   if (isConfigured(op) && gpu && simtAttentionUnsupported(op, target).empty())
     if (LoweringConfigAttr config = simtConfig(cast<AttentionOp>(op), target))
       return config;
@@ -741,9 +826,52 @@ SmallVector<FunctionOpInterface> mha::functionsUnder(Operation *root) {
   return functions;
 }
 
+/// The configuration of an op that runs as the cooperative-matrix kernel.
+static LogicalResult verifyCoopConfig(Operation *op, LoweringConfigAttr config,
+                                      TargetAttr target) {
+  std::string why = coopMatrixAttentionUnsupported(op, target);
+  if (!why.empty())
+    return op->emitError() << "lowering_config: mma = [16, 16, 16] (the "
+                              "cooperative-matrix kernel) cannot compute this "
+                              "op: "
+                           << why;
+  int64_t subgroups = config.getWarps().value_or(0);
+  if (subgroups <= 0 || config.getQTile() != 16 * subgroups)
+    return op->emitError()
+           << "lowering_config: with mma = [16, 16, 16], warps must give the "
+              "subgroups (of 32 invocations, 16 rows each) and q_tile their "
+              "rows, found warps = "
+           << subgroups << " and q_tile = " << config.getQTile().value_or(0);
+  if (target.getMaxWorkgroupThreads() &&
+      32 * subgroups > target.getMaxWorkgroupThreads())
+    return op->emitError() << "lowering_config: " << subgroups
+                           << " subgroups exceed the "
+                           << "target's " << target.getMaxWorkgroupThreads()
+                           << " invocations per workgroup";
+  int64_t keys = config.getKvTile().value_or(0);
+  if (keys <= 0 || keys % 16)
+    return op->emitError() << "lowering_config: with mma = [16, 16, 16], "
+                              "kv_tile must be a positive multiple of 16, "
+                              "found "
+                           << keys;
+  auto attention = cast<AttentionOp>(op);
+  int64_t bytes = coopMatrixAttentionWorkgroupBytes(
+      16 * subgroups, keys, attention.getQuery().getType().getDimSize(3),
+      attention.getValue().getType().getDimSize(3));
+  if (target.getMaxWorkgroupMemory() && bytes > target.getMaxWorkgroupMemory())
+    return op->emitError()
+           << "lowering_config: the cooperative-matrix kernel's tiles take "
+           << bytes << " bytes of workgroup memory, above the target's "
+           << target.getMaxWorkgroupMemory() << " (max_workgroup_memory): "
+           << "give smaller tiles";
+  return success();
+}
+
 /// The configuration of an op that runs as the tensor-core kernel.
 static LogicalResult verifyMMAConfig(Operation *op, LoweringConfigAttr config,
                                      TargetAttr target) {
+  if (config.getMma()[1] == 16)
+    return verifyCoopConfig(op, config, target);
   bool tf32 = config.getMma()[2] == 8;
   std::string why = mmaAttentionUnsupported(op, target, tf32);
   if (!why.empty())

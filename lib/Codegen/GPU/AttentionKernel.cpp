@@ -346,3 +346,43 @@ Value mlir::mha::detail::finishAttentionKernel(
   rewriter.replaceOp(ops.op, result);
   return result;
 }
+
+void mlir::mha::detail::copyTileToWorkgroup(
+    Emitter &e, Value thread, int64_t threads, Value tile, Value source,
+    Value batchIndex, Value head, Value first, int64_t count, Value valid,
+    Value sourceRows, int64_t width, bool transposed) {
+  int64_t total = count * width;
+  int64_t steps = llvm::divideCeil(total, threads);
+  Value lastRow = e.max(e.add(sourceRows, -1), e.index(0));
+  Type element = cast<MemRefType>(tile.getType()).getElementType();
+  auto loop =
+      scf::ForOp::create(e.b, e.loc, e.index(0), e.index(steps), e.index(1));
+  OpBuilder::InsertionGuard guard(e.b);
+  e.b.setInsertionPoint(loop.getBody()->getTerminator());
+  Value idx = e.add(thread, e.mul(loop.getInductionVar(), threads));
+  if (total % threads) {
+    auto inRange = scf::IfOp::create(
+        e.b, e.loc, e.cmp(arith::CmpIPredicate::slt, idx, e.index(total)),
+        /*withElseRegion=*/false);
+    e.b.setInsertionPoint(inRange.thenBlock()->getTerminator());
+  }
+  Value row = transposed ? e.rem(idx, count) : e.div(idx, width);
+  Value col = transposed ? e.div(idx, count) : e.rem(idx, width);
+  Value sourceRow = e.add(first, row);
+  Value at = e.min(sourceRow, lastRow);
+  SmallVector<Value> indices = {batchIndex, head, at, col};
+  if (transposed)
+    std::swap(indices[2], indices[3]);
+  Value value = memref::LoadOp::create(e.b, e.loc, source, indices);
+  Value zero =
+      arith::ConstantOp::create(e.b, e.loc, element, e.b.getZeroAttr(element));
+  value =
+      e.select(e.cmp(arith::CmpIPredicate::slt, sourceRow, valid), value, zero);
+  memref::StoreOp::create(e.b, e.loc, value, tile, ValueRange{row, col});
+}
+
+Value mlir::mha::detail::toF32(Emitter &e, Value x) {
+  return x.getType().isF32()
+             ? x
+             : arith::ExtFOp::create(e.b, e.loc, e.b.getF32Type(), x);
+}

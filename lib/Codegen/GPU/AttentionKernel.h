@@ -146,6 +146,20 @@ Value finishAttentionKernel(RewriterBase &rewriter,
                             const AttentionKernelOperands &ops,
                             scf::ForallOp workgroups);
 
+/// Copies `count` rows from `first` of head `head` of `source` ([B, H, S,
+/// width], or [B, H, width, S] when `transposed`) into the workgroup
+/// memory `tile` ([count, width + padding]), by all `threads` threads, an
+/// element each per step (consecutive threads along the source's
+/// contiguous dim); rows from `valid` on are zero-filled, and reads are
+/// clamped to row `sourceRows - 1`.
+void copyTileToWorkgroup(Emitter &e, Value thread, int64_t threads, Value tile,
+                         Value source, Value batchIndex, Value head,
+                         Value first, int64_t count, Value valid,
+                         Value sourceRows, int64_t width, bool transposed);
+
+/// `x` as f32.
+Value toF32(Emitter &e, Value x);
+
 } // namespace mlir::mha::detail
 
 #endif // MHA_LIB_CODEGEN_GPU_ATTENTIONKERNEL_H

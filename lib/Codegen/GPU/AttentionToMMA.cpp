@@ -544,7 +544,9 @@ LogicalResult mha::lowerAttentionsToMMA(RewriterBase &rewriter,
                                         Operation *root) {
   return lowerConfiguredAttentions(
       rewriter, root,
-      [](LoweringConfigAttr config) { return !config.getMma().empty(); },
+      [](LoweringConfigAttr config) {
+        return !config.getMma().empty() && config.getMma()[1] == 8;
+      },
       lowerAttentionToMMA);
 }
 

@@ -64,57 +64,6 @@ using namespace mlir;
 using namespace mlir::mha;
 using namespace mlir::mha::detail;
 
-namespace {
-
-/// Copies `count` rows from `first` of head `head` of `source` ([B, H, S,
-/// width], or [B, H, width, S] when `transposed`) into the shared `tile`
-/// ([count, width + padding]), by all `threads` threads, an element each
-/// per step (consecutive threads along the source's contiguous dim); rows
-/// from `valid` on are zero-filled, and reads are clamped to row
-/// `sourceRows - 1`.
-void copyTile(Emitter &e, Value thread, int64_t threads, Value tile,
-              Value source, Value batchIndex, Value head, Value first,
-              int64_t count, Value valid, Value sourceRows, int64_t width,
-              bool transposed) {
-  int64_t total = count * width;
-  int64_t steps = llvm::divideCeil(total, threads);
-  Value lastRow = e.max(e.add(sourceRows, -1), e.index(0));
-  Type element = cast<MemRefType>(tile.getType()).getElementType();
-  auto loop =
-      scf::ForOp::create(e.b, e.loc, e.index(0), e.index(steps), e.index(1));
-  OpBuilder::InsertionGuard guard(e.b);
-  e.b.setInsertionPoint(loop.getBody()->getTerminator());
-  Value idx = e.add(thread, e.mul(loop.getInductionVar(), threads));
-  if (total % threads) {
-    auto inRange = scf::IfOp::create(
-        e.b, e.loc, e.cmp(arith::CmpIPredicate::slt, idx, e.index(total)),
-        /*withElseRegion=*/false);
-    e.b.setInsertionPoint(inRange.thenBlock()->getTerminator());
-  }
-  Value row = transposed ? e.rem(idx, count) : e.div(idx, width);
-  Value col = transposed ? e.div(idx, count) : e.rem(idx, width);
-  Value sourceRow = e.add(first, row);
-  Value at = e.min(sourceRow, lastRow);
-  SmallVector<Value> indices = {batchIndex, head, at, col};
-  if (transposed)
-    std::swap(indices[2], indices[3]);
-  Value value = memref::LoadOp::create(e.b, e.loc, source, indices);
-  Value zero =
-      arith::ConstantOp::create(e.b, e.loc, element, e.b.getZeroAttr(element));
-  value =
-      e.select(e.cmp(arith::CmpIPredicate::slt, sourceRow, valid), value, zero);
-  memref::StoreOp::create(e.b, e.loc, value, tile, ValueRange{row, col});
-}
-
-/// `x` as f32.
-Value toF32(Emitter &e, Value x) {
-  return x.getType().isF32()
-             ? x
-             : arith::ExtFOp::create(e.b, e.loc, e.b.getF32Type(), x);
-}
-
-} // namespace
-
 FailureOr<Value> mha::lowerAttentionToSIMT(RewriterBase &rewriter,
                                            AttentionOp op) {
   LoweringConfigAttr config = getLoweringConfig(op);
@@ -185,8 +134,9 @@ FailureOr<Value> mha::lowerAttentionToSIMT(RewriterBase &rewriter,
   KeyLimits limits = buildKeyLimits(e, ops, bIdx, firstRow, blockRows,
                                     blockKeys, workgroup.split);
 
-  copyTile(e, thread, threads, qTile, ops.q, bIdx, hIdx, firstRow, blockRows,
-           ops.queries, ops.queries, dk, /*transposed=*/false);
+  copyTileToWorkgroup(e, thread, threads, qTile, ops.q, bIdx, hIdx, firstRow,
+                      blockRows, ops.queries, ops.queries, dk,
+                      /*transposed=*/false);
 
   // Iteration arguments: the rows' maxima and the thread's parts of their
   // sums, then its accumulators (row-major: rows x cols).
@@ -209,10 +159,12 @@ FailureOr<Value> mha::lowerAttentionToSIMT(RewriterBase &rewriter,
     // keys (a KV cache's rows past its length hold anything: NaN, and
     // 0 · NaN in P V would be NaN).
     gpu::BarrierOp::create(rewriter, loc);
-    copyTile(e, thread, threads, kTile, ops.k, bIdx, kvHead, kb, blockKeys,
-             limits.validKeys, ops.keys, dk, op.getKeyTransposed());
-    copyTile(e, thread, threads, vTile, ops.v, bIdx, kvHead, kb, blockKeys,
-             limits.validKeys, ops.keys, dv, /*transposed=*/false);
+    copyTileToWorkgroup(e, thread, threads, kTile, ops.k, bIdx, kvHead, kb,
+                        blockKeys, limits.validKeys, ops.keys, dk,
+                        op.getKeyTransposed());
+    copyTileToWorkgroup(e, thread, threads, vTile, ops.v, bIdx, kvHead, kb,
+                        blockKeys, limits.validKeys, ops.keys, dv,
+                        /*transposed=*/false);
     gpu::BarrierOp::create(rewriter, loc);
 
     // S = Q Kᵀ: the thread's rows by its keys lane + lanes * j, in steps of

@@ -20,6 +20,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Emulation.h"
 #include "MMAFragments.h"
 
 #include "mha/Codegen/GPU/Passes.h"
@@ -89,11 +90,8 @@ struct Exchange {
 
 } // namespace
 
-/// Why `op`, an exchange between lanes, cannot be emulated where it is: its
-/// barriers need every thread of the workgroup, so it must be outside
-/// conditionals (loops are taken to run alike in all threads, as the
-/// kernels' own barriers need).
-static LogicalResult checkUniform(Operation *op, gpu::LaunchOp launch) {
+LogicalResult mlir::mha::detail::checkUniform(Operation *op,
+                                              gpu::LaunchOp launch) {
   for (Operation *parent = op->getParentOp(); parent != launch;
        parent = parent->getParentOp())
     if (!isa<scf::ForOp>(parent))
@@ -643,8 +641,7 @@ struct ScalarizeStore final : OpConversionPattern<vector::StoreOp> {
 
 } // namespace
 
-/// Every vector value in `launch` as scalars (SPIR-V has no n-D vectors).
-static LogicalResult scalarizeVectors(gpu::LaunchOp launch) {
+LogicalResult mlir::mha::detail::scalarizeVectors(gpu::LaunchOp launch) {
   MLIRContext *ctx = launch.getContext();
   // The vector constants the kernel uses from the host code, moved into it.
   if (failed(sinkOperationsIntoLaunchOp(launch, [](Operation *op) {
@@ -672,6 +669,9 @@ static LogicalResult scalarizeVectors(gpu::LaunchOp launch) {
 
 static LogicalResult emulateLaunch(RewriterBase &rewriter,
                                    gpu::LaunchOp launch) {
+  FailureOr<bool> matrices = emulateCoopMatrixOps(rewriter, launch);
+  if (failed(matrices))
+    return failure();
   SmallVector<Operation *> ops;
   WalkResult bf16 = launch.getBody().walk([&](Operation *op) {
     // The bf16 kernels' mma (the same fragments as f16's, which the
@@ -688,8 +688,13 @@ static LogicalResult emulateLaunch(RewriterBase &rewriter,
   });
   if (bf16.wasInterrupted())
     return failure();
-  if (ops.empty())
+  if (ops.empty()) {
+    if (*matrices && failed(scalarizeVectors(launch)))
+      return launch.emitOpError()
+             << "cannot have its subgroup matrix ops emulated: a vector op "
+                "of the kernel has no scalar form here";
     return success();
+  }
   std::optional<int64_t> threads = getConstantIntValue(launch.getBlockSizeX());
   if (!threads || *threads % 32 ||
       getConstantIntValue(launch.getBlockSizeY()) != 1 ||

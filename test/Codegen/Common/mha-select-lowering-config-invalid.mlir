@@ -58,7 +58,7 @@ func.func @three() attributes {mha.lowering_config = #mha.lowering_config<regist
 
 // -----
 
-// expected-error @+1 {{mma must be [16, 8, 16] (m16n8k16: f16 or bf16 operands) or [16, 8, 8] (m16n8k8: f32 operands as TF32), f32 accumulation, found [16, 8, 4]}}
+// expected-error @+1 {{mma must be [16, 8, 16] (m16n8k16: f16 or bf16 operands) or [16, 8, 8] (m16n8k8: f32 operands as TF32) on CUDA, or [16, 16, 16] (cooperative matrices: f16 operands) on Vulkan, f32 accumulation, found [16, 8, 4]}}
 func.func @mma_shape() attributes {mha.lowering_config = #mha.lowering_config<mma = [16, 8, 4], warps = 4>} {
   return
 }

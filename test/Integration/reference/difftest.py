@@ -5,7 +5,7 @@ the independent numpy reference (through check_mha.py).
 
     difftest.py --mha-run BIN [--mha-aot BIN] --workdir DIR
                 [--seed S] [--count N | --minutes M]
-                [--targets loops,cpu,vulkan,mma,aot] [--no-minimize]
+                [--targets loops,cpu,vulkan,mma,coop,aot] [--no-minimize]
 
 A trial is one configuration (the layer, or with core=1 one mha.attention:
 B, Sq, Sk drawn as 1, around the tile sizes in use +-1, or long; E, H, Hkv
@@ -28,7 +28,11 @@ tensor-core kernels run on the Vulkan device with their tensor-core ops
 emulated, `vulkan{emulate-tensor-cores}`: static shapes, f16 (or f32 with
 `allow-tf32`, checked at the tf32 tolerance), head dims
 mostly multiples of 16, query tiles of whole warps, most trials without
-transposed keys) or an `mha-aot`
+transposed keys), `coop` (the Vulkan pipeline's cooperative-matrix
+kernel with its matrix ops emulated, `vulkan{cooperative-matrix
+emulate-tensor-cores}`: static shapes, f16, head dims mostly multiples of
+16 up to 48, the rule's tiles or drawn ones of whole subgroups) or an
+`mha-aot`
 executable of `cpu`; on 1, 2 or more threads than cores, with
 threaded runs repeated (`--repeat`: every call bitwise equal to the first,
 since races are intermittent). Results must match the reference at the
@@ -58,9 +62,9 @@ CHECK = os.path.join(HERE, "check_mha.py")
 TOLERANCES = {"f32": ("1e-4", "1e-4"), "tf32": ("5e-3", "5e-3"),
               "f16": ("2e-3", "1e-2"),
               "bf16": ("2e-2", "3e-2")}
-TARGETS = ["loops", "cpu", "vulkan", "mma", "aot"]
+TARGETS = ["loops", "cpu", "vulkan", "mma", "coop", "aot"]
 # How often each target is drawn (the cpu pipeline has the most options).
-WEIGHTS = {"loops": 1, "cpu": 5, "vulkan": 2, "mma": 1, "aot": 1}
+WEIGHTS = {"loops": 1, "cpu": 5, "vulkan": 2, "mma": 1, "coop": 1, "aot": 1}
 
 
 def lengths_around(rng, tile, long_ok):
@@ -107,6 +111,16 @@ def draw_target(rng, targets):
         if rng.random() < 0.25:
             options.append("allow-tf32")  # f32 trials (draw_trial)
         q, kv = 64, 64
+        if rng.random() < 0.5:
+            q, kv = rng.choice([16, 32, 64]), rng.choice([16, 32, 64])
+            options += [f"q-tile-size={q}", f"kv-tile-size={kv}"]
+        return target, "vulkan{" + " ".join(options) + "}", q, kv
+    if target == "coop":
+        # The rule's tiles (4 subgroups of 16 rows, 32 keys; fewer for
+        # fewer queries), or drawn ones: whole subgroups, key blocks of 16
+        # to 64.
+        options = ["cooperative-matrix", "emulate-tensor-cores"]
+        q, kv = 64, 32
         if rng.random() < 0.5:
             q, kv = rng.choice([16, 32, 64]), rng.choice([16, 32, 64])
             options += [f"q-tile-size={q}", f"kv-tile-size={kv}"]
@@ -233,7 +247,8 @@ def draw_features(rng, c, core):
 def draw_trial(rng, targets, long_ok, repeat, thread_counts):
     target, pipeline, q_tile, kv_tile = draw_target(rng, targets)
     config = draw_config(rng, q_tile, kv_tile,
-                         static=target in ("vulkan", "mma"), long_ok=long_ok)
+                         static=target in ("vulkan", "mma", "coop"),
+                         long_ok=long_ok)
     if target == "vulkan" and config["dtype"] == "bf16":
         config["dtype"] = "f16"  # Vulkan kernels take f32 and f16.
     if "KEYS" in pipeline:
@@ -270,6 +285,16 @@ def draw_trial(rng, targets, long_ok, repeat, thread_counts):
             # thread-per-row kernel), left out of most trials.
             config.pop("key_transposed", None)
 
+    if target == "coop":
+        # f16; head dims the kernel takes in most trials (the others run on
+        # the register kernel), small: lavapipe compiles the emulated
+        # products of larger ones slowly.
+        config["dtype"] = "f16"
+        if rng.random() < 0.8:
+            config["dk"] = rng.choice([16, 32, 32, 48])
+            config["dv"] = rng.choice([16, 32])
+            config.pop("rotary_dim", None)  # drawn for the old dk
+
     # Weights prepared once (the CPU pipelines' NAME_prepare and
     # NAME_prepared), or constants in the IR (packed at compile time).
     if target in ("cpu", "loops", "aot") and not config.get("core"):
@@ -290,7 +315,7 @@ def draw_trial(rng, targets, long_ok, repeat, thread_counts):
     # kernel's), 2 to 9 chunks.
     gpu_split = (target == "vulkan" and
                  (pipeline == "vulkan" or "thread-tile" in pipeline)) or \
-        (target == "mma" and "q-tile-size" not in pipeline)
+        (target in ("mma", "coop") and "q-tile-size" not in pipeline)
     if gpu_split and config.get("core") and rng.random() < 0.25:
         config["kv_splits"] = rng.randint(2, 9)
     threads = 1
@@ -299,7 +324,7 @@ def draw_trial(rng, targets, long_ok, repeat, thread_counts):
     # On device buffers (mha-run --device-resident): the results compared
     # are the device-resident copy's (a decoding step's caches updated in
     # place on the device).
-    resident = target in ("vulkan", "mma") and rng.random() < 0.3
+    resident = target in ("vulkan", "mma", "coop") and rng.random() < 0.3
     return dict(target=target, pipeline=pipeline, threads=threads,
                 repeat=repeat if threads > 1 else 1, config=config,
                 resident=resident)
@@ -454,7 +479,8 @@ def main():
     parser.add_argument("--count", type=int, default=20)
     parser.add_argument("--minutes", type=float,
                         help="run a campaign this long instead of --count")
-    parser.add_argument("--targets", default="loops,cpu,vulkan,mma,aot")
+    parser.add_argument("--targets",
+                        default="loops,cpu,vulkan,mma,coop,aot")
     parser.add_argument("--long", action="store_true",
                         help="also draw long sequences (300-1100)")
     parser.add_argument("--threads", default="1,2,2,4,8",

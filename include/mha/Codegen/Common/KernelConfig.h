@@ -95,6 +95,31 @@ constexpr int64_t kTF32KeyRowPadding = 4, kTF32ValueRowPadding = 8;
 int64_t mmaAttentionWorkgroupBytes(int64_t kvTile, int64_t dk, int64_t dv,
                                    bool tf32 = false);
 
+/// Whether `target` is a Vulkan device with cooperative matrices
+/// (VK_KHR_cooperative_matrix: `features = "+cooperative_matrix"`), whose
+/// 16x16x16 f16 products with f32 accumulation the cooperative-matrix
+/// kernel uses.
+bool hasCooperativeMatrices(TargetAttr target);
+
+/// Why the cooperative-matrix kernel (mha-attention-to-cooperative-matrix,
+/// `mma = [16, 16, 16]`) cannot compute `op` on `target`, in words ("" when
+/// it can): it needs a Vulkan target with cooperative matrices and
+/// subgroups of 32 invocations, query, key, value and result all f16, head
+/// dims that are static multiples of 16 up to 256, an additive mask if any
+/// and no key_offset.
+std::string coopMatrixAttentionUnsupported(Operation *op, TargetAttr target);
+
+/// Elements of padding after each row of the cooperative-matrix kernel's
+/// f16 tiles (Q, K, V, P) and its f32 ones (scores, row factors): 16 bytes,
+/// which keeps every matrix it loads or stores 16-byte aligned.
+constexpr int64_t kCoopHalfRowPadding = 8, kCoopFloatRowPadding = 4;
+
+/// The workgroup memory of the cooperative-matrix kernel with `qTile` rows
+/// and `kvTile` keys: its f16 Q, K, V and P tiles and its f32 score and
+/// row-factor tiles, rows padded.
+int64_t coopMatrixAttentionWorkgroupBytes(int64_t qTile, int64_t kvTile,
+                                          int64_t dk, int64_t dv);
+
 /// Why the register kernel (mha-attention-to-simt, `thread_tile`) cannot
 /// compute `op` on `target`, in words ("" when it can): it needs a GPU
 /// target, query, key, value and result all f32, all f16 or all bf16, an

@@ -54,6 +54,47 @@ def MHAAttentionToSIMTPass : Pass<"mha-attention-to-simt"> {
   ];
 }
 
+def MHAAttentionToCooperativeMatrixPass
+    : Pass<"mha-attention-to-cooperative-matrix"> {
+  let summary = "Lower mha.attention to the FlashAttention kernel on "
+                "cooperative matrices (Vulkan)";
+  let description = [{
+    GPU mapping, on tensors, for Vulkan devices with cooperative matrices
+    (`#mha.target<kind = vulkan, features = "+cooperative_matrix">`, the
+    Vulkan pipeline's `cooperative-matrix` option): every `mha.attention`
+    whose `mha.lowering_config` has `mma = [16, 16, 16]`
+    (`mha-select-lowering-config` sets it for f16 attention whose head dims
+    are multiples of 16) becomes a FlashAttention forward kernel in the GPU
+    dialect's subgroup matrix ops (`gpu.subgroup_mma_load_matrix`,
+    `_compute`, `_store_matrix`, `_elementwise`), which the SPIR-V
+    conversion turns into `OpCooperativeMatrix*KHR`: an `scf.forall` of
+    workgroups over (batch, head, query tile of `q_tile = 16 * warps` rows;
+    causal tiles longest first) around an `scf.forall` of `32 * warps`
+    invocations, a subgroup of 32 per 16 query rows. Q, K and V are staged
+    in workgroup memory (zero past the valid rows and keys); each subgroup
+    keeps its Q matrices and its output accumulators (16 x 16, f32) as
+    cooperative matrices across the key loop (`scf.for` iter_args) and
+    computes `S = Q Kᵀ` with them. A cooperative matrix's distribution over
+    lanes is the device's, so the per-row steps (softcap, additive mask, key
+    lengths, causal masks and windows, the online softmax's maximum and sum
+    in base 2) run on S stored to workgroup memory, two lanes per row, and
+    return as matrices: P (f16) as the A operand of `P V`, and the rows'
+    rescale factors as a matrix multiplied element by element into the
+    accumulators. GQA, key_transposed, dynamic sizes and `kv_splits` are
+    supported. Where the kernel cannot compute the op (not f16, head dims
+    not multiples of 16, an i1 mask, key_offset), an error names the reason.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
+    "::mlir::memref::MemRefDialect",
+    "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect",
+  ];
+}
+
 def MHAAttentionToMMAPass : Pass<"mha-attention-to-mma"> {
   let summary = "Lower mha.attention to the FlashAttention-2 kernel on "
                 "tensor cores";
@@ -361,11 +402,18 @@ def MHAEmulateTensorCoresPass : Pass<"mha-emulate-tensor-cores"> {
     result needs, a barrier); `nvgpu.device_async_copy` a synchronous copy
     (zero-filled past `srcElements`); its groups and waits disappear. The
     fragment layouts are the PTX ISA's, written independently of the code
-    that builds the kernels.
+    that builds the kernels. The GPU dialect's subgroup matrix ops of the
+    cooperative-matrix kernel (`gpu.subgroup_mma_load_matrix`, `_store_matrix`,
+    `_compute`, `_constant_matrix`, `_elementwise`; 16 x 16 matrices) likewise:
+    a matrix becomes 8 elements per lane (a 2 x 4 block; the device's own
+    distribution is unknown to the kernel, so any one checks it), a product
+    an exchange through per-subgroup workgroup buffers, and
+    `gpu.subgroup_id` / `gpu.lane_id` thread / 32 and thread % 32.
 
     Why: the tensor-core kernels' numbers depend on their lane layouts,
     which only an NVIDIA GPU runs. With this pass (the Vulkan pipeline's
-    `emulate-tensor-cores`) the same kernels run on lavapipe in CI, their
+    `emulate-tensor-cores`, with `cooperative-matrix` for the
+    cooperative-matrix kernel) the same kernels run on lavapipe in CI, their
     results checked against numpy. It checks layouts and arithmetic, not
     speed, nor the ordering of asynchronous copies (they complete at once).
     An exchange must be reached by every thread of the workgroup (not under
@@ -376,6 +424,7 @@ def MHAEmulateTensorCoresPass : Pass<"mha-emulate-tensor-cores"> {
   let dependentDialects = [
     "::mlir::arith::ArithDialect",
     "::mlir::gpu::GPUDialect",
+    "::mlir::math::MathDialect",
     "::mlir::memref::MemRefDialect",
     "::mlir::scf::SCFDialect",
     "::mlir::ub::UBDialect",

@@ -37,7 +37,7 @@ class AttentionOp;
 FailureOr<Value> lowerAttentionToMMA(RewriterBase &rewriter, AttentionOp op);
 
 /// lowerAttentionToMMA on every mha.attention under `root` whose lowering
-/// configuration has `mma`.
+/// configuration has `mma = [16, 8, k]`.
 LogicalResult lowerAttentionsToMMA(RewriterBase &rewriter, Operation *root);
 
 /// The mha.attention `op`, whose lowering configuration has `thread_tile =
@@ -54,6 +54,24 @@ FailureOr<Value> lowerAttentionToSIMT(RewriterBase &rewriter, AttentionOp op);
 /// lowerAttentionToSIMT on every mha.attention under `root` whose lowering
 /// configuration has `thread_tile`.
 LogicalResult lowerAttentionsToSIMT(RewriterBase &rewriter, Operation *root);
+
+/// The mha.attention `op`, whose lowering configuration has `mma = [16, 16,
+/// 16]`, `warps` (subgroups) and `q_tile = 16 * warps`, as the FlashAttention
+/// kernel on cooperative matrices (gpu.subgroup_mma_* ops): an scf.forall of
+/// workgroups (batch, head, query tile) around an scf.forall of 32 * warps
+/// invocations, a subgroup per 16 query rows, its Q matrices and output
+/// accumulators kept across the key loop, the per-row softmax on scores
+/// stored to workgroup memory, on buffers of the operands
+/// (bufferization.to_buffer) into a new buffer that the returned tensor
+/// reads. Fails, with an error at the op, where the kernel cannot compute it
+/// (coopMatrixAttentionUnsupported).
+FailureOr<Value> lowerAttentionToCoopMatrix(RewriterBase &rewriter,
+                                            AttentionOp op);
+
+/// lowerAttentionToCoopMatrix on every mha.attention under `root` whose
+/// lowering configuration has `mma = [16, 16, 16]`.
+LogicalResult lowerAttentionsToCoopMatrix(RewriterBase &rewriter,
+                                          Operation *root);
 
 /// The contraction `op` (its lowering configuration has `mma`; see
 /// matchMMAContraction) and the op that rounds its result as one GEMM kernel

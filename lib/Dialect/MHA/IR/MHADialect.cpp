@@ -108,10 +108,13 @@ LogicalResult LoweringConfigAttr::verify(
   }
   // The shapes the warp-level kernel is written for.
   if (!mma.empty() && ArrayRef<int64_t>(mma) != ArrayRef<int64_t>{16, 8, 16} &&
-      ArrayRef<int64_t>(mma) != ArrayRef<int64_t>{16, 8, 8})
+      ArrayRef<int64_t>(mma) != ArrayRef<int64_t>{16, 8, 8} &&
+      ArrayRef<int64_t>(mma) != ArrayRef<int64_t>{16, 16, 16})
     return emitError() << "mma must be [16, 8, 16] (m16n8k16: f16 or bf16 "
                           "operands) or [16, 8, 8] (m16n8k8: f32 operands "
-                          "as TF32), f32 accumulation, found ["
+                          "as TF32) on CUDA, or [16, 16, 16] (cooperative "
+                          "matrices: f16 operands) on Vulkan, f32 "
+                          "accumulation, found ["
                        << llvm::interleaved(mma) << "]";
   if (warps && mma.empty())
     return emitError() << "warps needs mma (the warp-level kernel)";

@@ -67,7 +67,10 @@ def MHA_TargetAttr : AttrDef<MHA_Dialect, "Target"> {
 
     - `kind`: `cpu`, `cuda` or `vulkan`.
     - `chip`, `features`: the CPU or SM name and its features, as recorded
-      (the LLVM and NVVM back ends take theirs from the pipeline options).
+      (the LLVM and NVVM back ends take theirs from the pipeline options);
+      on Vulkan, `features = "+cooperative_matrix"` says the device has
+      cooperative matrices (the rule then picks the cooperative-matrix
+      kernel for f16 attention).
     - `vector_bits` (CPU): bits of a vector register (512: AVX-512, 256:
       AVX2, 128: SSE or NEON); the register tiles are chosen for it.
     - `subgroup_size`, `max_workgroup_threads`, `max_workgroup_memory`
@@ -128,11 +131,14 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
     - `q_tile`: queries per tile (CPU: a tile of the parallel loop; GPU: a
       workgroup's rows, one thread per row);
     - `kv_tile`: keys per step of the online softmax;
-    - `mma = [m, n, k]` (CUDA, `mha.attention`): the tensor-core shape of
-      the warp-level kernel (mha-attention-to-mma; `[16, 8, 16]`, f16 or
-      bf16 operands, f32 accumulation), instead of a thread per row;
-    - `warps` (with `mma`): warps per workgroup, 16 query rows each
-      (`q_tile = 16 * warps`).
+    - `mma = [m, n, k]` (`mha.attention`): the tensor-core shape of
+      the warp-level kernel on CUDA (mha-attention-to-mma; `[16, 8, 16]`,
+      f16 or bf16 operands, or `[16, 8, 8]`, TF32), or on Vulkan `[16, 16,
+      16]`, the cooperative-matrix kernel
+      (mha-attention-to-cooperative-matrix; f16 operands), f32
+      accumulation, instead of a thread per row;
+    - `warps` (with `mma`): warps (subgroups of 32) per workgroup, 16 query
+      rows each (`q_tile = 16 * warps`).
     - `thread_tile = [rows, keys]` (GPU, `mha.attention`): the register
       kernel (mha-attention-to-simt) instead of a thread per row: each
       thread holds `rows` query rows by `keys` keys of every score block,
