@@ -154,9 +154,11 @@ BENCH = [
     "b=32 sq=128 eq=768 h=12 dtype=f16",
     "b=8 sq=1024 eq=768 h=12 causal=1 dtype=f16",
     # Decoding (one query): keys split across workgroups by the rule (8 and
-    # 2 chunks).
+    # 2 chunks); with GQA (Llama-3-8B's 32 query heads on 8) a group's 4
+    # heads share a workgroup (head_tile), each K and V row read once.
     "core=1 b=1 h=32 dk=128 dv=128 sq=1 sk=32768 dtype=f16",
     "core=1 b=4 h=32 dk=128 dv=128 sq=1 sk=8192 dtype=f16",
+    "core=1 b=1 h=32 hkv=8 dk=128 dv=128 sq=1 sk=32768 dtype=f16",
 ]
 
 # tf32: f32 data on the tensor cores (allow-tf32), 10-bit mantissas.
@@ -390,6 +392,9 @@ def torch_side(c, arrays, torch, dev="cuda"):
     t = {n: torch.from_numpy(a).to(dev) for n, a in arrays.items()}
     if c["core"]:
         q, k, v = (t[n].double() for n in "qkv")
+        # GQA: each key/value head serves h / hkv query heads.
+        group = c["h"] // c["hkv"]
+        k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
         scores = q @ k.transpose(-1, -2) / c["dk"] ** 0.5
         if c["causal"]:
             keep = torch.ones(c["sq"], c["sk"], dtype=torch.bool,
@@ -399,9 +404,12 @@ def torch_side(c, arrays, torch, dev="cuda"):
         del scores
         q, k, v = (t[n].to(dtype) for n in "qkv")
 
+        gqa = {"enable_gqa": True} if group > 1 else {}
+
         def call():
             return F.scaled_dot_product_attention(q, k, v,
-                                                  is_causal=bool(c["causal"]))
+                                                  is_causal=bool(c["causal"]),
+                                                  **gqa)
         backend = ["FLASH_ATTENTION"] if c["dtype"] != "f32" else ["MATH"]
         label = "SDPA flash" if c["dtype"] != "f32" else "SDPA math"
     else:

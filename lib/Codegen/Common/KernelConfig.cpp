@@ -68,6 +68,13 @@ static bool usesMMA(Operation *op) {
   return config && !config.getMma().empty();
 }
 
+/// Whether `op` runs as the CUDA tensor-core attention kernel (mma =
+/// [16, 8, k]).
+static bool usesTensorCores(Operation *op) {
+  LoweringConfigAttr config = getLoweringConfig(op);
+  return config && !config.getMma().empty() && config.getMma()[1] == 8;
+}
+
 /// Whether `op` runs as the register kernel.
 static bool usesSIMT(Operation *op) {
   LoweringConfigAttr config = getLoweringConfig(op);
@@ -246,7 +253,8 @@ static constexpr int64_t kGPUMinChunkBlocks = 4;
 /// Sk only; none elsewhere (Vulkan devices: lavapipe has a few cores, and
 /// the split would only add the merge).
 static std::optional<int64_t> gpuKeySplits(AttentionOp op, TargetAttr target,
-                                           int64_t qTile, int64_t kvTile) {
+                                           int64_t qTile, int64_t kvTile,
+                                           int64_t headTile = 1) {
   if (target.getKind() != TargetKind::CUDA)
     return std::nullopt;
   ShapedType query = op.getQuery().getType(), key = op.getKey().getType();
@@ -256,10 +264,25 @@ static std::optional<int64_t> gpuKeySplits(AttentionOp op, TargetAttr target,
   if (ShapedType::isDynamic(batch) || ShapedType::isDynamic(queries) ||
       ShapedType::isDynamic(keys) || queries > qTile || batch * heads == 0)
     return std::nullopt;
-  int64_t wanted = llvm::divideCeil(kGPUParallelWorkgroups, batch * heads);
+  int64_t wanted =
+      llvm::divideCeil(kGPUParallelWorkgroups, batch * heads / headTile);
   int64_t splits = std::min(
       {wanted, keys / (kGPUMinChunkBlocks * kvTile), kGPUMaxKeySplits});
   return splits > 1 ? std::optional<int64_t>(splits) : std::nullopt;
+}
+
+/// CUDA: the query heads of a key/value head's group that the tensor-core
+/// kernel packs into one workgroup for decoding (GQA, static Sq, the
+/// group's queries within kMMAWarps warps' rows), so that each K and V row
+/// is read once for the group rather than once per head; none elsewhere.
+static std::optional<int64_t> gpuHeadTile(AttentionOp op) {
+  int64_t heads = op.getQuery().getType().getDimSize(1),
+          queries = op.getQuery().getType().getDimSize(2),
+          group = heads / op.getKey().getType().getDimSize(1);
+  if (ShapedType::isDynamic(queries) || group < 2 ||
+      group * queries > 16 * kMMAWarps)
+    return std::nullopt;
+  return group;
 }
 
 /// Whether `target` is a CUDA chip with the m16n8k16 mma.sync of both
@@ -729,6 +752,15 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op, TargetAttr target,
   if (isConfigured(op) && gpu && mmaAttentionUnsupported(op, target).empty()) {
     auto attention = cast<AttentionOp>(op);
     int64_t keys = mmaKeyTile(attention, target, false);
+    // Decoding with GQA: a group's heads in the warps their queries need.
+    if (std::optional<int64_t> headTile = gpuHeadTile(attention)) {
+      int64_t warps = llvm::divideCeil(
+          *headTile * attention.getQuery().getType().getDimSize(2), 16);
+      return LoweringConfigAttr::get(
+          ctx, 16 * warps, keys, {}, {}, {}, {}, {16, 8, 16}, warps,
+          gpuKeySplits(attention, target, 16 * warps, keys, *headTile),
+          headTile, {});
+    }
     return LoweringConfigAttr::get(
         ctx, 16 * kMMAWarps, keys, {}, {}, {}, {}, {16, 8, 16}, kMMAWarps,
         gpuKeySplits(attention, target, 16 * kMMAWarps, keys), {}, {});
@@ -898,6 +930,20 @@ static LogicalResult verifyMMAConfig(Operation *op, LoweringConfigAttr config,
     return op->emitError() << "lowering_config: with mma, kv_tile must be a "
                               "positive multiple of 16, found "
                            << keys;
+  if (int64_t headTile = config.getHeadTile().value_or(1); headTile > 1) {
+    auto attention = cast<AttentionOp>(op);
+    int64_t queries = attention.getQuery().getType().getDimSize(2);
+    int64_t group = attention.getQuery().getType().getDimSize(1) /
+                    attention.getKey().getType().getDimSize(1);
+    if (ShapedType::isDynamic(queries) || group % headTile ||
+        headTile * queries > 16 * warps)
+      return op->emitError()
+             << "lowering_config: head_tile = " << headTile
+             << " (the tensor-core kernel's heads per workgroup) needs a "
+                "static query length, a divisor of the "
+             << group << " query heads per key/value head, and head_tile * "
+             << "Sq at most q_tile (" << 16 * warps << ")";
+  }
   return success();
 }
 
@@ -967,8 +1013,11 @@ LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
       // one.
       if (!value || (*value == 1 && name != "prefetch_blocks"))
         continue;
-      bool kernelSplit = name == "kv_splits" && (usesMMA(op) || usesSIMT(op));
-      if (target.isGPU() && kernelSplit && *value > kGPUMaxKeySplits)
+      bool kernelSplit =
+          (name == "kv_splits" && (usesMMA(op) || usesSIMT(op))) ||
+          (name == "head_tile" && usesTensorCores(op));
+      if (target.isGPU() && kernelSplit && name == "kv_splits" &&
+          *value > kGPUMaxKeySplits)
         op->emitError() << "lowering_config: kv_splits = " << *value << " on a "
                         << kind << " target: the attention "
                         << "kernels merge at most " << kGPUMaxKeySplits
@@ -982,8 +1031,13 @@ LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
                                   "the tensor-core and register attention "
                                   "kernels (mma, thread_tile) only, not by "
                                   "the thread-per-row kernel on a "
-                                : " is implemented on cpu targets only, not "
-                                  "on a ")
+                            : name == "head_tile"
+                                ? " is implemented on cpu targets and by "
+                                  "the tensor-core attention kernel (mma "
+                                  "= [16, 8, k]) only, not by the other "
+                                  "kernels on a "
+                                : " is implemented on cpu targets only, "
+                                  "not on a ")
                         << kind << " target";
       else if (!isa<AttentionOp>(op))
         op->emitError() << "lowering_config: " << name
@@ -1091,7 +1145,8 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
     // Tile sizes given for a tensor-core kernel the rules chose: its warps
     // follow the rows, or, for sizes it cannot take, the op keeps the
     // thread-per-row kernel. A given mma is checked as it is.
-    if (!selected.getMma().empty() && given && given.getMma().empty()) {
+    if (!selected.getMma().empty() && given && given.getMma().empty() &&
+        (given.getQTile() || given.getKvTile())) {
       int64_t rows = given.getQTile().value_or(*selected.getQTile());
       int64_t keys = given.getKvTile().value_or(*selected.getKvTile());
       if (rows % 16 == 0 && keys % 16 == 0 && !given.getWarps())

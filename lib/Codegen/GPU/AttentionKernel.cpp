@@ -48,6 +48,8 @@ mlir::mha::detail::prepareAttentionKernel(RewriterBase &rewriter,
     if (oType.isDynamicDim(d))
       dynamicSizes.push_back(dim(op.getQuery(), d));
   ops.splits = resolveKeySplits(op, 0);
+  if (LoweringConfigAttr config = getLoweringConfig(op))
+    ops.headTile = config.getHeadTile().value_or(1);
   if (ops.splits > 1) {
     // Each chunk's state: [B, H, Sq, splits(, dv)] in f32, of the result's
     // sizes (dv is static in both kernels).
@@ -84,6 +86,25 @@ mlir::mha::detail::prepareAttentionKernel(RewriterBase &rewriter,
   return ops;
 }
 
+std::string mlir::mha::detail::headTileUnsupported(AttentionOp op,
+                                                   int64_t rows) {
+  LoweringConfigAttr config = getLoweringConfig(op);
+  int64_t headTile = config ? config.getHeadTile().value_or(1) : 1;
+  if (headTile == 1)
+    return "";
+  int64_t queries = op.getQuery().getType().getDimSize(2);
+  int64_t group = op.getQuery().getType().getDimSize(1) /
+                  op.getKey().getType().getDimSize(1);
+  if (ShapedType::isDynamic(queries) || group % headTile ||
+      headTile * queries > rows)
+    return "its head_tile = " + std::to_string(headTile) +
+           " needs a static query length, a divisor of the " +
+           std::to_string(group) +
+           " query heads per key/value head, and head_tile * Sq at most " +
+           "q_tile (" + std::to_string(rows) + ")";
+  return "";
+}
+
 AttentionWorkgroup mlir::mha::detail::buildAttentionWorkgroups(
     RewriterBase &rewriter, const AttentionKernelOperands &ops, int64_t rows) {
   Location loc = ops.op.getLoc();
@@ -94,9 +115,10 @@ AttentionWorkgroup mlir::mha::detail::buildAttentionWorkgroups(
       rewriter, loc,
       ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0), rewriter.getIndexAttr(0),
                              rewriter.getIndexAttr(0)},
-      ArrayRef<OpFoldResult>{ops.batch,
-                             rewriter.getIndexAttr(ops.heads * ops.splits),
-                             ops.queries},
+      ArrayRef<OpFoldResult>{
+          ops.batch,
+          rewriter.getIndexAttr(ops.heads / ops.headTile * ops.splits),
+          ops.queries},
       ArrayRef<OpFoldResult>{rewriter.getIndexAttr(1), rewriter.getIndexAttr(1),
                              rewriter.getIndexAttr(rows)},
       // Mapped to workgroups: kept as a loop when it has one iteration.
@@ -112,7 +134,36 @@ AttentionWorkgroup mlir::mha::detail::buildAttentionWorkgroups(
     split = e.rem(head, ops.splits);
     head = e.div(head, ops.splits);
   }
+  if (ops.headTile > 1)
+    head = e.mul(head, ops.headTile);
   return {workgroups, workgroups.getInductionVar(0), head, firstRow, split};
+}
+
+TileRow mlir::mha::detail::tileRowAt(Emitter &e,
+                                     const AttentionKernelOperands &ops,
+                                     const AttentionWorkgroup &workgroup,
+                                     Value tileRow) {
+  if (ops.headTile == 1) {
+    Value query = e.add(workgroup.firstRow, tileRow);
+    return {workgroup.head, query,
+            e.cmp(arith::CmpIPredicate::slt, query, ops.queries)};
+  }
+  // Sq is static (the configuration's check): rows past the tile's
+  // head_tile * Sq queries are padding, their head clamped to the tile's.
+  int64_t queries = ops.op.getQuery().getType().getDimSize(2);
+  Value packed = e.min(e.div(tileRow, queries), e.index(ops.headTile - 1));
+  return {e.add(workgroup.head, packed), e.rem(tileRow, queries),
+          e.cmp(arith::CmpIPredicate::slt, tileRow,
+                e.index(ops.headTile * queries))};
+}
+
+std::pair<Value, int64_t>
+mlir::mha::detail::tileQueries(Emitter &e, const AttentionKernelOperands &ops,
+                               const AttentionWorkgroup &workgroup, Value first,
+                               int64_t rows) {
+  if (ops.headTile == 1)
+    return {e.add(workgroup.firstRow, first), rows};
+  return {e.index(0), ops.op.getQuery().getType().getDimSize(2)};
 }
 
 KeyLimits mlir::mha::detail::buildKeyLimits(Emitter &e,

@@ -55,7 +55,18 @@ struct AttentionKernelOperands {
   /// then not allocated: finishAttentionKernel merges the chunks).
   int64_t splits = 1;
   Value partialOut, partialMax, partialSum;
+  /// The query heads a workgroup computes together (the configuration's
+  /// head_tile: heads of one key/value head's group, whose K and V it then
+  /// reads once): its tile rows are their queries, head after head (static
+  /// Sq; head_tile * Sq rows at most). 1: a head per workgroup.
+  int64_t headTile = 1;
 };
+
+/// Why a kernel of `rows` tile rows cannot pack the head_tile of `op`'s
+/// configuration ("" when it can, or without one): the query length must
+/// be static, the head tile must divide the query heads of a key/value
+/// head, and its queries must fit the tile.
+std::string headTileUnsupported(AttentionOp op, int64_t rows);
 
 /// The operands of `op`, built at the rewriter's insertion point.
 AttentionKernelOperands prepareAttentionKernel(RewriterBase &rewriter,
@@ -66,7 +77,9 @@ AttentionKernelOperands prepareAttentionKernel(RewriterBase &rewriter,
 /// causal mask the query tiles are visited in reverse (workgroups start in
 /// grid order: the longest first rather than in the tail of the grid):
 /// `firstRow` is the tile's first query. With key splits, the second
-/// dimension is (head, chunk), `split` the chunk (null without).
+/// dimension is (head, chunk), `split` the chunk (null without). With a
+/// head tile, it runs over tiles of ops.headTile heads, `head` the first
+/// of them, and the queries are one tile (`firstRow` 0).
 struct AttentionWorkgroup {
   scf::ForallOp loop;
   Value batchIndex, head, firstRow, split;
@@ -74,6 +87,26 @@ struct AttentionWorkgroup {
 AttentionWorkgroup buildAttentionWorkgroups(RewriterBase &rewriter,
                                             const AttentionKernelOperands &ops,
                                             int64_t rows);
+
+/// What tile row `tileRow` of `workgroup` computes: its query head and
+/// query, and whether it is one (rows past the last query, or past the
+/// head tile's queries, are padding: computed on clamped inputs, not
+/// stored). Without a head tile, the workgroup's head and query
+/// firstRow + tileRow; with one, head first + tileRow / Sq, query
+/// tileRow % Sq.
+struct TileRow {
+  Value head, query, valid;
+};
+TileRow tileRowAt(Emitter &e, const AttentionKernelOperands &ops,
+                  const AttentionWorkgroup &workgroup, Value tileRow);
+
+/// The queries the tile rows [first, first + rows) of `workgroup` may
+/// hold, as (first query, count) for buildKeyLimits and blockNeedsMask:
+/// (firstRow + first, rows), or with a head tile all of them (0, Sq).
+std::pair<Value, int64_t> tileQueries(Emitter &e,
+                                      const AttentionKernelOperands &ops,
+                                      const AttentionWorkgroup &workgroup,
+                                      Value first, int64_t rows);
 
 /// The keys the rows [firstRow, firstRow + rows) of batch `batchIndex` may
 /// see: the batch's key length (null without key lengths), its valid keys

@@ -141,6 +141,11 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     return failure();
   }
 
+  if (std::string why = headTileUnsupported(op, 16 * warps); !why.empty()) {
+    op.emitOpError() << "cannot run as the tensor-core kernel: " << why;
+    return failure();
+  }
+
   Location loc = op.getLoc();
   MLIRContext *ctx = rewriter.getContext();
   rewriter.setInsertionPoint(op);
@@ -148,6 +153,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   AttentionKernelOperands ops = prepareAttentionKernel(rewriter, op);
   int64_t heads = ops.heads, kvHeads = ops.kvHeads, dk = ops.dk, dv = ops.dv;
   int64_t rowsPerBlock = 16 * warps;
+
   // The operands' element type: f16 or bf16, or f32 (TF32).
   Type element = ops.element, f32 = rewriter.getF32Type();
   int64_t kStep = tf32 ? 8 : 16;
@@ -157,8 +163,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
 
   AttentionWorkgroup workgroup =
       buildAttentionWorkgroups(rewriter, ops, rowsPerBlock);
-  Value bIdx = workgroup.batchIndex, hIdx = workgroup.head,
-        firstRow = workgroup.firstRow;
+  Value bIdx = workgroup.batchIndex, hIdx = workgroup.head;
   // The key block's K and V tiles in workgroup memory, for all warps.
   auto workgroupSpace =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
@@ -177,15 +182,18 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   Value warp = e.div(thread, 32), lane = e.rem(thread, 32);
   Value g = e.div(lane, 4), t = e.rem(lane, 4);
   Value kvHead = e.div(hIdx, heads / kvHeads);
-  Value warpRow = e.add(firstRow, e.mul(warp, 16));
-  // Rows g and g + 8 of the warp's 16.
-  Value rows[2] = {e.add(warpRow, g), e.add(e.add(warpRow, g), 8)};
+  Value warpRow = e.mul(warp, 16);
+  // Rows g and g + 8 of the warp's 16: their heads and queries.
+  TileRow rows[2] = {tileRowAt(e, ops, workgroup, e.add(warpRow, g)),
+                     tileRowAt(e, ops, workgroup, e.add(e.add(warpRow, g), 8))};
   Value lastQuery = e.add(queries, -1);
   Value t2 = e.mul(t, 2);
   // The batch's key length and the keys the workgroup's rows may see (the
   // same for all its warps: they stage the tiles together, between
   // barriers).
-  KeyLimits limits = buildKeyLimits(e, ops, bIdx, firstRow, rowsPerBlock,
+  auto [blockQuery, blockQueries] =
+      tileQueries(e, ops, workgroup, e.index(0), rowsPerBlock);
+  KeyLimits limits = buildKeyLimits(e, ops, bIdx, blockQuery, blockQueries,
                                     blockKeys, workgroup.split);
   Value validKeys = limits.validKeys;
   // ldmatrix: lane l gives the address of row l % 8 of matrix l / 8.
@@ -213,18 +221,19 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   // Q fragments, read once: A operands of the k16 (TF32: k8) steps over
   // dk. TF32's register i: row g + 8 (i % 2), column t + 4 (i / 2).
   SmallVector<Value> qFrags;
-  Value qRows[2] = {e.min(rows[0], lastQuery), e.min(rows[1], lastQuery)};
+  Value qRows[2] = {e.min(rows[0].query, lastQuery),
+                    e.min(rows[1].query, lastQuery)};
   for (int64_t kk = 0; kk < dk / kStep; ++kk) {
     Value frag = e.zeros(aType);
     for (int64_t half = 0; half < 2; ++half)
       for (int64_t r = 0; r < 2; ++r)
-        frag = e.insert(
-            tf32 ? vector::BroadcastOp::create(
-                       rewriter, loc, VectorType::get({1}, f32),
-                       loadTF32(q, {bIdx, hIdx, qRows[r],
-                                    e.add(t, 8 * kk + 4 * half)}))
-                 : loadPair(q, hIdx, qRows[r], e.add(t2, 16 * kk + 8 * half)),
-            frag, {2 * half + r});
+        frag = e.insert(tf32 ? vector::BroadcastOp::create(
+                                   rewriter, loc, VectorType::get({1}, f32),
+                                   loadTF32(q, {bIdx, rows[r].head, qRows[r],
+                                                e.add(t, 8 * kk + 4 * half)}))
+                             : loadPair(q, rows[r].head, qRows[r],
+                                        e.add(t2, 16 * kk + 8 * half)),
+                        frag, {2 * half + r});
     qFrags.push_back(frag);
   }
   // TF32's P repack: the A element (g, t) of keys 8kk.. is element t % 2 of
@@ -354,11 +363,10 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
                                rewriter, loc, scoresType, e.f32(ops.scale)));
       Value lastKey = e.max(e.add(keys, -1), e.index(0));
       for (int64_t r = 0; r < 2; ++r) {
-        Value row = e.min(rows[r], lastQuery);
         for (int64_t n = 0; n < scoreTiles; ++n)
           for (int64_t j = 0; j < 2; ++j) {
             Value col = e.min(e.add(e.add(kb, t2), 8 * n + j), lastKey);
-            Value m = maskElement(e, ops, bIdx, hIdx, row, col);
+            Value m = maskElement(e, ops, bIdx, rows[r].head, qRows[r], col);
             scores = e.insert(e.fadd(e.extract(scores, {n, r, j}), m), scores,
                               {n, r, j});
           }
@@ -368,8 +376,9 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     // Masks, on the blocks that need them: past the batch's last key,
     // across the right bound of the warp's first row or the left bound of
     // its last.
+    auto [warpQuery, warpQueries] = tileQueries(e, ops, workgroup, warpRow, 16);
     Value needsMask =
-        blockNeedsMask(e, ops, limits, kb, blockKeys, warpRow, 16);
+        blockNeedsMask(e, ops, limits, kb, blockKeys, warpQuery, warpQueries);
     auto ifMask = scf::IfOp::create(rewriter, loc, scoresType, needsMask,
                                     /*withElseRegion=*/true);
     {
@@ -380,7 +389,7 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
         for (int64_t r = 0; r < 2; ++r)
           for (int64_t j = 0; j < 2; ++j) {
             Value col = e.add(e.add(kb, t2), 8 * n + j);
-            Value visible = keyVisible(e, ops, limits, rows[r], col);
+            Value visible = keyVisible(e, ops, limits, rows[r].query, col);
             masked = e.insert(
                 e.select(visible, e.extract(masked, {n, r, j}), negInf), masked,
                 {n, r, j});
@@ -506,9 +515,9 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   // row's maximum and sum (from the quad's first lane).
   Value split = workgroup.split;
   for (int64_t r = 0; r < 2; ++r) {
-    Value inRange = e.cmp(arith::CmpIPredicate::slt, rows[r], queries);
+    Value inRange = rows[r].valid;
     if (split)
-      storeChunkRowState(e, ops, bIdx, hIdx, split, rows[r],
+      storeChunkRowState(e, ops, bIdx, rows[r].head, split, rows[r].query,
                          e.extract(keyLoop.getResult(0), {r}), sums[r],
                          arith::AndIOp::create(
                              rewriter, loc, inRange,
@@ -522,18 +531,19 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
     for (int64_t nd = 0; nd < outTiles; ++nd) {
       Value col = e.add(t2, 8 * nd);
       if (split) {
-        vector::StoreOp::create(rewriter, loc, e.extract(acc[nd], {r}),
-                                ops.partialOut,
-                                ValueRange{bIdx, hIdx, rows[r], split, col},
-                                /*nontemporal=*/false, llvm::Align(8));
+        vector::StoreOp::create(
+            rewriter, loc, e.extract(acc[nd], {r}), ops.partialOut,
+            ValueRange{bIdx, rows[r].head, rows[r].query, split, col},
+            /*nontemporal=*/false, llvm::Align(8));
         continue;
       }
       Value values = e.fmul(e.extract(acc[nd], {r}), scale);
       if (values.getType() != pairType)
         values = arith::TruncFOp::create(rewriter, loc, pairType, values);
-      vector::StoreOp::create(rewriter, loc, values, out,
-                              ValueRange{bIdx, hIdx, rows[r], col},
-                              /*nontemporal=*/false, llvm::Align(4));
+      vector::StoreOp::create(
+          rewriter, loc, values, out,
+          ValueRange{bIdx, rows[r].head, rows[r].query, col},
+          /*nontemporal=*/false, llvm::Align(4));
     }
   }
 

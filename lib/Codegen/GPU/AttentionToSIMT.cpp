@@ -92,6 +92,12 @@ FailureOr<Value> mha::lowerAttentionToSIMT(RewriterBase &rewriter,
     return failure();
   }
 
+  if (config.getHeadTile().value_or(1) > 1) {
+    op.emitOpError() << "cannot run as the register kernel: it takes no "
+                        "head_tile (the tensor-core kernel does)";
+    return failure();
+  }
+
   Location loc = op.getLoc();
   MLIRContext *ctx = rewriter.getContext();
   rewriter.setInsertionPoint(op);

@@ -2,14 +2,15 @@
 
 // On cuda targets a decoding attention with few batches times heads splits its keys
 // for about 256 workgroups, in chunks of at least 4 key blocks, at most 32
-// (flash-decoding): B=1, H=32 -> 8 chunks of the 32768 keys; the register
-// kernel's B=2, H=4 -> 32 (4096 / (4 * 32) = 32). Enough workgroups
-// without (B=8, H=32), or a query tile per head of more than one row
-// tile: no split.
+// (flash-decoding). With GQA on the tensor-core kernel the group's heads
+// share a workgroup (head_tile: 4 heads of one query each, one warp), so the
+// workgroups are B x Hkv: B=1, Hkv=8 -> 32 chunks of the 32768 keys; B=8,
+// Hkv=8 -> 4. The register kernel's B=2, H=4 -> 32 (4096 / (4 * 32) = 32).
+// A query tile per head of more than one row tile: no split, no head tile.
 // SPLIT-LABEL: func.func @decode
-// SPLIT: #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4, kv_splits = 8>
+// SPLIT: #mha.lowering_config<q_tile = 16, kv_tile = 64, mma = [16, 8, 16], warps = 1, kv_splits = 32, head_tile = 4>
 // SPLIT: #mha.lowering_config<q_tile = 1, kv_tile = 32, kv_splits = 32, thread_tile = [1, 4]>
-// SPLIT: #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>
+// SPLIT: #mha.lowering_config<q_tile = 16, kv_tile = 64, mma = [16, 8, 16], warps = 1, kv_splits = 4, head_tile = 4>
 // SPLIT: #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4>
 func.func @decode(%q: tensor<1x32x1x128xf16>, %k: tensor<1x8x32768x128xf16>,
                   %q2: tensor<2x4x1x64xf32>, %k2: tensor<2x4x4096x64xf32>,

@@ -199,3 +199,42 @@ func.func @splits(%q: tensor<1x2x1x64xf16>, %k: tensor<1x2x512x64xf16>) -> tenso
   return %o : tensor<1x2x1x64xf16>
 }
 }
+
+// -----
+
+// A head tile (GQA decoding): 4 query heads of one key/value head in a
+// workgroup of one warp, 3 queries each: tile row r is head 4 * tile +
+// min(r / 3, 3), query r % 3; rows from 12 on are padding, not stored. The
+// grid runs over the 2 head tiles.
+// CHECK-LABEL: func.func @head_tile
+// CHECK: scf.forall (%[[B:.+]], %[[HT:.+]], %{{.+}}) = (0, 0, 0) to (2, 2, 3) step (1, 1, 16) {
+// CHECK: %[[FIRST:.+]] = arith.muli %[[HT]], %c4 : index
+// CHECK: scf.forall (%[[T:.+]]) in (32) {
+// CHECK: %[[ROW:.+]] = arith.addi %{{.+}}, %{{.+}} : index
+// CHECK-NEXT: %[[PACKED:.+]] = arith.divui %[[ROW]], %c3 : index
+// CHECK-NEXT: %[[CLAMPED:.+]] = arith.minsi %[[PACKED]], %c3 : index
+// CHECK-NEXT: %[[HEAD:.+]] = arith.addi %[[FIRST]], %[[CLAMPED]] : index
+// CHECK-NEXT: %[[QUERY:.+]] = arith.remui %[[ROW]], %c3 : index
+// CHECK-NEXT: %[[VALID:.+]] = arith.cmpi slt, %[[ROW]], %c12 : index
+// CHECK: vector.load %{{.+}}[%[[B]], %[[HEAD]], %{{.+}}, %{{.+}}] {{.*}} : memref<2x8x3x16xf16>, vector<2xf16>
+// CHECK: scf.if %[[VALID]] {
+// CHECK: vector.store %{{.+}}, %{{.+}}[%[[B]], %[[HEAD]], %[[QUERY]], %{{.+}}] {{.*}} : memref<2x8x3x16xf16>, vector<2xf16>
+module attributes {mha.target = #mha.target<kind = cuda, chip = "sm_80">} {
+func.func @head_tile(%q: tensor<2x8x3x16xf16>, %k: tensor<2x2x100x16xf16>) -> tensor<2x8x3x16xf16> {
+  %o = mha.attention ins(%q, %k, %k : tensor<2x8x3x16xf16>, tensor<2x2x100x16xf16>, tensor<2x2x100x16xf16>)
+         outs(%q : tensor<2x8x3x16xf16>) {mha.lowering_config = #mha.lowering_config<q_tile = 16, kv_tile = 32, mma = [16, 8, 16], warps = 1, head_tile = 4>} -> tensor<2x8x3x16xf16>
+  return %o : tensor<2x8x3x16xf16>
+}
+}
+
+// -----
+
+// A head tile whose queries do not fit the tile.
+module attributes {mha.target = #mha.target<kind = cuda, chip = "sm_80">} {
+func.func @head_tile_rows(%q: tensor<2x8x5x16xf16>, %k: tensor<2x2x100x16xf16>) -> tensor<2x8x5x16xf16> {
+  // expected-error @below {{'mha.attention' op cannot run as the tensor-core kernel: its head_tile = 4 needs a static query length, a divisor of the 4 query heads per key/value head, and head_tile * Sq at most q_tile (16)}}
+  %o = mha.attention ins(%q, %k, %k : tensor<2x8x5x16xf16>, tensor<2x2x100x16xf16>, tensor<2x2x100x16xf16>)
+         outs(%q : tensor<2x8x5x16xf16>) {mha.lowering_config = #mha.lowering_config<q_tile = 16, kv_tile = 32, mma = [16, 8, 16], warps = 1, head_tile = 4>} -> tensor<2x8x5x16xf16>
+  return %o : tensor<2x8x5x16xf16>
+}
+}

@@ -32,6 +32,8 @@ with causal_offset=<int> and key_transposed=1; causal_offset also sets the
 diagonal of the windows),
 kv_splits=<int > 0> (core: the op's lowering configuration splits its keys
 into that many chunks, folded in parallel and merged: flash-decoding),
+head_tile=<int > 0> (core: the op's lowering configuration computes that
+many query heads of a key/value head's group together),
 softcap=<float c > 0> (scores c * tanh(s / c) before any mask),
 window_left=<int >= 0>, window_right=<int >= 0> (query i sees key j iff
 i + D - window_left <= j <= i + D + window_right, D the causal diagonal;
@@ -87,7 +89,7 @@ CONFIG_DEFAULTS = dict(b=2, sq=5, sk=None, eq=16, ek=None, ev=None, h=2,
                        softcap=None, window_left=None, window_right=None,
                        key_lengths=None, kv_cache=None, rotary=None,
                        rotary_dim=None, prepare=0, weights="args",
-                       kv_splits=None)
+                       kv_splits=None, head_tile=None)
 
 
 def round_to_bf16(a):
@@ -113,14 +115,16 @@ def parse_config(pairs):
     ints = ["b", "sq", "sk", "eq", "ek", "ev", "h", "hkv", "dk", "dv", "eo",
             "bias", "causal", "seed", "cross", "mask_dynamic", "zero_wq",
             "core", "causal_offset", "key_transposed", "window_left",
-            "window_right", "kv_cache", "rotary_dim", "prepare", "kv_splits"]
+            "window_right", "kv_cache", "rotary_dim", "prepare", "kv_splits",
+            "head_tile"]
     for key in ints:
         if config[key] is not None:
             config[key] = int(config[key])
     c = config
-    if c["kv_splits"] and not c["core"]:
-        sys.exit("check_mha.py: kv_splits is a configuration of the core "
-                 "op: it needs core=1")
+    for key in ("kv_splits", "head_tile"):
+        if c[key] and not c["core"]:
+            sys.exit(f"check_mha.py: {key} is a configuration of the core "
+                     "op: it needs core=1")
     c["sk"] = c["sk"] if c["sk"] is not None else c["sq"]
     c["ek"] = c["ek"] if c["ek"] is not None else c["eq"]
     c["ev"] = c["ev"] if c["ev"] is not None else c["ek"]
@@ -621,9 +625,11 @@ def core_case(c, rng):
     attrs += feature_attrs(c)
     if c["key_transposed"]:
         attrs.append("key_transposed")
-    if c["kv_splits"]:
+    fields = [f"{key} = {c[key]}" for key in ("kv_splits", "head_tile")
+              if c[key]]
+    if fields:
         attrs.append("mha.lowering_config = #mha.lowering_config<"
-                     f"kv_splits = {c['kv_splits']}>")
+                     + ", ".join(fields) + ">")
     signature = ", ".join(f"%{n}: {arrays[n][1]}" for n in arrays)
     returned = ["%y"] + (["%k_cache_1", "%v_cache_1"] if smax else [])
     ir = (f"func.func @main({signature}) -> ({', '.join(results)}) {{\n" +

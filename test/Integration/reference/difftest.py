@@ -28,7 +28,7 @@ tensor-core kernels run on the Vulkan device with their tensor-core ops
 emulated, `vulkan{emulate-tensor-cores}`: static shapes, f16 (or f32 with
 `allow-tf32`, checked at the tf32 tolerance), head dims
 mostly multiples of 16, query tiles of whole warps, most trials without
-transposed keys), `coop` (the Vulkan pipeline's cooperative-matrix
+transposed keys, a quarter of the GQA core trials with a head tile), `coop` (the Vulkan pipeline's cooperative-matrix
 kernel with its matrix ops emulated, `vulkan{cooperative-matrix
 emulate-tensor-cores}`: static shapes, f16, head dims mostly multiples of
 16 up to 48, the rule's tiles or drawn ones of whole subgroups) or an
@@ -318,6 +318,17 @@ def draw_trial(rng, targets, long_ok, repeat, thread_counts):
         (target in ("mma", "coop") and "q-tile-size" not in pipeline)
     if gpu_split and config.get("core") and rng.random() < 0.25:
         config["kv_splits"] = rng.randint(2, 9)
+    # The tensor-core kernel packs a group's heads into a workgroup
+    # (head_tile; the rule does it for decoding with GQA): a divisor of the
+    # group whose queries fit the rule's 64 rows, on a quarter of the core
+    # trials that can take one.
+    group = config["h"] // config["hkv"]
+    if target == "mma" and "q-tile-size" not in pipeline and \
+            config.get("core") and group > 1 and rng.random() < 0.25:
+        tiles = [n for n in range(2, group + 1)
+                 if group % n == 0 and n * config["sq"] <= 64]
+        if tiles:
+            config["head_tile"] = rng.choice(tiles)
     threads = 1
     if target in ("cpu", "aot") and "openmp=false" not in pipeline:
         threads = rng.choice(thread_counts)
@@ -402,7 +413,7 @@ def simpler(trial):
         out.append(dict(trial, threads=2))
     for key in ("mask", "dynamic", "scale", "key_transposed", "softcap",
                 "key_lengths", "window_left", "window_right", "kv_cache",
-                "rotary", "prepare", "weights", "kv_splits"):
+                "rotary", "prepare", "weights", "kv_splits", "head_tile"):
         if key in c:
             extra = {"mask_shape": None, "masked_row": None} \
                 if key == "mask" else {}

@@ -145,11 +145,13 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
       and the `kv_tile / keys` threads of a row group (consecutive lanes of
       one subgroup) share its rows, their statistics combined by shuffles;
       `(q_tile / rows) * (kv_tile / keys)` threads per workgroup.
-    - `head_tile` (CPU, `mha.attention`): query heads per tile of the
-      parallel loop; the heads of a key/value head's group, when the queries
-      are one tile (decoding), so that each key block is read once for all
-      of them rather than once per head. It must divide the group size or be
-      a multiple of it.
+    - `head_tile` (CPU, and the CUDA tensor-core kernel, `mha.attention`):
+      query heads per tile of the parallel loop (GPU: per workgroup, their
+      queries the tile's rows, head after head); the heads of a key/value
+      head's group, when the queries are one tile (decoding), so that each
+      key block is read once for all of them rather than once per head. It
+      must divide the group size or be a multiple of it (GPU: divide it,
+      with a static query length and head_tile * Sq rows at most q_tile).
     - `kv_splits` (CPU, `mha.attention`): chunks its keys are split into
       (flash-decoding): each chunk is folded from the empty softmax state in
       its own iteration of the parallel loop, and the chunks' states are
