@@ -68,13 +68,6 @@ static bool usesMMA(Operation *op) {
   return config && !config.getMma().empty();
 }
 
-/// Whether `op` runs as the CUDA tensor-core attention kernel (mma =
-/// [16, 8, k]).
-static bool usesTensorCores(Operation *op) {
-  LoweringConfigAttr config = getLoweringConfig(op);
-  return config && !config.getMma().empty() && config.getMma()[1] == 8;
-}
-
 /// Whether `op` runs as the register kernel.
 static bool usesSIMT(Operation *op) {
   LoweringConfigAttr config = getLoweringConfig(op);
@@ -271,16 +264,15 @@ static std::optional<int64_t> gpuKeySplits(AttentionOp op, TargetAttr target,
   return splits > 1 ? std::optional<int64_t>(splits) : std::nullopt;
 }
 
-/// CUDA: the query heads of a key/value head's group that the tensor-core
+/// GPU: the query heads of a key/value head's group that an attention
 /// kernel packs into one workgroup for decoding (GQA, static Sq, the
-/// group's queries within kMMAWarps warps' rows), so that each K and V row
-/// is read once for the group rather than once per head; none elsewhere.
-static std::optional<int64_t> gpuHeadTile(AttentionOp op) {
+/// group's queries within `maxRows` rows), so that each K and V row is read
+/// once for the group rather than once per head; none elsewhere.
+static std::optional<int64_t> gpuHeadTile(AttentionOp op, int64_t maxRows) {
   int64_t heads = op.getQuery().getType().getDimSize(1),
           queries = op.getQuery().getType().getDimSize(2),
           group = heads / op.getKey().getType().getDimSize(1);
-  if (ShapedType::isDynamic(queries) || group < 2 ||
-      group * queries > 16 * kMMAWarps)
+  if (ShapedType::isDynamic(queries) || group < 2 || group * queries > maxRows)
     return std::nullopt;
   return group;
 }
@@ -619,9 +611,14 @@ static LoweringConfigAttr coopConfig(AttentionOp op, TargetAttr target) {
   int64_t dk = op.getQuery().getType().getDimSize(3);
   int64_t dv = op.getValue().getType().getDimSize(3);
   int64_t queries = op.getQuery().getType().getDimSize(2);
+  // Decoding with GQA: the group's heads in one workgroup, their queries
+  // its rows.
+  std::optional<int64_t> headTile = gpuHeadTile(op, 16 * kCoopSubgroups);
+  int64_t rows =
+      ShapedType::isDynamic(queries) ? queries : queries * headTile.value_or(1);
   int64_t subgroups = kCoopSubgroups, keys = kCoopKeyTile;
-  if (!ShapedType::isDynamic(queries))
-    while (subgroups > 1 && 16 * (subgroups / 2) >= queries)
+  if (!ShapedType::isDynamic(rows))
+    while (subgroups > 1 && 16 * (subgroups / 2) >= rows)
       subgroups /= 2;
   int64_t limit = target.getMaxWorkgroupMemory()
                       ? target.getMaxWorkgroupMemory()
@@ -637,8 +634,13 @@ static LoweringConfigAttr coopConfig(AttentionOp op, TargetAttr target) {
   }
   if (bytes() > limit)
     return {};
-  return LoweringConfigAttr::get(op.getContext(), 16 * subgroups, keys, {}, {},
-                                 {}, {}, {16, 16, 16}, subgroups, {}, {}, {});
+  if (headTile && 16 * subgroups < rows)
+    headTile.reset();
+  return LoweringConfigAttr::get(
+      op.getContext(), 16 * subgroups, keys, {}, {}, {}, {}, {16, 16, 16},
+      subgroups,
+      gpuKeySplits(op, target, 16 * subgroups, keys, headTile.value_or(1)),
+      headTile, {});
 }
 
 int64_t mha::simtAttentionWorkgroupBytes(int64_t qTile, int64_t kvTile,
@@ -671,8 +673,13 @@ static LoweringConfigAttr simtConfig(AttentionOp op, TargetAttr target) {
   while (dv % lanes)
     lanes /= 2;
   int64_t rows = kSIMTRows, groups = kSIMTGroups, keys = kSIMTKeyTile;
-  if (!ShapedType::isDynamic(queries) && queries < rows * groups) {
-    int64_t p = llvm::PowerOf2Ceil(std::max<int64_t>(queries, 1));
+  // Decoding with GQA: the group's heads in one workgroup, their queries
+  // its rows.
+  std::optional<int64_t> headTile = gpuHeadTile(op, rows * groups);
+  int64_t tileQueries =
+      ShapedType::isDynamic(queries) ? queries : queries * headTile.value_or(1);
+  if (!ShapedType::isDynamic(tileQueries) && tileQueries < rows * groups) {
+    int64_t p = llvm::PowerOf2Ceil(std::max<int64_t>(tileQueries, 1));
     rows = std::min(rows, p);
     groups = p / rows;
   }
@@ -695,10 +702,12 @@ static LoweringConfigAttr simtConfig(AttentionOp op, TargetAttr target) {
   }
   if (bytes() > limit || keys < lanes)
     return {};
-  return LoweringConfigAttr::get(op.getContext(), rows * groups, keys, {}, {},
-                                 {}, {}, {}, {},
-                                 gpuKeySplits(op, target, rows * groups, keys),
-                                 {}, {}, {rows, keys / lanes});
+  if (headTile && rows * groups < tileQueries)
+    headTile.reset();
+  return LoweringConfigAttr::get(
+      op.getContext(), rows * groups, keys, {}, {}, {}, {}, {}, {},
+      gpuKeySplits(op, target, rows * groups, keys, headTile.value_or(1)),
+      headTile, {}, {rows, keys / lanes});
 }
 
 /// The thread-per-row kernel's query and key tile on a GPU: 32, halved
@@ -753,7 +762,8 @@ LoweringConfigAttr mha::selectLoweringConfig(Operation *op, TargetAttr target,
     auto attention = cast<AttentionOp>(op);
     int64_t keys = mmaKeyTile(attention, target, false);
     // Decoding with GQA: a group's heads in the warps their queries need.
-    if (std::optional<int64_t> headTile = gpuHeadTile(attention)) {
+    if (std::optional<int64_t> headTile =
+            gpuHeadTile(attention, 16 * kMMAWarps)) {
       int64_t warps = llvm::divideCeil(
           *headTile * attention.getQuery().getType().getDimSize(2), 16);
       return LoweringConfigAttr::get(
@@ -858,6 +868,28 @@ SmallVector<FunctionOpInterface> mha::functionsUnder(Operation *root) {
   return functions;
 }
 
+/// The head tile of an op whose kernel has `rows` tile rows: a divisor of
+/// its key/value heads' groups, whose queries (static Sq) fit the rows.
+static LogicalResult verifyHeadTile(Operation *op, LoweringConfigAttr config,
+                                    int64_t rows) {
+  int64_t headTile = config.getHeadTile().value_or(1);
+  if (headTile == 1)
+    return success();
+  auto attention = cast<AttentionOp>(op);
+  int64_t queries = attention.getQuery().getType().getDimSize(2);
+  int64_t group = attention.getQuery().getType().getDimSize(1) /
+                  attention.getKey().getType().getDimSize(1);
+  if (ShapedType::isDynamic(queries) || group % headTile ||
+      headTile * queries > rows)
+    return op->emitError()
+           << "lowering_config: head_tile = " << headTile
+           << " (query heads per workgroup) needs a static query length, a "
+              "divisor of the "
+           << group << " query heads per key/value head, and head_tile * "
+           << "Sq at most q_tile (" << rows << ")";
+  return success();
+}
+
 /// The configuration of an op that runs as the cooperative-matrix kernel.
 static LogicalResult verifyCoopConfig(Operation *op, LoweringConfigAttr config,
                                       TargetAttr target) {
@@ -896,7 +928,7 @@ static LogicalResult verifyCoopConfig(Operation *op, LoweringConfigAttr config,
            << bytes << " bytes of workgroup memory, above the target's "
            << target.getMaxWorkgroupMemory() << " (max_workgroup_memory): "
            << "give smaller tiles";
-  return success();
+  return verifyHeadTile(op, config, 16 * subgroups);
 }
 
 /// The configuration of an op that runs as the tensor-core kernel.
@@ -930,21 +962,7 @@ static LogicalResult verifyMMAConfig(Operation *op, LoweringConfigAttr config,
     return op->emitError() << "lowering_config: with mma, kv_tile must be a "
                               "positive multiple of 16, found "
                            << keys;
-  if (int64_t headTile = config.getHeadTile().value_or(1); headTile > 1) {
-    auto attention = cast<AttentionOp>(op);
-    int64_t queries = attention.getQuery().getType().getDimSize(2);
-    int64_t group = attention.getQuery().getType().getDimSize(1) /
-                    attention.getKey().getType().getDimSize(1);
-    if (ShapedType::isDynamic(queries) || group % headTile ||
-        headTile * queries > 16 * warps)
-      return op->emitError()
-             << "lowering_config: head_tile = " << headTile
-             << " (the tensor-core kernel's heads per workgroup) needs a "
-                "static query length, a divisor of the "
-             << group << " query heads per key/value head, and head_tile * "
-             << "Sq at most q_tile (" << 16 * warps << ")";
-  }
-  return success();
+  return verifyHeadTile(op, config, 16 * warps);
 }
 
 /// The configuration of an op that runs as the register kernel.
@@ -991,7 +1009,7 @@ static LogicalResult verifySIMTConfig(AttentionOp op, LoweringConfigAttr config,
            << " bytes of workgroup memory, above the target's "
            << target.getMaxWorkgroupMemory() << " (max_workgroup_memory): "
            << "give smaller tiles";
-  return success();
+  return verifyHeadTile(op, config, qTile);
 }
 
 LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
@@ -1015,7 +1033,7 @@ LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
         continue;
       bool kernelSplit =
           (name == "kv_splits" && (usesMMA(op) || usesSIMT(op))) ||
-          (name == "head_tile" && usesTensorCores(op));
+          (name == "head_tile" && (usesMMA(op) || usesSIMT(op)));
       if (target.isGPU() && kernelSplit && name == "kv_splits" &&
           *value > kGPUMaxKeySplits)
         op->emitError() << "lowering_config: kv_splits = " << *value << " on a "
@@ -1026,16 +1044,11 @@ LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
         continue;
       else if (target.isGPU())
         op->emitError() << "lowering_config: " << name
-                        << (name == "kv_splits"
+                        << (name != "prefetch_blocks"
                                 ? " is implemented on cpu targets and by "
                                   "the tensor-core and register attention "
                                   "kernels (mma, thread_tile) only, not by "
                                   "the thread-per-row kernel on a "
-                            : name == "head_tile"
-                                ? " is implemented on cpu targets and by "
-                                  "the tensor-core attention kernel (mma "
-                                  "= [16, 8, k]) only, not by the other "
-                                  "kernels on a "
                                 : " is implemented on cpu targets only, "
                                   "not on a ")
                         << kind << " target";

@@ -142,15 +142,16 @@ AttentionWorkgroup mlir::mha::detail::buildAttentionWorkgroups(
 TileRow mlir::mha::detail::tileRowAt(Emitter &e,
                                      const AttentionKernelOperands &ops,
                                      const AttentionWorkgroup &workgroup,
-                                     Value tileRow) {
+                                     Value tileRow, int64_t offset) {
   if (ops.headTile == 1) {
-    Value query = e.add(workgroup.firstRow, tileRow);
+    Value query = e.add(e.add(workgroup.firstRow, tileRow), offset);
     return {workgroup.head, query,
             e.cmp(arith::CmpIPredicate::slt, query, ops.queries)};
   }
   // Sq is static (the configuration's check): rows past the tile's
   // head_tile * Sq queries are padding, their head clamped to the tile's.
   int64_t queries = ops.op.getQuery().getType().getDimSize(2);
+  tileRow = e.add(tileRow, offset);
   Value packed = e.min(e.div(tileRow, queries), e.index(ops.headTile - 1));
   return {e.add(workgroup.head, packed), e.rem(tileRow, queries),
           e.cmp(arith::CmpIPredicate::slt, tileRow,
@@ -401,7 +402,7 @@ Value mlir::mha::detail::finishAttentionKernel(
 void mlir::mha::detail::copyTileToWorkgroup(
     Emitter &e, Value thread, int64_t threads, Value tile, Value source,
     Value batchIndex, Value head, Value first, int64_t count, Value valid,
-    Value sourceRows, int64_t width, bool transposed) {
+    Value sourceRows, int64_t width, bool transposed, int64_t tileRow) {
   int64_t total = count * width;
   int64_t steps = llvm::divideCeil(total, threads);
   Value lastRow = e.max(e.add(sourceRows, -1), e.index(0));
@@ -429,7 +430,32 @@ void mlir::mha::detail::copyTileToWorkgroup(
       arith::ConstantOp::create(e.b, e.loc, element, e.b.getZeroAttr(element));
   value =
       e.select(e.cmp(arith::CmpIPredicate::slt, sourceRow, valid), value, zero);
-  memref::StoreOp::create(e.b, e.loc, value, tile, ValueRange{row, col});
+  memref::StoreOp::create(e.b, e.loc, value, tile,
+                          ValueRange{e.add(row, tileRow), col});
+}
+
+void mlir::mha::detail::copyQueryTile(Emitter &e,
+                                      const AttentionKernelOperands &ops,
+                                      const AttentionWorkgroup &workgroup,
+                                      Value thread, int64_t threads, Value tile,
+                                      int64_t rows) {
+  if (ops.headTile == 1) {
+    copyTileToWorkgroup(e, thread, threads, tile, ops.q, workgroup.batchIndex,
+                        workgroup.head, workgroup.firstRow, rows, ops.queries,
+                        ops.queries, ops.dk, /*transposed=*/false);
+    return;
+  }
+  int64_t queries = ops.op.getQuery().getType().getDimSize(2);
+  for (int64_t p = 0; p < ops.headTile; ++p)
+    copyTileToWorkgroup(e, thread, threads, tile, ops.q, workgroup.batchIndex,
+                        e.add(workgroup.head, p), e.index(0), queries,
+                        ops.queries, ops.queries, ops.dk,
+                        /*transposed=*/false, p * queries);
+  if (int64_t padding = rows - ops.headTile * queries)
+    copyTileToWorkgroup(e, thread, threads, tile, ops.q, workgroup.batchIndex,
+                        workgroup.head, e.index(0), padding, e.index(0),
+                        ops.queries, ops.dk, /*transposed=*/false,
+                        ops.headTile * queries);
 }
 
 Value mlir::mha::detail::toF32(Emitter &e, Value x) {

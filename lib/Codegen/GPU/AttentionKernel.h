@@ -88,17 +88,17 @@ AttentionWorkgroup buildAttentionWorkgroups(RewriterBase &rewriter,
                                             const AttentionKernelOperands &ops,
                                             int64_t rows);
 
-/// What tile row `tileRow` of `workgroup` computes: its query head and
-/// query, and whether it is one (rows past the last query, or past the
-/// head tile's queries, are padding: computed on clamped inputs, not
-/// stored). Without a head tile, the workgroup's head and query
-/// firstRow + tileRow; with one, head first + tileRow / Sq, query
-/// tileRow % Sq.
+/// What tile row `tileRow` + `offset` of `workgroup` computes: its query head
+/// and query, and whether it is one (rows past the last query, or past the head
+/// tile's queries, are padding: computed on clamped inputs, not stored).
+/// Without a head tile, the workgroup's head and query firstRow + tileRow; with
+/// one, head first + tileRow / Sq, query tileRow % Sq.
 struct TileRow {
   Value head, query, valid;
 };
 TileRow tileRowAt(Emitter &e, const AttentionKernelOperands &ops,
-                  const AttentionWorkgroup &workgroup, Value tileRow);
+                  const AttentionWorkgroup &workgroup, Value tileRow,
+                  int64_t offset = 0);
 
 /// The queries the tile rows [first, first + rows) of `workgroup` may
 /// hold, as (first query, count) for buildKeyLimits and blockNeedsMask:
@@ -184,11 +184,20 @@ Value finishAttentionKernel(RewriterBase &rewriter,
 /// memory `tile` ([count, width + padding]), by all `threads` threads, an
 /// element each per step (consecutive threads along the source's
 /// contiguous dim); rows from `valid` on are zero-filled, and reads are
-/// clamped to row `sourceRows - 1`.
+/// clamped to row `sourceRows - 1`. The rows go to the tile's rows from
+/// `tileRow` on.
 void copyTileToWorkgroup(Emitter &e, Value thread, int64_t threads, Value tile,
                          Value source, Value batchIndex, Value head,
                          Value first, int64_t count, Value valid,
-                         Value sourceRows, int64_t width, bool transposed);
+                         Value sourceRows, int64_t width, bool transposed,
+                         int64_t tileRow = 0);
+
+/// The Q tile of `workgroup` ([rows, dk + padding] in workgroup memory) by
+/// copyTileToWorkgroup: its queries from firstRow, zero past Sq; with a head
+/// tile, each packed head's Sq queries in turn and zeros after them.
+void copyQueryTile(Emitter &e, const AttentionKernelOperands &ops,
+                   const AttentionWorkgroup &workgroup, Value thread,
+                   int64_t threads, Value tile, int64_t rows);
 
 /// `x` as f32.
 Value toF32(Emitter &e, Value x);

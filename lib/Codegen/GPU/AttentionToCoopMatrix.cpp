@@ -140,10 +140,8 @@ FailureOr<Value> mha::lowerAttentionToCoopMatrix(RewriterBase &rewriter,
     return failure();
   }
 
-  if (config.getHeadTile().value_or(1) > 1) {
-    op.emitOpError()
-        << "cannot run as the cooperative-matrix kernel: it takes no "
-           "head_tile (the tensor-core kernel does)";
+  if (std::string why = headTileUnsupported(op, blockRows); !why.empty()) {
+    op.emitOpError() << "cannot run as the cooperative-matrix kernel: " << why;
     return failure();
   }
 
@@ -161,7 +159,7 @@ FailureOr<Value> mha::lowerAttentionToCoopMatrix(RewriterBase &rewriter,
   AttentionWorkgroup workgroup =
       buildAttentionWorkgroups(rewriter, ops, blockRows);
   Value bIdx = workgroup.batchIndex, hIdx = workgroup.head,
-        firstRow = workgroup.firstRow, split = workgroup.split;
+        split = workgroup.split;
   auto workgroupSpace =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   auto tile = [&](int64_t rows, int64_t width, Type element) {
@@ -185,11 +183,13 @@ FailureOr<Value> mha::lowerAttentionToCoopMatrix(RewriterBase &rewriter,
   // every block, columns half * 8 + u of the factor and output matrices.
   Value tileRow = e.add(subgroupRow, e.div(lane, kRowLanes));
   Value half = e.rem(lane, kRowLanes);
-  Value row = e.add(firstRow, tileRow);
+  TileRow row = tileRowAt(e, ops, workgroup, tileRow);
   Value lastQuery = e.add(ops.queries, -1);
   Value lastKey = e.max(e.add(ops.keys, -1), e.index(0));
+  auto [blockQuery, blockQueries] =
+      tileQueries(e, ops, workgroup, e.index(0), blockRows);
   KeyLimits limits =
-      buildKeyLimits(e, ops, bIdx, firstRow, blockRows, blockKeys, split);
+      buildKeyLimits(e, ops, bIdx, blockQuery, blockQueries, blockKeys, split);
   Value kvHead = e.div(hIdx, ops.heads / ops.kvHeads);
 
   // Each lane writes its row's factor into its half of the row of the
@@ -201,9 +201,7 @@ FailureOr<Value> mha::lowerAttentionToCoopMatrix(RewriterBase &rewriter,
           ValueRange{tileRow, e.add(e.mul(half, colsPerLane), u)});
   };
 
-  copyTileToWorkgroup(e, thread, threads, qTile, ops.q, bIdx, hIdx, firstRow,
-                      blockRows, ops.queries, ops.queries, dk,
-                      /*transposed=*/false);
+  copyQueryTile(e, ops, workgroup, thread, threads, qTile, blockRows);
   gpu::BarrierOp::create(rewriter, loc);
   SmallVector<Value> queries;
   for (int64_t k = 0; k < dk / kSize; ++k)
@@ -261,7 +259,8 @@ FailureOr<Value> mha::lowerAttentionToCoopMatrix(RewriterBase &rewriter,
       if (ops.mask) {
         if (!ops.softcap)
           s = e.fmul(s, e.f32(ops.scale));
-        s = e.fadd(s, maskElement(e, ops, bIdx, hIdx, e.min(row, lastQuery),
+        s = e.fadd(s, maskElement(e, ops, bIdx, row.head,
+                                  e.min(row.query, lastQuery),
                                   e.min(e.add(kb, col), lastKey)));
       }
       scores.push_back(s);
@@ -269,7 +268,7 @@ FailureOr<Value> mha::lowerAttentionToCoopMatrix(RewriterBase &rewriter,
     // Key lengths, causal and windows, on the blocks that need them for the
     // workgroup's rows.
     Value needsMask =
-        blockNeedsMask(e, ops, limits, kb, blockKeys, firstRow, blockRows);
+        blockNeedsMask(e, ops, limits, kb, blockKeys, blockQuery, blockQueries);
     auto ifMask = scf::IfOp::create(rewriter, loc,
                                     TypeRange(ValueRange(scores)), needsMask,
                                     /*withElseRegion=*/true);
@@ -279,7 +278,7 @@ FailureOr<Value> mha::lowerAttentionToCoopMatrix(RewriterBase &rewriter,
       SmallVector<Value> masked;
       for (auto [s, col] : llvm::zip(scores, cols))
         masked.push_back(e.select(
-            keyVisible(e, ops, limits, row, e.add(kb, col)), s, negInf));
+            keyVisible(e, ops, limits, row.query, e.add(kb, col)), s, negInf));
       scf::YieldOp::create(rewriter, loc, masked);
       rewriter.setInsertionPointToStart(ifMask.elseBlock());
       scf::YieldOp::create(rewriter, loc, scores);
@@ -332,11 +331,12 @@ FailureOr<Value> mha::lowerAttentionToCoopMatrix(RewriterBase &rewriter,
   SmallVector<Value> acc(results.drop_front(2));
   Value sum = e.groupReduce(results[1], kRowLanes,
                             [&](Value x, Value y) { return e.fadd(x, y); });
-  Value inRange = e.cmp(arith::CmpIPredicate::slt, row, ops.queries);
+  Value inRange = row.valid;
   // Every subgroup done with the factor tile of the last block.
   gpu::BarrierOp::create(rewriter, loc);
   if (split) {
-    storeChunkRowState(e, ops, bIdx, hIdx, split, row, results[0], sum,
+    storeChunkRowState(e, ops, bIdx, row.head, split, row.query, results[0],
+                       sum,
                        arith::AndIOp::create(
                            rewriter, loc, inRange,
                            e.cmp(arith::CmpIPredicate::eq, half, e.index(0))));
@@ -361,13 +361,14 @@ FailureOr<Value> mha::lowerAttentionToCoopMatrix(RewriterBase &rewriter,
                                              ValueRange{tileRow, col});
         Value outCol = e.add(col, n * kSize);
         if (split) {
-          memref::StoreOp::create(rewriter, loc, value, ops.partialOut,
-                                  ValueRange{bIdx, hIdx, row, split, outCol});
+          memref::StoreOp::create(
+              rewriter, loc, value, ops.partialOut,
+              ValueRange{bIdx, row.head, row.query, split, outCol});
           continue;
         }
         memref::StoreOp::create(
             rewriter, loc, arith::TruncFOp::create(rewriter, loc, f16, value),
-            ops.out, ValueRange{bIdx, hIdx, row, outCol});
+            ops.out, ValueRange{bIdx, row.head, row.query, outCol});
       }
     }
     gpu::BarrierOp::create(rewriter, loc);

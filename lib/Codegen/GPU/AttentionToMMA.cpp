@@ -184,8 +184,9 @@ FailureOr<Value> mha::lowerAttentionToMMA(RewriterBase &rewriter,
   Value kvHead = e.div(hIdx, heads / kvHeads);
   Value warpRow = e.mul(warp, 16);
   // Rows g and g + 8 of the warp's 16: their heads and queries.
-  TileRow rows[2] = {tileRowAt(e, ops, workgroup, e.add(warpRow, g)),
-                     tileRowAt(e, ops, workgroup, e.add(e.add(warpRow, g), 8))};
+  Value warpTileRow = e.add(warpRow, g);
+  TileRow rows[2] = {tileRowAt(e, ops, workgroup, warpTileRow),
+                     tileRowAt(e, ops, workgroup, warpTileRow, 8)};
   Value lastQuery = e.add(queries, -1);
   Value t2 = e.mul(t, 2);
   // The batch's key length and the keys the workgroup's rows may see (the

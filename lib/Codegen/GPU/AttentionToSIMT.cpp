@@ -92,9 +92,8 @@ FailureOr<Value> mha::lowerAttentionToSIMT(RewriterBase &rewriter,
     return failure();
   }
 
-  if (config.getHeadTile().value_or(1) > 1) {
-    op.emitOpError() << "cannot run as the register kernel: it takes no "
-                        "head_tile (the tensor-core kernel does)";
+  if (std::string why = headTileUnsupported(op, blockRows); !why.empty()) {
+    op.emitOpError() << "cannot run as the register kernel: " << why;
     return failure();
   }
 
@@ -110,8 +109,7 @@ FailureOr<Value> mha::lowerAttentionToSIMT(RewriterBase &rewriter,
 
   AttentionWorkgroup workgroup =
       buildAttentionWorkgroups(rewriter, ops, blockRows);
-  Value bIdx = workgroup.batchIndex, hIdx = workgroup.head,
-        firstRow = workgroup.firstRow;
+  Value bIdx = workgroup.batchIndex, hIdx = workgroup.head;
   // The Q tile (for the whole key loop) and the key block's K and V tiles in
   // workgroup memory, rows padded.
   int64_t pad =
@@ -131,18 +129,17 @@ FailureOr<Value> mha::lowerAttentionToSIMT(RewriterBase &rewriter,
   Value kvHead = e.div(hIdx, ops.heads / ops.kvHeads);
   // The group's rows: tile rows group * rowsPerThread + i.
   Value groupTileRow = e.mul(group, rowsPerThread);
-  Value groupRow = e.add(firstRow, groupTileRow);
-  SmallVector<Value> rows;
+  SmallVector<TileRow> rows;
   for (int64_t i = 0; i < rowsPerThread; ++i)
-    rows.push_back(e.add(groupRow, i));
+    rows.push_back(tileRowAt(e, ops, workgroup, groupTileRow, i));
   Value lastQuery = e.add(ops.queries, -1);
   Value lastKey = e.max(e.add(ops.keys, -1), e.index(0));
-  KeyLimits limits = buildKeyLimits(e, ops, bIdx, firstRow, blockRows,
+  auto [blockQuery, blockQueries] =
+      tileQueries(e, ops, workgroup, e.index(0), blockRows);
+  KeyLimits limits = buildKeyLimits(e, ops, bIdx, blockQuery, blockQueries,
                                     blockKeys, workgroup.split);
 
-  copyTileToWorkgroup(e, thread, threads, qTile, ops.q, bIdx, hIdx, firstRow,
-                      blockRows, ops.queries, ops.queries, dk,
-                      /*transposed=*/false);
+  copyQueryTile(e, ops, workgroup, thread, threads, qTile, blockRows);
 
   // Iteration arguments: the rows' maxima and the thread's parts of their
   // sums, then its accumulators (row-major: rows x cols).
@@ -220,15 +217,17 @@ FailureOr<Value> mha::lowerAttentionToSIMT(RewriterBase &rewriter,
           Value s = score(i, j);
           if (!ops.softcap)
             s = e.fmul(s, e.f32(ops.scale));
-          score(i, j) = e.fadd(s, maskElement(e, ops, bIdx, hIdx,
-                                              e.min(rows[i], lastQuery),
+          score(i, j) = e.fadd(s, maskElement(e, ops, bIdx, rows[i].head,
+                                              e.min(rows[i].query, lastQuery),
                                               e.min(key(j), lastKey)));
         }
 
     // Key lengths, causal and windows, on the blocks that need them for the
     // thread's rows.
+    auto [groupQuery, groupQueries] =
+        tileQueries(e, ops, workgroup, groupTileRow, rowsPerThread);
     Value needsMask =
-        blockNeedsMask(e, ops, limits, kb, blockKeys, groupRow, rowsPerThread);
+        blockNeedsMask(e, ops, limits, kb, blockKeys, groupQuery, groupQueries);
     auto ifMask = scf::IfOp::create(rewriter, loc,
                                     TypeRange(ValueRange(scores)), needsMask,
                                     /*withElseRegion=*/true);
@@ -238,8 +237,9 @@ FailureOr<Value> mha::lowerAttentionToSIMT(RewriterBase &rewriter,
       SmallVector<Value> masked;
       for (int64_t i = 0; i < rowsPerThread; ++i)
         for (int64_t j = 0; j < keysPerThread; ++j)
-          masked.push_back(e.select(keyVisible(e, ops, limits, rows[i], key(j)),
-                                    score(i, j), negInf));
+          masked.push_back(
+              e.select(keyVisible(e, ops, limits, rows[i].query, key(j)),
+                       score(i, j), negInf));
       scf::YieldOp::create(rewriter, loc, masked);
       rewriter.setInsertionPointToStart(ifMask.elseBlock());
       scf::YieldOp::create(rewriter, loc, scores);
@@ -305,10 +305,10 @@ FailureOr<Value> mha::lowerAttentionToSIMT(RewriterBase &rewriter,
   for (int64_t i = 0; i < rowsPerThread; ++i) {
     Value sum = e.groupReduce(results[rowsPerThread + i], lanes,
                               [&](Value x, Value y) { return e.fadd(x, y); });
-    Value inRange = e.cmp(arith::CmpIPredicate::slt, rows[i], ops.queries);
+    Value inRange = rows[i].valid;
     if (workgroup.split)
-      storeChunkRowState(e, ops, bIdx, hIdx, workgroup.split, rows[i],
-                         results[i], sum,
+      storeChunkRowState(e, ops, bIdx, rows[i].head, workgroup.split,
+                         rows[i].query, results[i], sum,
                          arith::AndIOp::create(rewriter, loc, inRange,
                                                e.cmp(arith::CmpIPredicate::eq,
                                                      lane, e.index(0))));
@@ -321,16 +321,17 @@ FailureOr<Value> mha::lowerAttentionToSIMT(RewriterBase &rewriter,
       Value value = results[2 * rowsPerThread + i * cols + c];
       Value col = e.add(lane, lanes * c);
       if (workgroup.split) {
-        memref::StoreOp::create(
-            rewriter, loc, value, ops.partialOut,
-            ValueRange{bIdx, hIdx, rows[i], workgroup.split, col});
+        memref::StoreOp::create(rewriter, loc, value, ops.partialOut,
+                                ValueRange{bIdx, rows[i].head, rows[i].query,
+                                           workgroup.split, col});
         continue;
       }
       value = e.fmul(value, inverse);
       if (element != value.getType())
         value = arith::TruncFOp::create(rewriter, loc, element, value);
-      memref::StoreOp::create(rewriter, loc, value, ops.out,
-                              ValueRange{bIdx, hIdx, rows[i], col});
+      memref::StoreOp::create(
+          rewriter, loc, value, ops.out,
+          ValueRange{bIdx, rows[i].head, rows[i].query, col});
     }
   }
   return finishAttentionKernel(rewriter, ops, workgroup.loop);

@@ -135,10 +135,10 @@ func.func @tensor_core_shape(%q: tensor<1x1x16x64xf16>) -> tensor<1x1x16x64xf16>
 // -----
 
 module attributes {mha.target = #mha.target<kind = vulkan, features = "+cooperative_matrix", subgroup_size = 32>} {
-func.func @head_tile(%q: tensor<1x4x1x16xf16>, %k: tensor<1x2x16x16xf16>) -> tensor<1x4x1x16xf16> {
-  // expected-error @below {{'mha.attention' op cannot run as the cooperative-matrix kernel: it takes no head_tile (the tensor-core kernel does)}}
-  %o = mha.attention ins(%q, %k, %k : tensor<1x4x1x16xf16>, tensor<1x2x16x16xf16>, tensor<1x2x16x16xf16>)
-         outs(%q : tensor<1x4x1x16xf16>) {mha.lowering_config = #mha.lowering_config<q_tile = 16, kv_tile = 16, mma = [16, 16, 16], warps = 1, head_tile = 2>} -> tensor<1x4x1x16xf16>
-  return %o : tensor<1x4x1x16xf16>
+func.func @head_tile_rows(%q: tensor<1x4x9x16xf16>, %k: tensor<1x2x16x16xf16>) -> tensor<1x4x9x16xf16> {
+  // expected-error @below {{'mha.attention' op cannot run as the cooperative-matrix kernel: its head_tile = 2 needs a static query length, a divisor of the 2 query heads per key/value head, and head_tile * Sq at most q_tile (16)}}
+  %o = mha.attention ins(%q, %k, %k : tensor<1x4x9x16xf16>, tensor<1x2x16x16xf16>, tensor<1x2x16x16xf16>)
+         outs(%q : tensor<1x4x9x16xf16>) {mha.lowering_config = #mha.lowering_config<q_tile = 16, kv_tile = 16, mma = [16, 16, 16], warps = 1, head_tile = 2>} -> tensor<1x4x9x16xf16>
+  return %o : tensor<1x4x9x16xf16>
 }
 }

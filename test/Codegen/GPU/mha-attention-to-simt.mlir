@@ -185,10 +185,10 @@ func.func @splits(%q: tensor<1x2x1x16xf32>, %k: tensor<1x2x300x16xf32>) -> tenso
 // -----
 
 module attributes {mha.target = #mha.target<kind = vulkan>} {
-func.func @head_tile(%q: tensor<1x4x1x16xf32>, %k: tensor<1x2x16x16xf32>) -> tensor<1x4x1x16xf32> {
-  // expected-error @below {{'mha.attention' op cannot run as the register kernel: it takes no head_tile (the tensor-core kernel does)}}
-  %o = mha.attention ins(%q, %k, %k : tensor<1x4x1x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>)
-         outs(%q : tensor<1x4x1x16xf32>) {mha.lowering_config = #mha.lowering_config<q_tile = 4, kv_tile = 16, head_tile = 2, thread_tile = [4, 4]>} -> tensor<1x4x1x16xf32>
-  return %o : tensor<1x4x1x16xf32>
+func.func @head_tile_rows(%q: tensor<1x4x3x16xf32>, %k: tensor<1x2x16x16xf32>) -> tensor<1x4x3x16xf32> {
+  // expected-error @below {{'mha.attention' op cannot run as the register kernel: its head_tile = 2 needs a static query length, a divisor of the 2 query heads per key/value head, and head_tile * Sq at most q_tile (4)}}
+  %o = mha.attention ins(%q, %k, %k : tensor<1x4x3x16xf32>, tensor<1x2x16x16xf32>, tensor<1x2x16x16xf32>)
+         outs(%q : tensor<1x4x3x16xf32>) {mha.lowering_config = #mha.lowering_config<q_tile = 4, kv_tile = 16, head_tile = 2, thread_tile = [4, 4]>} -> tensor<1x4x3x16xf32>
+  return %o : tensor<1x4x3x16xf32>
 }
 }

@@ -16,8 +16,9 @@ never window_right with causal), random per-batch key lengths, a step on a
 static KV cache (kv_cache=Smax: the layer's kv_cache, the core's
 mha.cache_append), rotary embeddings of q and k (mha.rotary, the layer's
 rotary), the layer's weights prepared once
-(prepare=1) or given as constants (weights=const) on the CPU targets) on
-one target
+(prepare=1) or given as constants (weights=const) on the CPU targets;
+the GPU kernels' key splits (kv_splits) and packed heads of GQA decoding
+(head_tile) on a quarter of their core trials) on one target
 drawn for it: `loops`, `cpu` with drawn options (query/key tile sizes,
 register tiles, chunk, panel reduction, openmp on/off, raise-attention),
 `vulkan` (static shapes; the rules' kernels, the register kernel with
@@ -28,7 +29,7 @@ tensor-core kernels run on the Vulkan device with their tensor-core ops
 emulated, `vulkan{emulate-tensor-cores}`: static shapes, f16 (or f32 with
 `allow-tf32`, checked at the tf32 tolerance), head dims
 mostly multiples of 16, query tiles of whole warps, most trials without
-transposed keys, a quarter of the GQA core trials with a head tile), `coop` (the Vulkan pipeline's cooperative-matrix
+transposed keys), `coop` (the Vulkan pipeline's cooperative-matrix
 kernel with its matrix ops emulated, `vulkan{cooperative-matrix
 emulate-tensor-cores}`: static shapes, f16, head dims mostly multiples of
 16 up to 48, the rule's tiles or drawn ones of whole subgroups) or an
@@ -318,17 +319,17 @@ def draw_trial(rng, targets, long_ok, repeat, thread_counts):
         (target in ("mma", "coop") and "q-tile-size" not in pipeline)
     if gpu_split and config.get("core") and rng.random() < 0.25:
         config["kv_splits"] = rng.randint(2, 9)
-    # The tensor-core kernel packs a group's heads into a workgroup
-    # (head_tile; the rule does it for decoding with GQA): a divisor of the
-    # group whose queries fit the rule's 64 rows, on a quarter of the core
-    # trials that can take one.
+    # The attention kernels built as IR pack a group's heads into a
+    # workgroup (head_tile; the rules do it for decoding with GQA, sizing
+    # the tile for the whole group where its queries fit 64 rows): a
+    # divisor of the group, on a quarter of the core trials whose rules'
+    # tiles take one.
     group = config["h"] // config["hkv"]
-    if target == "mma" and "q-tile-size" not in pipeline and \
-            config.get("core") and group > 1 and rng.random() < 0.25:
-        tiles = [n for n in range(2, group + 1)
-                 if group % n == 0 and n * config["sq"] <= 64]
-        if tiles:
-            config["head_tile"] = rng.choice(tiles)
+    packs = gpu_split and "q-tile-size" not in pipeline
+    if packs and config.get("core") and group > 1 and \
+            group * config["sq"] <= 64 and rng.random() < 0.25:
+        config["head_tile"] = rng.choice(
+            [n for n in range(2, group + 1) if group % n == 0])
     threads = 1
     if target in ("cpu", "aot") and "openmp=false" not in pipeline:
         threads = rng.choice(thread_counts)

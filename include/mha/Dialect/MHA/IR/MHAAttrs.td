@@ -145,7 +145,8 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
       and the `kv_tile / keys` threads of a row group (consecutive lanes of
       one subgroup) share its rows, their statistics combined by shuffles;
       `(q_tile / rows) * (kv_tile / keys)` threads per workgroup.
-    - `head_tile` (CPU, and the CUDA tensor-core kernel, `mha.attention`):
+    - `head_tile` (CPU, and the GPU kernels of `mma` and `thread_tile`,
+      `mha.attention`):
       query heads per tile of the parallel loop (GPU: per workgroup, their
       queries the tile's rows, head after head); the heads of a key/value
       head's group, when the queries are one tile (decoding), so that each
