@@ -1192,6 +1192,15 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
       selected = LoweringConfigAttr::get(op->getContext(), tile, tile, {}, {},
                                          {}, {}, {}, {}, {}, {}, {});
     }
+    // Query tiles given: their rows are the user's, without the rule's
+    // packed heads (a head tile given with them is checked as it is).
+    if (given && given.getQTile() && !given.getHeadTile() &&
+        selected.getHeadTile())
+      selected = LoweringConfigAttr::get(
+          op->getContext(), selected.getQTile(), selected.getKvTile(), {}, {},
+          {}, {}, selected.getMma(), selected.getWarps(),
+          selected.getKvSplits(), {}, selected.getPrefetchBlocks(),
+          selected.getThreadTile());
     op->setAttr(kLoweringConfigAttrName, selected.merge(given));
   });
   // Contractions the tensor-core GEMM kernel computes (the projections of

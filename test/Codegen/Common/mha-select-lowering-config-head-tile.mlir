@@ -42,3 +42,14 @@ func.func @decode(%q: tensor<1x8x1x64xf16>, %k: tensor<1x2x512x64xf16>,
   %o5 = mha.attention ins(%q, %k, %k : tensor<1x8x1x64xf16>, tensor<1x2x512x64xf16>, tensor<1x2x512x64xf16>) outs(%q : tensor<1x8x1x64xf16>) {mha.lowering_config = #mha.lowering_config<head_tile = 2>} -> tensor<1x8x1x64xf16>
   return %o, %o2, %o3, %o4, %o5 : tensor<1x8x1x64xf16>, tensor<1x8x3x64xf16>, tensor<1x2x40x64xf16>, tensor<1x2x1x64xf16>, tensor<1x8x1x64xf16>
 }
+
+// Query tiles given by hand are the user's rows: no packed heads (on Vulkan,
+// a query tile alone is the thread-per-row kernel's).
+// CHECK-LABEL: func.func @given_rows
+// CHECK: #mha.lowering_config<q_tile = 32, kv_tile = 64, mma = [16, 8, 16], warps = 2>
+// VULKAN-LABEL: func.func @given_rows
+// VULKAN: #mha.lowering_config<q_tile = 32, kv_tile = 32>
+func.func @given_rows(%q: tensor<1x8x1x64xf16>, %k: tensor<1x2x64x64xf16>) -> tensor<1x8x1x64xf16> {
+  %o = mha.attention ins(%q, %k, %k : tensor<1x8x1x64xf16>, tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>) outs(%q : tensor<1x8x1x64xf16>) {mha.lowering_config = #mha.lowering_config<q_tile = 32>} -> tensor<1x8x1x64xf16>
+  return %o : tensor<1x8x1x64xf16>
+}
