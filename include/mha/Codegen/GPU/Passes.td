@@ -39,7 +39,9 @@ def MHAAttentionToSIMTPass : Pass<"mha-attention-to-simt"> {
     shuffles, so that scores, probabilities, accumulators and statistics
     stay in registers (`scf.for` iter_args). Masks, key lengths, causal
     masks, windows, softcap, GQA, key_transposed and dynamic sizes are
-    supported; masks only on the key blocks that need them. Where the kernel
+    supported; masks only on the key blocks that need them; `kv_splits`
+    splits the keys across workgroups and `head_tile` packs a key/value
+    head's query heads into one (GQA decoding). Where the kernel
     cannot compute the op (an i1 mask, key_offset, f64), an error names the
     reason.
   }];
@@ -80,8 +82,8 @@ def MHAAttentionToCooperativeMatrixPass
     in base 2) run on S stored to workgroup memory, two lanes per row, and
     return as matrices: P (f16) as the A operand of `P V`, and the rows'
     rescale factors as a matrix multiplied element by element into the
-    accumulators. GQA, key_transposed, dynamic sizes and `kv_splits` are
-    supported. Where the kernel cannot compute the op (not f16, head dims
+    accumulators. GQA, key_transposed, dynamic sizes, `kv_splits` and
+    `head_tile` are supported. Where the kernel cannot compute the op (not f16, head dims
     not multiples of 16, an i1 mask, key_offset), an error names the reason.
   }];
   let dependentDialects = [
@@ -116,7 +118,9 @@ def MHAAttentionToMMAPass : Pass<"mha-attention-to-mma"> {
     `gpu.shuffle xor`, `exp2` with log2(e) folded into the scale, P kept in
     registers as the A operand of `P V`, masks only on partial and
     causal-diagonal key blocks, key blocks past the diagonal skipped; GQA by
-    index. The kernel reads the operands' buffers
+    index, or with `head_tile` a key/value head's query heads packed into one
+    workgroup (their queries its rows); `kv_splits` splits the keys across
+    workgroups. The kernel reads the operands' buffers
     (`bufferization.to_buffer`) and writes a new one. Where the kernel cannot
     compute the op (a mask, key_transposed, f32, other head dims, a
     non-CUDA target or an older chip), an error names the reason.
