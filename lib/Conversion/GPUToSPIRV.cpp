@@ -91,6 +91,25 @@ static LogicalResult convertToSPIRV(gpu::GPUModuleOp copy) {
     targetAttr = spirv::lookupTargetEnvOrDefault(copy);
   // Patterns that look the target up from the ops they convert find it.
   copy->setAttr(spirv::getTargetEnvAttrName(), targetAttr);
+  // Subgroup matrix ops need a target with cooperative matrices, else they
+  // are emulated before (the patterns would only fail to legalize them).
+  if (!spirv::TargetEnv(targetAttr)
+           .allows(spirv::Capability::CooperativeMatrixKHR)) {
+    WalkResult matrices = copy.walk([](Operation *op) {
+      if (!isa<gpu::SubgroupMmaLoadMatrixOp, gpu::SubgroupMmaStoreMatrixOp,
+               gpu::SubgroupMmaComputeOp, gpu::SubgroupMmaConstantMatrixOp,
+               gpu::SubgroupMmaElementwiseOp>(op))
+        return WalkResult::advance();
+      op->emitOpError()
+          << "needs a SPIR-V target with cooperative matrices "
+             "(CooperativeMatrixKHR: the Vulkan pipelines' cooperative-matrix "
+             "option), or its subgroup matrix ops emulated first "
+             "(mha-emulate-tensor-cores)";
+      return WalkResult::interrupt();
+    });
+    if (matrices.wasInterrupted())
+      return failure();
+  }
   // Memory spaces as Vulkan storage classes: the default -> StorageBuffer,
   // the GPU dialect's workgroup / private spaces (which upstream's Vulkan
   // map does not know in MLIR 22) -> Workgroup / Function.

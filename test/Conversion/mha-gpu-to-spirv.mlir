@@ -99,3 +99,19 @@ module attributes {gpu.container_module} {
     }
   }
 }
+
+// -----
+
+// Subgroup matrix ops on a target without cooperative matrices.
+module attributes {gpu.container_module} {
+  gpu.module @matrices [#spirv.target_env<#spirv.vce<v1.0, [Shader, Float16], [SPV_KHR_storage_buffer_storage_class]>, #spirv.resource_limits<>>] {
+    gpu.func @k(%out: memref<16x16xf32>) kernel attributes {known_block_size = array<i32: 32, 1, 1>} {
+      %c0 = arith.constant 0 : index
+      %zero = arith.constant 0.0 : f32
+      // expected-error @below {{'gpu.subgroup_mma_constant_matrix' op needs a SPIR-V target with cooperative matrices (CooperativeMatrixKHR: the Vulkan pipelines' cooperative-matrix option), or its subgroup matrix ops emulated first (mha-emulate-tensor-cores)}}
+      %m = gpu.subgroup_mma_constant_matrix %zero : !gpu.mma_matrix<16x16xf32, "COp">
+      gpu.subgroup_mma_store_matrix %m, %out[%c0, %c0] {leadDimension = 16 : index} : !gpu.mma_matrix<16x16xf32, "COp">, memref<16x16xf32>
+      gpu.return
+    }
+  }
+}
