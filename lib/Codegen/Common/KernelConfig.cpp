@@ -1192,9 +1192,11 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
       selected = LoweringConfigAttr::get(op->getContext(), tile, tile, {}, {},
                                          {}, {}, {}, {}, {}, {}, {});
     }
-    // Query tiles given: their rows are the user's, without the rule's
-    // packed heads (a head tile given with them is checked as it is).
-    if (given && given.getQTile() && !given.getHeadTile() &&
+    // GPU query tiles given: their rows are the user's, without the rule's
+    // packed heads, which are rows of the tile there (a head tile given
+    // with them is checked as it is). On a CPU a head tile is a loop of
+    // its own and stays.
+    if (target.isGPU() && given && given.getQTile() && !given.getHeadTile() &&
         selected.getHeadTile())
       selected = LoweringConfigAttr::get(
           op->getContext(), selected.getQTile(), selected.getKvTile(), {}, {},

@@ -1,6 +1,7 @@
 // RUN: mha-opt %s --mha-select-lowering-config='target={#mha.target<kind = cuda, chip = "sm_80", features = "+ptx80", subgroup_size = 32, max_workgroup_threads = 1024, max_workgroup_memory = 49152>}' | FileCheck %s
 // RUN: mha-opt %s --mha-select-lowering-config='target={#mha.target<kind = vulkan, subgroup_size = 32, max_workgroup_threads = 1024>}' | FileCheck %s --check-prefix=VULKAN
 // RUN: mha-opt %s --mha-select-lowering-config='target={#mha.target<kind = vulkan, features = "+cooperative_matrix", subgroup_size = 32, max_workgroup_threads = 1024>}' | FileCheck %s --check-prefix=COOP
+// RUN: mha-opt %s --mha-select-lowering-config='overrides={#mha.lowering_config<q_tile = 16>}' | FileCheck %s --check-prefix=CPU
 // RUN: not mha-opt %s --mha-select-lowering-config='target={#mha.target<kind = vulkan, subgroup_size = 32, max_workgroup_threads = 1024>} overrides={#mha.lowering_config<q_tile = 16, kv_tile = 16>}' -o /dev/null 2>&1 | FileCheck %s --check-prefix=ROWS
 
 // Decoding with GQA packs a key/value head's group into one workgroup
@@ -30,6 +31,10 @@
 // COOP: #mha.lowering_config<q_tile = 64, kv_tile = 32, mma = [16, 16, 16], warps = 4>
 // COOP: #mha.lowering_config<q_tile = 16, kv_tile = 32, mma = [16, 16, 16], warps = 1>
 // COOP: #mha.lowering_config<q_tile = 16, kv_tile = 32, mma = [16, 16, 16], warps = 1, head_tile = 2>
+// On a CPU a head tile is a loop of its own: a query tile given keeps the
+// rule's.
+// CPU-LABEL: func.func @decode
+// CPU: #mha.lowering_config<q_tile = 16, {{.*}}head_tile = 4>
 // ROWS: error: lowering_config: head_tile is implemented on cpu targets and by the tensor-core and register attention kernels (mma, thread_tile) only, not by the thread-per-row kernel on a vulkan target
 func.func @decode(%q: tensor<1x8x1x64xf16>, %k: tensor<1x2x512x64xf16>,
                   %q2: tensor<1x8x3x64xf16>, %q3: tensor<1x2x40x64xf16>,
