@@ -133,6 +133,12 @@ CASES = [
     "core=1 b=2 h=4 hkv=2 dk=64 dv=64 sq=1 sk=2000 key_lengths=random",
     # A split given by hand, with dynamic sizes and causal rows.
     "core=1 b=2 h=2 dk=64 dv=64 sq=65 sk=700 causal=1 kv_splits=3 dtype=f16 dynamic=b,sq,sk",
+    # Session 42: the GEMM kernel's tiles and stages from its configuration
+    # (the rule's 128 x 128 over warps of 64 x 64 with 2 stages, and 128 x
+    # 64 with 3, given here on small layers; partial tiles, biases, K of 10
+    # and 3 steps).
+    "b=2 sq=100 sk=45 eq=320 ek=96 ev=160 eo=200 h=4 cross=1 bias=1 dtype=f16 pipeline=cuda{gemm-tile=128,128}",
+    "b=2 sq=70 eq=256 h=4 causal=1 dtype=bf16 pipeline=cuda{gemm-tile=128,64}",
 ]
 
 # Benchmark configurations, written as CASES: f16 and bf16 attention run on
@@ -153,6 +159,12 @@ BENCH = [
     "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=f32 pipeline=cuda{allow-tf32}",
     "b=32 sq=128 eq=768 h=12 dtype=f16",
     "b=8 sq=1024 eq=768 h=12 causal=1 dtype=f16",
+    # The layers' GEMM tiles side by side: the rule's (128 x 64, 3 stages
+    # for BERT-base; 128 x 128, 2 for GPT-2) against 64 x 64 with 2 stages
+    # (the kernel's tiles before session 42) and, for BERT, 128 x 128.
+    "b=32 sq=128 eq=768 h=12 dtype=f16 pipeline=cuda{gemm-tile=64,64 gemm-stages=2}",
+    "b=32 sq=128 eq=768 h=12 dtype=f16 pipeline=cuda{gemm-tile=128,128}",
+    "b=8 sq=1024 eq=768 h=12 causal=1 dtype=f16 pipeline=cuda{gemm-tile=64,64 gemm-stages=2}",
     # Decoding (one query): keys split across workgroups by the rule (8 and
     # 2 chunks); with GQA (Llama-3-8B's 32 query heads on 8) a group's 4
     # heads share a workgroup (head_tile), each K and V row read once.

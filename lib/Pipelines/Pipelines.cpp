@@ -101,11 +101,13 @@ static std::string overridesText(int64_t qTile, int64_t kvTile,
 }
 
 void mha::buildStrategyStage(OpPassManager &pm, StringRef target,
-                             StringRef overrides, bool allowTF32) {
+                             const StrategyOptions &options) {
   MHASelectLoweringConfigPassOptions select;
   select.target = target.str();
-  select.overrides = overrides.str();
-  select.allowTF32 = allowTF32;
+  select.overrides = options.overrides;
+  select.allowTF32 = options.allowTF32;
+  select.gemmTile = options.gemmTile;
+  select.gemmStages = options.gemmStages;
   pm.addPass(createMHASelectLoweringConfigPass(select));
 }
 
@@ -113,8 +115,9 @@ void mha::buildTilingStage(OpPassManager &pm, int64_t qTileSize,
                            int64_t kvTileSize, int64_t kvSplits,
                            bool raiseAttention, StringRef target) {
   buildEntryStage(pm, raiseAttention);
-  buildStrategyStage(pm, target,
-                     overridesText(qTileSize, kvTileSize, kvSplits));
+  StrategyOptions strategy;
+  strategy.overrides = overridesText(qTileSize, kvTileSize, kvSplits);
+  buildStrategyStage(pm, target, strategy);
   pm.addPass(createMHAFuseLayerPass(
       MHAFuseLayerPassOptions{qTileSize, kvTileSize, /*decompose=*/false}));
   pm.addPass(createMHATileAttentionPass(
@@ -363,13 +366,14 @@ void mha::buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
 }
 
 void mha::buildGPUMappingStage(OpPassManager &pm, StringRef target,
-                               StringRef overrides, bool raiseAttention,
+                               const StrategyOptions &strategy,
+                               bool raiseAttention,
                                int64_t maxKernelLoopIterations,
-                               bool emulateTensorCores, bool allowTF32) {
+                               bool emulateTensorCores) {
   buildEntryStage(pm, raiseAttention, /*forGPU=*/true);
   // Query tiles, workgroup tiles, threads and the tensor-core kernels from
   // one configuration, which keeps them consistent.
-  buildStrategyStage(pm, target, overrides, allowTF32);
+  buildStrategyStage(pm, target, strategy);
   // The attention and the projections the configuration gives to tensor
   // cores (CUDA, f16 and bf16) as their own kernels; the rest goes on as
   // tiles with a thread per row.
@@ -413,10 +417,11 @@ void mha::buildGPUMappingStage(OpPassManager &pm, StringRef target,
 }
 
 /// The tile sizes a GPU pipeline was given, as overrides of the lowering
-/// configuration. A size given as 0 stays in them (`q_tile = 0`), which the
-/// configuration refuses: on a GPU the query tile is the workgroup's rows.
+/// configuration, and its other strategy options. A size given as 0 stays
+/// in them (`q_tile = 0`), which the configuration refuses: on a GPU the
+/// query tile is the workgroup's rows.
 template <typename Options>
-static std::string gpuOverrides(const Options &options) {
+static StrategyOptions gpuStrategy(const Options &options) {
   std::string fields;
   if (options.qTileSize.hasValue())
     fields += "q_tile = " + std::to_string(options.qTileSize);
@@ -429,7 +434,13 @@ static std::string gpuOverrides(const Options &options) {
       fields += (i ? ", " : "") + std::to_string(size);
     fields += "]";
   }
-  return fields.empty() ? "" : "#mha.lowering_config<" + fields + ">";
+  StrategyOptions strategy;
+  if (!fields.empty())
+    strategy.overrides = "#mha.lowering_config<" + fields + ">";
+  strategy.allowTF32 = options.allowTF32;
+  strategy.gemmTile.assign(options.gemmTile.begin(), options.gemmTile.end());
+  strategy.gemmStages = options.gemmStages;
+  return strategy;
 }
 
 /// The `mha.target` of the CUDA pipeline for `chip` and PTX `features`.
@@ -454,9 +465,9 @@ void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
   // that its kernels run here with their tensor-core ops emulated.
   if (options.emulateTensorCores && !options.cooperativeMatrix)
     target = cudaTarget("sm_80", "+ptx80");
-  buildGPUMappingStage(pm, target, gpuOverrides(options),
-                       options.raiseAttention, options.maxKernelLoopIterations,
-                       options.emulateTensorCores, options.allowTF32);
+  buildGPUMappingStage(pm, target, gpuStrategy(options), options.raiseAttention,
+                       options.maxKernelLoopIterations,
+                       options.emulateTensorCores);
   // Kernels read device buffers, as on CUDA: each launch's host buffers
   // copied in and out around it, the buffers only kernels use on the device
   // from the start (the runtime binds them; what it copies per launch are
@@ -472,9 +483,9 @@ void mha::buildLowerToVulkanPipeline(OpPassManager &pm,
 void mha::buildLowerToCUDAPipeline(OpPassManager &pm,
                                    const LowerToCUDAOptions &options) {
   buildGPUMappingStage(pm, cudaTarget(options.chip, options.features),
-                       gpuOverrides(options), options.raiseAttention,
+                       gpuStrategy(options), options.raiseAttention,
                        /*maxKernelLoopIterations=*/0,
-                       /*emulateTensorCores=*/false, options.allowTF32);
+                       /*emulateTensorCores=*/false);
   // CUDA kernels read device memory: each launch's host buffers are copied
   // in and out around it, on one stream (gpu-async-region chains the copies,
   // the launch and the frees with tokens and waits before the host reads).

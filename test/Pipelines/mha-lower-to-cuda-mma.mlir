@@ -28,23 +28,33 @@
 // CHECK: kernel d128_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 34816 bytes, mma.sync 128 (loop 128), ldmatrix 64 (loop 64), cp.async 30 (loop 20), {{.*}} ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global {{[0-9]+}} (loop 0), {{.*}} bar.sync {{[0-9]+}} (loop 2)
 
 // A whole f16 layer: the Q, K and V projections and the output projection
-// are tensor-core GEMM kernels (mha-contraction-to-mma; per k step of 32
-// and warp: 16 mma.sync, 8 ldmatrix, 4 16-byte cp.async with a commit and
-// a wait, two barriers; two stages of shared tiles, 19456 bytes), the
-// attention between them the attention kernel.
-// CHECK-COUNT-3: kernel layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 19456 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 12 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 0 (loop 0), {{.*}} bar.sync {{[0-9]+}} (loop 2)
+// are tensor-core GEMM kernels (mha-contraction-to-mma), the attention
+// between them the attention kernel. At 256 rows, 64 x 64 output tiles
+// (warps of 32 x 32) and 4 stages of padded shared tiles (38912 bytes): per
+// k step of 32 and warp 16 mma.sync, 8 ldmatrix, 4 16-byte cp.async with a
+// commit and a wait, one barrier; 3 steps' copies (15) before the loop.
+// CHECK-COUNT-3: kernel layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 38912 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 22 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 0 (loop 0), {{.*}} bar.sync {{[0-9]+}} (loop 1)
 // CHECK-NEXT: kernel layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 18432 bytes, mma.sync 64 (loop 64), ldmatrix 32 (loop 32)
-// CHECK-NEXT: kernel layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 19456 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 12 (loop 6)
+// CHECK-NEXT: kernel layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 38912 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 22 (loop 6)
 // With biases, the same GEMM kernels, each adding its bias in the epilogue
 // (a pair of columns for each of a thread's 4 output tiles: 8 loads, outside
 // the k loop).
-// CHECK-COUNT-3: kernel layer_bias_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 19456 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 12 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 8 (loop 0),
+// CHECK-COUNT-3: kernel layer_bias_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 38912 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 22 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 8 (loop 0),
 // CHECK-NEXT: kernel layer_bias_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 18432 bytes, mma.sync 64 (loop 64)
-// CHECK-NEXT: kernel layer_bias_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 19456 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 12 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 8 (loop 0),
+// CHECK-NEXT: kernel layer_bias_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 38912 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 22 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 8 (loop 0),
 // Key lengths, causal, a left window, a softcap and a mask: the same tile
 // arithmetic and no spills (the cap's tanh is libdevice's, on ex2; the mask
 // read from device memory in the key loop).
 // CHECK-NEXT: kernel features_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 18432 bytes, mma.sync 64 (loop 64), ldmatrix 32 (loop 32), cp.async 18 (loop 12), shfl.sync 8 (loop 4), ld.shared 0 (loop 0), st.shared 0 (loop 0),
+
+// GPT-2's layer (B=8 S=1024 E=768): its projections in 128 x 128 tiles
+// (warps of 64 x 64: 32 accumulator fragments, 128 of the registers, no
+// spills), 2 stages (37888 bytes); per k step and warp 64 mma.sync from 16
+// ldmatrix (8 per k16 step: 4 A, 4 B), 8 copies, one barrier. BERT-base's
+// (B=32 S=128): 128 x 64 tiles (warps of 64 x 32), 3 stages (44544 bytes),
+// 32 mma.sync from 12 ldmatrix.
+// CHECK: kernel gpt2_layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 37888 bytes, mma.sync 64 (loop 64), ldmatrix 16 (loop 16), cp.async 20 (loop 10), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 0 (loop 0), st.global 64 (loop 0), bar.sync {{[0-9]+}} (loop 1)
+// CHECK: kernel bert_layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 44544 bytes, mma.sync 32 (loop 32), ldmatrix 12 (loop 12), cp.async 23 (loop 8), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 0 (loop 0), st.global 32 (loop 0), bar.sync {{[0-9]+}} (loop 1)
 
 // 4 warps per workgroup; only buffers and run-time sizes as arguments.
 // HOST-LABEL: llvm.func @d64(
@@ -108,4 +118,15 @@ func.func @features(%q: tensor<2x12x512x64xf16>, %k: tensor<2x4x512x64xf16>, %v:
   %y = mha.attention ins(%q, %k, %v : tensor<2x12x512x64xf16>, tensor<2x4x512x64xf16>, tensor<2x4x512x64xf16>) mask(%m : tensor<2x1x512x512xf16>) key_lengths(%len : tensor<2xi32>)
          outs(%init : tensor<2x12x512x64xf16>) {causal, window_left = 128 : i64, softcap = 30.0 : f32} -> tensor<2x12x512x64xf16>
   return %y : tensor<2x12x512x64xf16>
+}
+
+func.func @gpt2_layer(%x: tensor<8x1024x768xf16>, %wq: tensor<768x768xf16>, %wk: tensor<768x768xf16>, %wv: tensor<768x768xf16>, %wo: tensor<768x768xf16>) -> tensor<8x1024x768xf16> {
+  %y = mha.multi_head_attention %x, %x, %x, %wq, %wk, %wv, %wo {num_heads = 12 : i64, causal}
+         : (tensor<8x1024x768xf16>, tensor<8x1024x768xf16>, tensor<8x1024x768xf16>, tensor<768x768xf16>, tensor<768x768xf16>, tensor<768x768xf16>, tensor<768x768xf16>) -> tensor<8x1024x768xf16>
+  return %y : tensor<8x1024x768xf16>
+}
+func.func @bert_layer(%x: tensor<32x128x768xf16>, %wq: tensor<768x768xf16>, %wk: tensor<768x768xf16>, %wv: tensor<768x768xf16>, %wo: tensor<768x768xf16>) -> tensor<32x128x768xf16> {
+  %y = mha.multi_head_attention %x, %x, %x, %wq, %wk, %wv, %wo {num_heads = 12 : i64}
+         : (tensor<32x128x768xf16>, tensor<32x128x768xf16>, tensor<32x128x768xf16>, tensor<768x768xf16>, tensor<768x768xf16>, tensor<768x768xf16>, tensor<768x768xf16>) -> tensor<32x128x768xf16>
+  return %y : tensor<32x128x768xf16>
 }

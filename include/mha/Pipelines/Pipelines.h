@@ -77,6 +77,20 @@ struct GPUTileOptions : public Base {
       llvm::cl::desc("Keys per block of the online softmax; not given: the "
                      "op's mha.lowering_config, else 32"),
       llvm::cl::init(0)};
+  mlir::detail::PassOptions::ListOption<int64_t> gemmTile{
+      *this, "gemm-tile",
+      llvm::cl::desc("Output rows and columns per workgroup of the "
+                     "tensor-core GEMM kernel (the projections of f16 and "
+                     "bf16 layers on CUDA sm_80 and later; two values, "
+                     "multiples of 32 up to 128 with its 4 warps); not "
+                     "given: the rules' (by the output's size)")};
+  mlir::detail::PassOptions::Option<int64_t> gemmStages{
+      *this, "gemm-stages",
+      llvm::cl::desc("k steps of 32 whose operand tiles the tensor-core GEMM "
+                     "kernel holds in shared memory at once, all but one on "
+                     "their way by cp.async (2 to 8, within the shared "
+                     "memory); 0: the rules' (as many as fit, up to 4)"),
+      llvm::cl::init(0)};
 };
 
 /// Options of `mha-lower-to-loops`.
@@ -192,13 +206,23 @@ void buildTilingStage(OpPassManager &pm, int64_t qTileSize,
                       int64_t kvTileSize, int64_t kvSplits = 0,
                       bool raiseAttention = true, StringRef target = "");
 
+/// What a pipeline's options give the strategy: `overrides` (the text of a
+/// #mha.lowering_config; empty: none) over the chosen fields, `allowTF32`,
+/// and the tensor-core GEMM kernel's tile and stages (empty, 0: the
+/// rules').
+struct StrategyOptions {
+  std::string overrides;
+  bool allowTF32 = false;
+  SmallVector<int64_t> gemmTile;
+  int64_t gemmStages = 0;
+};
+
 /// The strategy, chosen once: mha-select-lowering-config for `target` (the
 /// text of a #mha.target; empty: the module's mha.target, else a CPU with
-/// 512-bit vectors) with the fields of `overrides` (the text of a
-/// #mha.lowering_config; empty: none) over the chosen ones. The tiling,
-/// vectorization and GPU mapping passes read the result from the IR.
+/// 512-bit vectors) with `options`. The tiling, vectorization and GPU
+/// mapping passes read the result from the IR.
 void buildStrategyStage(OpPassManager &pm, StringRef target,
-                        StringRef overrides, bool allowTF32 = false);
+                        const StrategyOptions &options);
 
 /// Decomposition into linalg on tensors: mha-decompose for layers still
 /// whole, mha-attention-to-linalg for attention ops left (the reference form)
@@ -269,7 +293,7 @@ void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
 /// The GPU mapping, target-neutral, from `mha` ops on tensors to
 /// `gpu.launch` on buffers: the entry stage for GPUs (run-time checks, the
 /// layer decomposed, i1 masks made additive), the strategy chosen for `target`
-/// with `overrides` (buildStrategyStage), the projections tiled into
+/// with `strategy` (buildStrategyStage), the projections tiled into
 /// workgroup tiles (mha-tile-for-workgroups), the attention tiled
 /// FlashAttention-style (mha-tile-attention), each tile's linalg ops
 /// distributed over the configuration's threads with the tile's buffers in
@@ -279,13 +303,12 @@ void buildVulkanBackendStage(OpPassManager &pm, bool emitCInterface,
 /// loops unrolled and the loop iterations of an invocation bounded by it
 /// (mha-unroll-kernel-loops, mha-check-kernel-loop-iterations); with
 /// `emulateTensorCores`, the tensor-core ops of the kernels emulated
-/// (mha-emulate-tensor-cores) right after the mapping to gpu.launch; with
-/// `allowTF32`, f32 attention on tensor cores as TF32.
+/// (mha-emulate-tensor-cores) right after the mapping to gpu.launch.
 void buildGPUMappingStage(OpPassManager &pm, StringRef target,
-                          StringRef overrides, bool raiseAttention = true,
+                          const StrategyOptions &strategy,
+                          bool raiseAttention = true,
                           int64_t maxKernelLoopIterations = 0,
-                          bool emulateTensorCores = false,
-                          bool allowTF32 = false);
+                          bool emulateTensorCores = false);
 
 /// Options of `mha-lower-to-vulkan`.
 struct LowerToVulkanOptions

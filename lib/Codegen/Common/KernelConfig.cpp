@@ -19,6 +19,7 @@
 #include "mlir/AsmParser/AsmParser.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "llvm/ADT/StringExtras.h"
+#include "llvm/Support/InterleavedRange.h"
 
 namespace mlir::mha {
 #define GEN_PASS_DEF_MHASELECTLOWERINGCONFIGPASS
@@ -44,14 +45,15 @@ mha::defaultRegisterTile(int64_t vectorBits) {
 
 /// A configuration of the op fields only, or of the function fields only.
 static LoweringConfigAttr opFields(LoweringConfigAttr c) {
-  if (!c || (!c.getQTile() && !c.getKvTile() && c.getMma().empty() &&
-             !c.getWarps() && !c.getKvSplits() && !c.getHeadTile() &&
-             !c.getPrefetchBlocks() && c.getThreadTile().empty()))
+  if (!c ||
+      (!c.getQTile() && !c.getKvTile() && c.getMma().empty() && !c.getWarps() &&
+       !c.getKvSplits() && !c.getHeadTile() && !c.getPrefetchBlocks() &&
+       c.getThreadTile().empty() && !c.getPipelineStages()))
     return {};
-  return LoweringConfigAttr::get(c.getContext(), c.getQTile(), c.getKvTile(),
-                                 {}, {}, {}, {}, c.getMma(), c.getWarps(),
-                                 c.getKvSplits(), c.getHeadTile(),
-                                 c.getPrefetchBlocks(), c.getThreadTile());
+  return LoweringConfigAttr::get(
+      c.getContext(), c.getQTile(), c.getKvTile(), {}, {}, {}, {}, c.getMma(),
+      c.getWarps(), c.getKvSplits(), c.getHeadTile(), c.getPrefetchBlocks(),
+      c.getThreadTile(), c.getPipelineStages());
 }
 static LoweringConfigAttr functionFields(LoweringConfigAttr c) {
   if (!c || (c.getRegisterTile().empty() && !c.getChunk() &&
@@ -485,6 +487,107 @@ std::string mha::mmaContractionUnsupported(Operation *op, TargetAttr target) {
   return "";
 }
 
+int64_t mha::mmaGemmWorkgroupBytes(int64_t tileM, int64_t tileN,
+                                   int64_t stages) {
+  return stages *
+         (tileM * (kMMAGemmTileK + kMMATileRowPadding) +
+          kMMAGemmTileK * (tileN + kMMATileRowPadding)) *
+         2;
+}
+
+/// GEMM: workgroups enough to keep every SM of a large GPU busy with two
+/// of them (132 SMs on an H100, 108 on an A100), the shared memory assumed
+/// where the target gives none (CUDA's static limit), and the most stages.
+static constexpr int64_t kGemmMinWorkgroups = 256,
+                         kGemmDefaultWorkgroupMemory = 48 * 1024,
+                         kGemmMaxStages = 4;
+
+/// The rules' GEMM tile for `op`: the largest of 128 x 128, 128 x 64 and
+/// 64 x 64 output tiles that still gives kGemmMinWorkgroups workgroups (a
+/// larger tile reads each operand element fewer times, and its warps load
+/// fewer fragments per mma.sync); 64 x 64 when the rows are dynamic.
+static std::pair<int64_t, int64_t> selectMMAGemmTile(linalg::GenericOp op) {
+  std::string unused;
+  MMAContraction gemm = *matchMMAContraction(op, unused);
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  int64_t rows = 1, cols = 1;
+  for (unsigned d : gemm.m) {
+    if (ShapedType::isDynamic(ranges[d]))
+      return {64, 64};
+    rows *= ranges[d];
+  }
+  for (unsigned d : gemm.n)
+    cols *= ranges[d];
+  for (auto [tileM, tileN] : {std::pair<int64_t, int64_t>{128, 128}, {128, 64}})
+    if (llvm::divideCeil(rows, tileM) * llvm::divideCeil(cols, tileN) >=
+        kGemmMinWorkgroups)
+      return {tileM, tileN};
+  return {64, 64};
+}
+
+/// The rules' stages for a tile: as many as the workgroup memory holds, 2
+/// to kGemmMaxStages.
+static int64_t selectMMAGemmStages(int64_t tileM, int64_t tileN,
+                                   TargetAttr target) {
+  int64_t limit = target.getMaxWorkgroupMemory()
+                      ? target.getMaxWorkgroupMemory()
+                      : kGemmDefaultWorkgroupMemory;
+  int64_t stages = 2;
+  while (stages < kGemmMaxStages &&
+         mmaGemmWorkgroupBytes(tileM, tileN, stages + 1) <= limit)
+    ++stages;
+  return stages;
+}
+
+FailureOr<MMAGemmConfig> mha::getMMAGemmConfig(Operation *op,
+                                               TargetAttr target) {
+  auto own = op->getAttrOfType<LoweringConfigAttr>(kLoweringConfigAttrName);
+  MMAGemmConfig config;
+  std::tie(config.tileM, config.tileN) =
+      own && !own.getWorkgroupTile().empty()
+          ? std::pair(own.getWorkgroupTile()[0], own.getWorkgroupTile()[1])
+          : selectMMAGemmTile(cast<linalg::GenericOp>(op));
+  config.warps = own ? own.getWarps().value_or(kMMAWarps) : kMMAWarps;
+  config.stages = own && own.getPipelineStages()
+                      ? *own.getPipelineStages()
+                      : selectMMAGemmStages(config.tileM, config.tileN, target);
+  auto error = [&]() {
+    return op->emitError() << "lowering_config: the tensor-core GEMM kernel ";
+  };
+  if (!llvm::is_contained({1, 2, 4, 8}, config.warps))
+    return error() << "takes 1, 2, 4 or 8 warps, found " << config.warps;
+  int64_t warpM = config.warpTileM(), warpN = config.warpTileN();
+  if (config.tileM % config.warpRows() || config.tileN % config.warpCols() ||
+      warpM % 16 || warpN % 16 || warpM > 64 || warpN > 64)
+    return error() << "splits workgroup_tile [" << config.tileM << ", "
+                   << config.tileN << "] over " << config.warpRows() << " x "
+                   << config.warpCols()
+                   << " warps, each of whose shares must be a multiple of "
+                      "16 by 16 up to 64 by 64 (its accumulators are "
+                      "registers)";
+  int64_t threads = 32 * config.warps;
+  if (config.tileM * kMMAGemmTileK / 8 % threads ||
+      kMMAGemmTileK * config.tileN / 8 % threads)
+    return error() << "copies its tiles in 16-byte chunks, as many per "
+                      "thread: workgroup_tile ["
+                   << config.tileM << ", " << config.tileN
+                   << "] must be multiples of " << threads / 4 << " for "
+                   << config.warps << " warps";
+  if (config.stages < 2 || config.stages > 8)
+    return error() << "takes 2 to 8 pipeline_stages (one multiplied while "
+                      "the others are copied), found "
+                   << config.stages;
+  int64_t bytes =
+      mmaGemmWorkgroupBytes(config.tileM, config.tileN, config.stages);
+  if (target.getMaxWorkgroupMemory() && bytes > target.getMaxWorkgroupMemory())
+    return error() << "needs " << bytes << " bytes of workgroup memory for "
+                   << config.stages << " stages of [" << config.tileM << ", "
+                   << config.tileN << "] tiles, over the target's "
+                   << target.getMaxWorkgroupMemory()
+                   << " (max_workgroup_memory)";
+  return config;
+}
+
 /// What the attention kernels built as IR (tensor-core and register) both
 /// need of `attention`: query, key, value and result of one element type
 /// that `allowed` accepts (else `typeError`), an additive mask if any, no
@@ -707,7 +810,7 @@ static LoweringConfigAttr simtConfig(AttentionOp op, TargetAttr target) {
   return LoweringConfigAttr::get(
       op.getContext(), rows * groups, keys, {}, {}, {}, {}, {}, {},
       gpuKeySplits(op, target, rows * groups, keys, headTile.value_or(1)),
-      headTile, {}, {rows, keys / lanes});
+      headTile, {}, {rows, keys / lanes}, {});
 }
 
 /// The thread-per-row kernel's query and key tile on a GPU: 32, halved
@@ -1135,7 +1238,9 @@ LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
 
 LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
                                       LoweringConfigAttr overrides,
-                                      bool allowTF32) {
+                                      bool allowTF32,
+                                      ArrayRef<int64_t> gemmTile,
+                                      int64_t gemmStages) {
   if (!target)
     target = getDefaultCPUTarget(root->getContext());
   // The mha ops first: a GPU function's threads follow their query tiles.
@@ -1202,19 +1307,34 @@ LogicalResult mha::setLoweringConfigs(Operation *root, TargetAttr target,
           op->getContext(), selected.getQTile(), selected.getKvTile(), {}, {},
           {}, {}, selected.getMma(), selected.getWarps(),
           selected.getKvSplits(), {}, selected.getPrefetchBlocks(),
-          selected.getThreadTile());
+          selected.getThreadTile(), {});
     op->setAttr(kLoweringConfigAttrName, selected.merge(given));
   });
   // Contractions the tensor-core GEMM kernel computes (the projections of
-  // f16 and bf16 layers on CUDA): their own kernel, 4 warps.
-  root->walk([&](linalg::GenericOp op) {
-    if (!op->hasAttr(kLoweringConfigAttrName) &&
-        mmaContractionUnsupported(op, target).empty())
+  // f16 and bf16 layers on CUDA): their own kernel, its tiles and stages
+  // the rules' or the given ones, checked here.
+  WalkResult gemms = root->walk([&](linalg::GenericOp op) {
+    auto own = op->getAttrOfType<LoweringConfigAttr>(kLoweringConfigAttrName);
+    if (mmaContractionUnsupported(op, target).empty() &&
+        (!own || !own.getMma().empty())) {
+      MLIRContext *ctx = op->getContext();
+      auto given = LoweringConfigAttr::get(
+          ctx, {}, {}, {}, {}, gemmTile, {}, {16, 8, 16}, {}, {}, {}, {}, {},
+          gemmStages ? std::optional(gemmStages) : std::nullopt);
+      op->setAttr(kLoweringConfigAttrName, own ? own.merge(given) : given);
+      FailureOr<MMAGemmConfig> config = getMMAGemmConfig(op, target);
+      if (failed(config))
+        return WalkResult::interrupt();
       op->setAttr(kLoweringConfigAttrName,
-                  LoweringConfigAttr::get(op->getContext(), {}, {}, {}, {}, {},
-                                          {}, {16, 8, 16}, kMMAWarps, {}, {},
-                                          {}));
+                  LoweringConfigAttr::get(ctx, {}, {}, {}, {},
+                                          {config->tileM, config->tileN}, {},
+                                          {16, 8, 16}, config->warps, {}, {},
+                                          {}, {}, config->stages));
+    }
+    return WalkResult::advance();
   });
+  if (gemms.wasInterrupted())
+    return failure();
   WalkResult walk = root->walk([&](FunctionOpInterface func) {
     if (func.isExternal())
       return WalkResult::advance();
@@ -1276,7 +1396,15 @@ struct MHASelectLoweringConfigPass final
     if (!chosen)
       chosen = getDefaultCPUTarget(&getContext());
     module->setAttr(kTargetAttrName, chosen);
-    if (failed(setLoweringConfigs(module, chosen, *over, allowTF32)))
+    if (!gemmTile.empty() &&
+        (gemmTile.size() != 2 || gemmTile[0] <= 0 || gemmTile[1] <= 0)) {
+      module.emitError() << "'gemm-tile' must be two positive sizes [rows, "
+                            "cols], found ["
+                         << llvm::interleaved(gemmTile) << "]";
+      return signalPassFailure();
+    }
+    if (failed(setLoweringConfigs(module, chosen, *over, allowTF32, gemmTile,
+                                  gemmStages)))
       signalPassFailure();
   }
 };

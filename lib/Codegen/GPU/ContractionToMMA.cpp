@@ -7,17 +7,22 @@
 // layout, and attn[b, h, s, d] · Wo[h, d, n] -> [b, s, n]) as a GEMM kernel
 // on tensor cores (mha-contraction-to-mma):
 //
-//   scf.forall (m tile, n tile) {               // 64 x 64, a workgroup each
-//     scf.forall (thread) in (128) {            // 4 warps, 2 x 2, 32 x 32 each
-//       scf.for k tile {                        // 32 deep, 2 stages
-//         cp.async the next A and B tiles       // padded shared tiles
-//         wait for this one, barrier
-//         ldmatrix A (x4) and B (x4, .trans), 8 mma.sync per k16 step
-//         barrier
+//   scf.forall (m tile, n tile) {          // workgroup_tile, a workgroup each
+//     scf.forall (thread) in (32 * warps) {  // 2 rows of warps (1 for one)
+//       cp.async the first stages - 1 k steps        // padded shared tiles
+//       scf.for k step {                             // 32 deep
+//         wait for this step's tiles, barrier
+//         cp.async the step stages - 1 ahead into the stage freed last step
+//         ldmatrix A (x4) and B (x4, .trans), mma.sync per k16 step
 //       }
-//       add the bias, round, store              // the output's own layout
+//       add the bias, round, store                   // the output's layout
 //     }
 //   }
+//
+// The tiles, warps and stages are the op's lowering configuration
+// (getMMAGemmConfig: workgroup_tile, warps, pipeline_stages). One barrier a
+// k step: after it, every warp is done with the stage the step before read,
+// which is the one refilled.
 //
 // The iteration dims are grouped as M (in the first operand and the output),
 // N (in the second and the output) and K (the reductions); each group is
@@ -53,10 +58,6 @@ using namespace mlir;
 using namespace mlir::mha;
 using namespace mlir::mha::detail;
 
-/// The workgroup tile and its k step; 4 warps of 32 x 32.
-static constexpr int64_t kTileM = 64, kTileN = 64, kTileK = 32,
-                         kThreads = 128;
-
 namespace {
 
 /// Turns the flat index `x` of `dims` (sizes `sizes`, the last fastest) into
@@ -82,15 +83,52 @@ SmallVector<Value> indicesOf(AffineMap map, ArrayRef<Value> values) {
   return indices;
 }
 
+/// `values` with the entries that `other` sets (non-null) taken from it.
+SmallVector<Value> overlay(ArrayRef<Value> values, ArrayRef<Value> other) {
+  SmallVector<Value> merged(values);
+  for (auto [i, value] : llvm::enumerate(other))
+    if (value)
+      merged[i] = value;
+  return merged;
+}
+
+/// A group of iteration dims flattened into one index: the dims, their
+/// sizes, and its size.
+struct Group {
+  ArrayRef<unsigned> dims;
+  ArrayRef<Value> sizes;
+  Value count;
+};
+
+/// One 16-byte chunk a thread copies into each stage of an operand's tile:
+/// its row and column in the tile, and what of its source indices does not
+/// change along K (the values of the M or N dims, whether they are in
+/// range).
+struct Chunk {
+  Value row, col;
+  SmallVector<Value> fixed;
+  Value fixedInRange;
+};
+
 } // namespace
 
 FailureOr<Value> mha::lowerContractionToMMA(RewriterBase &rewriter,
                                             linalg::GenericOp op) {
-  std::string why = mmaContractionUnsupported(op, getTarget(op));
+  TargetAttr target = getTarget(op);
+  std::string why = mmaContractionUnsupported(op, target);
   if (!why.empty()) {
     op.emitOpError() << "cannot run as the tensor-core GEMM kernel: " << why;
     return failure();
   }
+  FailureOr<MMAGemmConfig> config = getMMAGemmConfig(op, target);
+  if (failed(config))
+    return failure();
+  const int64_t tileM = config->tileM, tileN = config->tileN,
+                stages = config->stages, threads = 32 * config->warps,
+                warpTileM = config->warpTileM(),
+                warpTileN = config->warpTileN();
+  // A warp's fragments: m16 rows by n8 columns of accumulators.
+  const int64_t fragRows = warpTileM / 16, fragCols = warpTileN / 8;
   std::string unused;
   MMAContraction gemm = *matchMMAContraction(op, unused);
   auto rounding = cast<linalg::GenericOp>(gemm.rounding);
@@ -102,6 +140,7 @@ FailureOr<Value> mha::lowerContractionToMMA(RewriterBase &rewriter,
   Value aTensor = op.getDpsInputs()[0], bTensor = op.getDpsInputs()[1];
   auto outType = cast<RankedTensorType>(rounding.getResult(0).getType());
   Type element = outType.getElementType();
+  int64_t numLoops = op.getNumLoops();
 
   // Loop ranges (upstream's, from the operands' dims).
   SmallVector<int64_t> staticRanges = op.getStaticLoopRanges();
@@ -144,132 +183,173 @@ FailureOr<Value> mha::lowerContractionToMMA(RewriterBase &rewriter,
       ArrayRef<OpFoldResult>{rewriter.getIndexAttr(0),
                              rewriter.getIndexAttr(0)},
       ArrayRef<OpFoldResult>{sizeM, rewriter.getIndexAttr(sizeN)},
-      ArrayRef<OpFoldResult>{rewriter.getIndexAttr(kTileM),
-                             rewriter.getIndexAttr(kTileN)},
+      ArrayRef<OpFoldResult>{rewriter.getIndexAttr(tileM),
+                             rewriter.getIndexAttr(tileN)},
       // Mapped to workgroups: kept as a loop when it has one iteration.
       ValueRange(), workgroupMapping(ctx, 2));
   rewriter.setInsertionPointToStart(workgroups.getBody());
   Value firstM = workgroups.getInductionVar(0),
         firstN = workgroups.getInductionVar(1);
-  // Two stages of padded A [64 x 32] and B [32 x 64] tiles.
+  // `stages` padded A [tileM x 32] and B [32 x tileN] tiles.
   auto workgroupSpace =
       gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
   Value aTiles = memref::AllocOp::create(
       rewriter, loc,
-      MemRefType::get({2, kTileM, kTileK + kMMATileRowPadding}, element,
-                      MemRefLayoutAttrInterface(), workgroupSpace));
+      MemRefType::get({stages, tileM, kMMAGemmTileK + kMMATileRowPadding},
+                      element, MemRefLayoutAttrInterface(), workgroupSpace));
   Value bTiles = memref::AllocOp::create(
       rewriter, loc,
-      MemRefType::get({2, kTileK, kTileN + kMMATileRowPadding}, element,
-                      MemRefLayoutAttrInterface(), workgroupSpace));
-  Value thread = buildThreadLoop(rewriter, loc, kThreads);
+      MemRefType::get({stages, kMMAGemmTileK, tileN + kMMATileRowPadding},
+                      element, MemRefLayoutAttrInterface(), workgroupSpace));
+  Value thread = buildThreadLoop(rewriter, loc, threads);
   Value warp = e.div(thread, 32), lane = e.rem(thread, 32);
-  Value warpM = e.mul(e.div(warp, 2), 32), warpN = e.mul(e.rem(warp, 2), 32);
+  Value warpM = e.mul(e.div(warp, config->warpCols()), warpTileM),
+        warpN = e.mul(e.rem(warp, config->warpCols()), warpTileN);
   Value g = e.div(lane, 4), t2 = e.mul(e.rem(lane, 4), 2);
   Value matrix = e.div(lane, 8), matrixRow = e.rem(lane, 8);
   auto tokenType = nvgpu::DeviceAsyncTokenType::get(ctx);
 
-  // Starts the copies of k tile `firstK` into stage `stage`: A rows are m,
-  // B rows k; 16 bytes per thread and step; chunks past the end
-  // zero-filled.
   SmallVector<Value> mSizes = sizesOf(gemm.m), nSizes = sizesOf(gemm.n),
                      kSizes = sizesOf(gemm.k);
-  // One tensor's tile: rows of the `rowDims` group from `firstRow` (of
-  // `rowCount`), 16-byte chunks of columns of the `colDims` group from
-  // `firstCol` (of `colCount`, static, a multiple of 8).
-  struct Group {
-    ArrayRef<unsigned> dims;
-    ArrayRef<Value> sizes;
-    Value first, count;
+  Group mGroup{gemm.m, mSizes, sizeM}, nGroup{gemm.n, nSizes, e.index(sizeN)},
+      kGroup{gemm.k, kSizes, e.index(sizeK)};
+  // The chunks of a thread in a `rows` x `cols` tile, their M or N part
+  // (`fixed`: the rows of A, the columns of B) resolved once, before the k
+  // loop: its index from `first` clamped into the group (past the end the
+  // chunk is zero-filled, its source address still in bounds), `last` the
+  // greatest in-range index.
+  auto planChunks = [&](int64_t rows, int64_t cols, bool fixedIsRow,
+                        Group fixed, Value first, Value last) {
+    SmallVector<Chunk> chunks;
+    for (int64_t step = 0; step < rows * cols / 8 / threads; ++step) {
+      Value chunk = e.add(thread, step * threads);
+      Chunk c{e.div(chunk, cols / 8), e.mul(e.rem(chunk, cols / 8), 8), {}, {}};
+      Value x = e.add(first, fixedIsRow ? c.row : c.col);
+      c.fixedInRange = e.cmp(arith::CmpIPredicate::slt, x, fixed.count);
+      c.fixed.assign(numLoops, Value());
+      unflatten(e, e.min(x, e.max(last, e.index(0))), fixed.dims, fixed.sizes,
+                c.fixed);
+      chunks.push_back(std::move(c));
+    }
+    return chunks;
   };
-  auto copyTile = [&](Value tile, Value source, AffineMap map, Value stage,
-                      int64_t rows, int64_t cols, Group row, Group col,
-                      SmallVectorImpl<Value> &tokens) {
-    for (int64_t step = 0; step < rows * cols / 8 / kThreads; ++step) {
-      Value chunk = e.add(thread, step * kThreads);
-      Value r = e.div(chunk, cols / 8), c = e.mul(e.rem(chunk, cols / 8), 8);
-      Value x = e.add(row.first, r), y = e.add(col.first, c);
+  SmallVector<Chunk> aChunks =
+      planChunks(tileM, kMMAGemmTileK, /*fixedIsRow=*/true, mGroup, firstM,
+                 e.add(sizeM, -1));
+  SmallVector<Chunk> bChunks =
+      planChunks(kMMAGemmTileK, tileN, /*fixedIsRow=*/false, nGroup, firstN,
+                 e.index(sizeN - 8));
+  // Starts the copies of the k step from `firstK` into `stage` as one
+  // cp.async group: the K part of each chunk's source (A: its column, B:
+  // its row), past the end zero-filled.
+  auto copyChunks = [&](Value tile, Value source, AffineMap map, Value stage,
+                        ArrayRef<Chunk> chunks, bool kIsRow, Value firstK,
+                        SmallVectorImpl<Value> &tokens) {
+    for (const Chunk &c : chunks) {
+      Value x = e.add(firstK, kIsRow ? c.row : c.col);
       Value inRange = arith::AndIOp::create(
-          rewriter, loc, e.cmp(arith::CmpIPredicate::slt, x, row.count),
-          e.cmp(arith::CmpIPredicate::slt, y, col.count));
-      SmallVector<Value> values(op.getNumLoops());
-      unflatten(e, e.min(x, e.max(e.add(row.count, -1), e.index(0))),
-                row.dims, row.sizes, values);
-      unflatten(e, e.min(y, e.add(col.count, -8)), col.dims, col.sizes,
-                values);
+          rewriter, loc, c.fixedInRange,
+          e.cmp(arith::CmpIPredicate::slt, x, kGroup.count));
+      SmallVector<Value> values(c.fixed);
+      unflatten(e, e.min(x, e.index(kIsRow ? sizeK - 1 : sizeK - 8)),
+                kGroup.dims, kGroup.sizes, values);
       tokens.push_back(nvgpu::DeviceAsyncCopyOp::create(
-          rewriter, loc, tokenType, tile, ValueRange{stage, r, c}, source,
-          indicesOf(map, values), rewriter.getIndexAttr(8),
+          rewriter, loc, tokenType, tile, ValueRange{stage, c.row, c.col},
+          source, indicesOf(map, values), rewriter.getIndexAttr(8),
           e.select(inRange, e.index(8), e.index(0)), rewriter.getUnitAttr()));
     }
   };
   auto startCopies = [&](Value firstK, Value stage) {
     SmallVector<Value> tokens;
-    copyTile(aTiles, a, maps[0], stage, kTileM, kTileK,
-             {gemm.m, mSizes, firstM, sizeM},
-             {gemm.k, kSizes, firstK, e.index(sizeK)}, tokens);
-    copyTile(bTiles, b, maps[1], stage, kTileK, kTileN,
-             {gemm.k, kSizes, firstK, e.index(sizeK)},
-             {gemm.n, nSizes, firstN, e.index(sizeN)}, tokens);
+    copyChunks(aTiles, a, maps[0], stage, aChunks, /*kIsRow=*/false, firstK,
+               tokens);
+    copyChunks(bTiles, b, maps[1], stage, bChunks, /*kIsRow=*/true, firstK,
+               tokens);
     return nvgpu::DeviceAsyncCreateGroupOp::create(rewriter, loc, tokenType,
                                                    tokens)
         .getResult();
   };
 
+  // The first stages - 1 k steps on their way before the loop.
+  Value newest;
+  for (int64_t s = 0; s + 1 < stages; ++s)
+    newest = startCopies(e.index(s * kMMAGemmTileK), e.index(s));
   auto cType = VectorType::get({2, 2}, rewriter.getF32Type());
-  Value first = startCopies(e.index(0), e.index(0));
-  SmallVector<Value> inits(8, e.zeros(cType));
-  inits.push_back(first);
+  SmallVector<Value> inits(fragRows * fragCols, e.zeros(cType));
+  inits.push_back(newest);
   auto kLoop = scf::ForOp::create(rewriter, loc, e.index(0), e.index(sizeK),
-                                  e.index(kTileK), inits);
+                                  e.index(kMMAGemmTileK), inits);
   {
     OpBuilder::InsertionGuard guard(rewriter);
     rewriter.setInsertionPointToStart(kLoop.getBody());
     Value k0 = kLoop.getInductionVar();
     SmallVector<Value> acc(kLoop.getRegionIterArgs().drop_back());
-    Value stage = e.rem(e.div(k0, kTileK), 2);
-    // The next tile into the other stage (past the end: zeros, unread),
-    // then this one in place.
-    Value next = startCopies(e.add(k0, kTileK), e.rem(e.add(stage, 1), 2));
-    waitForCopies(e, next, /*pending=*/1);
+    Value step = e.div(k0, kMMAGemmTileK);
+    Value stage = e.rem(step, stages);
+    // This step's tiles in place (the stages - 2 newer groups may still
+    // run); the barrier also tells that every warp is done with the stage
+    // the previous step read, which the copies of step + stages - 1 refill
+    // (past the end: zeros, unread) while this one is multiplied.
+    waitForCopies(e, kLoop.getRegionIterArgs().back(),
+                  /*pending=*/stages - 2);
     gpu::BarrierOp::create(rewriter, loc);
-    for (int64_t kk = 0; kk < kTileK / 16; ++kk) {
-      Value aFrags[2];
-      for (int64_t mi = 0; mi < 2; ++mi)
-        aFrags[mi] = loadMatricesAsA(
+    Value next = startCopies(e.add(k0, (stages - 1) * kMMAGemmTileK),
+                             e.rem(e.add(step, stages - 1), stages));
+    for (int64_t kk = 0; kk < kMMAGemmTileK / 16; ++kk) {
+      SmallVector<Value> aFrags;
+      for (int64_t mi = 0; mi < fragRows; ++mi)
+        aFrags.push_back(loadMatricesAsA(
             e, aTiles, stage,
             e.add(e.add(e.add(matrixRow, e.mul(e.rem(matrix, 2), 8)), warpM),
                   16 * mi),
-            e.add(e.mul(e.div(matrix, 2), 8), 16 * kk));
-      for (int64_t np = 0; np < 2; ++np) {
+            e.add(e.mul(e.div(matrix, 2), 8), 16 * kk)));
+      for (int64_t np = 0; np < fragCols / 2; ++np) {
         SmallVector<Value> bFrags = loadMatrices(
             e, bTiles, stage,
             e.add(e.add(matrixRow, e.mul(e.rem(matrix, 2), 8)), 16 * kk),
             e.add(e.mul(e.add(e.div(matrix, 2), 2 * np), 8), warpN),
             /*transpose=*/true, 4);
-        for (int64_t mi = 0; mi < 2; ++mi)
-          for (int64_t j = 0; j < 2; ++j)
-            acc[mi * 4 + 2 * np + j] =
-                mmaSync(e, aFrags[mi], bFrags[j], acc[mi * 4 + 2 * np + j]);
+        for (int64_t mi = 0; mi < fragRows; ++mi)
+          for (int64_t j = 0; j < 2; ++j) {
+            Value &c = acc[mi * fragCols + 2 * np + j];
+            c = mmaSync(e, aFrags[mi], bFrags[j], c);
+          }
       }
     }
-    // Every warp done with this stage before the next iteration refills it.
-    gpu::BarrierOp::create(rewriter, loc);
     SmallVector<Value> yielded(acc);
     yielded.push_back(next);
     scf::YieldOp::create(rewriter, loc, yielded);
   }
   waitForCopies(e, kLoop.getResults().back());
 
-  // The bias of the thread's columns n and n + 1 of each output tile (n + 1
-  // differs from n in the last output dim only, whose size is even), read
-  // once for its rows; columns past the last clamped to it (not stored).
+  // The thread's output rows (two per fragment row) and column pairs (one
+  // per fragment column), resolved into the dims' values once.
+  SmallVector<SmallVector<Value>> rowValues, colValues;
+  SmallVector<Value> rowInRange, colInRange;
+  for (int64_t mi = 0; mi < fragRows; ++mi)
+    for (int64_t r = 0; r < 2; ++r) {
+      Value m = e.add(e.add(e.add(firstM, warpM), g), 16 * mi + 8 * r);
+      rowInRange.push_back(e.cmp(arith::CmpIPredicate::slt, m, sizeM));
+      rowValues.emplace_back(numLoops, Value());
+      unflatten(e, m, gemm.m, mSizes, rowValues.back());
+    }
+  for (int64_t ni = 0; ni < fragCols; ++ni) {
+    Value n = e.add(e.add(e.add(firstN, warpN), t2), 8 * ni);
+    colInRange.push_back(e.cmp(arith::CmpIPredicate::slt, n, e.index(sizeN)));
+    colValues.emplace_back(numLoops, Value());
+    unflatten(e, n, gemm.n, nSizes, colValues.back());
+  }
+
+  // The bias of the thread's columns n and n + 1 of each fragment column
+  // (n + 1 differs from n in the last output dim only, whose size is even),
+  // read once for its rows; columns past the last clamped to it (not
+  // stored).
   SmallVector<Value> biasPairs;
   if (bias)
-    for (int64_t ni = 0; ni < 4; ++ni) {
+    for (int64_t ni = 0; ni < fragCols; ++ni) {
       Value n = e.min(e.add(e.add(e.add(firstN, warpN), t2), 8 * ni),
                       e.index(sizeN - 2));
-      SmallVector<Value> values(op.getNumLoops(), e.index(0));
+      SmallVector<Value> values(numLoops, e.index(0));
       unflatten(e, n, gemm.n, nSizes, values);
       Value pair = e.zeros(VectorType::get({2}, rewriter.getF32Type()));
       for (int64_t j = 0; j < 2; ++j) {
@@ -288,29 +368,25 @@ FailureOr<Value> mha::lowerContractionToMMA(RewriterBase &rewriter,
   // Rounded pairs (with the bias, in f32) into the output, through its
   // indexing map.
   AffineMap outMap = maps[2];
-  for (int64_t mi = 0; mi < 2; ++mi)
-    for (int64_t ni = 0; ni < 4; ++ni)
+  for (int64_t mi = 0; mi < fragRows; ++mi)
+    for (int64_t ni = 0; ni < fragCols; ++ni)
       for (int64_t r = 0; r < 2; ++r) {
-        Value m = e.add(e.add(e.add(firstM, warpM), g), 16 * mi + 8 * r);
-        Value n = e.add(e.add(e.add(firstN, warpN), t2), 8 * ni);
-        Value inRange = arith::AndIOp::create(
-            rewriter, loc, e.cmp(arith::CmpIPredicate::slt, m, sizeM),
-            e.cmp(arith::CmpIPredicate::slt, n, e.index(sizeN)));
+        int64_t row = 2 * mi + r;
+        Value inRange = arith::AndIOp::create(rewriter, loc, rowInRange[row],
+                                              colInRange[ni]);
         auto ifStore = scf::IfOp::create(rewriter, loc, TypeRange(), inRange,
                                          /*withElseRegion=*/false);
         OpBuilder::InsertionGuard guard(rewriter);
         rewriter.setInsertionPointToStart(ifStore.thenBlock());
-        SmallVector<Value> values(op.getNumLoops());
-        unflatten(e, m, gemm.m, mSizes, values);
-        unflatten(e, n, gemm.n, nSizes, values);
-        Value sums = e.extract(kLoop.getResult(mi * 4 + ni), {r});
+        Value sums = e.extract(kLoop.getResult(mi * fragCols + ni), {r});
         if (bias)
           sums = e.fadd(sums, biasPairs[ni]);
         Value pair = arith::TruncFOp::create(
             rewriter, loc, VectorType::get({2}, element), sums);
-        vector::StoreOp::create(rewriter, loc, pair, out,
-                                indicesOf(outMap, values),
-                                /*nontemporal=*/false, llvm::Align(4));
+        vector::StoreOp::create(
+            rewriter, loc, pair, out,
+            indicesOf(outMap, overlay(rowValues[row], colValues[ni])),
+            /*nontemporal=*/false, llvm::Align(4));
       }
 
   rewriter.setInsertionPointAfter(workgroups);

@@ -72,6 +72,20 @@ func.func @warps_alone() attributes {mha.lowering_config = #mha.lowering_config<
 
 // -----
 
+// expected-error @+1 {{pipeline_stages needs mma (the tensor-core GEMM kernel)}}
+func.func @stages_alone() attributes {mha.lowering_config = #mha.lowering_config<pipeline_stages = 3>} {
+  return
+}
+
+// -----
+
+// expected-error @+1 {{pipeline_stages must be positive, found 0}}
+func.func @stages_zero() attributes {mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], pipeline_stages = 0>} {
+  return
+}
+
+// -----
+
 // expected-error @+1 {{thread_tile (the register kernel) and mma (the tensor-core kernel) exclude each other}}
 func.func @thread_tile_mma() attributes {mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 4, thread_tile = [4, 4]>} {
   return

@@ -109,7 +109,7 @@ func.func @d128(%q: tensor<1x2x8x128xf16>) -> tensor<1x2x8x128xf16> {
 // kernel; f32 ones keep the thread-per-row kernel.
 // SM80-LABEL: func.func @projections
 // SM80: linalg.generic
-// SM80-SAME: mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 4>
+// SM80-SAME: mha.lowering_config = #mha.lowering_config<workgroup_tile = [64, 64], mma = [16, 8, 16], warps = 4, pipeline_stages = 4>
 // SM80: linalg.generic
 // SM80-NOT: mma
 // SM80: linalg.generic
@@ -164,7 +164,7 @@ func.func @float_mask(%q: tensor<1x2x8x64xf16>, %m: tensor<1x2x8x8xf16>) -> tens
 // SM80: linalg.generic
 // SM80-NOT: mma
 // SM80: linalg.generic
-// SM80-SAME: mha.lowering_config = #mha.lowering_config<mma = [16, 8, 16], warps = 4>
+// SM80-SAME: mha.lowering_config = #mha.lowering_config<workgroup_tile = [64, 64], mma = [16, 8, 16], warps = 4, pipeline_stages = 4>
 // SIMT-LABEL: func.func @projection_bias
 // SIMT-NOT: mma
 func.func @projection_bias(%x: tensor<64x32xf16>, %w: tensor<32x16xf16>, %bias: tensor<16xf16>) -> tensor<64x16xf16> {

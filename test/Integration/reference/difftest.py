@@ -28,8 +28,9 @@ tiles; a third of the GPU trials on device buffers, mha-run
 tensor-core kernels run on the Vulkan device with their tensor-core ops
 emulated, `vulkan{emulate-tensor-cores}`: static shapes, f16 (or f32 with
 `allow-tf32`, checked at the tf32 tolerance), head dims
-mostly multiples of 16, query tiles of whole warps, most trials without
-transposed keys), `coop` (the Vulkan pipeline's cooperative-matrix
+mostly multiples of 16, query tiles of whole warps, half the trials with
+drawn GEMM tiles and stages for the layers' projections, most trials
+without transposed keys), `coop` (the Vulkan pipeline's cooperative-matrix
 kernel with its matrix ops emulated, `vulkan{cooperative-matrix
 emulate-tensor-cores}`: static shapes, f16, head dims mostly multiples of
 16 up to 48, the rule's tiles or drawn ones of whole subgroups) or an
@@ -115,6 +116,15 @@ def draw_target(rng, targets):
         if rng.random() < 0.5:
             q, kv = rng.choice([16, 32, 64]), rng.choice([16, 32, 64])
             options += [f"q-tile-size={q}", f"kv-tile-size={kv}"]
+        if rng.random() < 0.5:
+            # The layers' GEMM kernel (4 warps): output tiles of whole
+            # 16 x 16 warp shares and 16-byte copies, stages within the
+            # 48 KiB of workgroup memory (mha-contraction-to-mma).
+            rows, cols = rng.choice([32, 64, 96, 128]), rng.choice([32, 64, 96, 128])
+            stages = [n for n in range(2, 9)
+                      if n * (rows * 40 + 32 * (cols + 8)) * 2 <= 49152]
+            options += [f"gemm-tile={rows},{cols}",
+                        f"gemm-stages={rng.choice(stages)}"]
         return target, "vulkan{" + " ".join(options) + "}", q, kv
     if target == "coop":
         # The rule's tiles (4 subgroups of 16 rows, 32 keys; fewer for

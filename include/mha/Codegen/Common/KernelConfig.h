@@ -79,6 +79,29 @@ FailureOr<MMAContraction> matchMMAContraction(Operation *op, std::string &why);
 /// it can): a CUDA target of sm_80 or later and matchMMAContraction.
 std::string mmaContractionUnsupported(Operation *op, TargetAttr target);
 
+/// The tensor-core GEMM kernel's strategy (mha-contraction-to-mma): output
+/// tiles of `tileM` x `tileN` a workgroup, over `warps` warps in
+/// warpRows() rows of warps, k steps of kMMAGemmTileK, `stages` of them in
+/// shared memory at once.
+struct MMAGemmConfig {
+  int64_t tileM, tileN, warps, stages;
+  int64_t warpRows() const { return warps >= 2 ? 2 : 1; }
+  int64_t warpCols() const { return warps / warpRows(); }
+  int64_t warpTileM() const { return tileM / warpRows(); }
+  int64_t warpTileN() const { return tileN / warpCols(); }
+};
+constexpr int64_t kMMAGemmTileK = 32;
+
+/// The shared memory of the GEMM kernel: `stages` padded A (tileM x 32) and
+/// B (32 x tileN) tiles of 16-bit elements.
+int64_t mmaGemmWorkgroupBytes(int64_t tileM, int64_t tileN, int64_t stages);
+
+/// The configuration of the GEMM kernel computing `op` (a contraction that
+/// mmaContractionUnsupported accepts on `target`): the fields of its own
+/// mha.lowering_config, the rules' where it has none. Fails with an error
+/// at `op` where the kernel cannot take them.
+FailureOr<MMAGemmConfig> getMMAGemmConfig(Operation *op, TargetAttr target);
+
 /// Elements of padding after each row of the tensor-core kernel's shared K
 /// and V tiles: 16 bytes, so that the 8 rows an ldmatrix reads at one
 /// column fall in distinct banks.
@@ -166,9 +189,14 @@ SmallVector<FunctionOpInterface> functionsUnder(Operation *root);
 /// around it) with `overrides` over it, and the fields neither sets selected
 /// for `target`. Fails, with an error at the op, where the result is not
 /// legal (verifyLoweringConfig).
+/// The contractions that the tensor-core GEMM kernel computes get
+/// `gemmTile` ([rows, cols]) as their workgroup_tile and `gemmStages` as
+/// their pipeline_stages where given (non-empty, non-zero).
 LogicalResult setLoweringConfigs(Operation *root, TargetAttr target,
                                  LoweringConfigAttr overrides,
-                                 bool allowTF32 = false);
+                                 bool allowTF32 = false,
+                                 ArrayRef<int64_t> gemmTile = {},
+                                 int64_t gemmStages = 0);
 
 /// Checks the configuration of a function and of its mha ops on `target`:
 /// fields of the other kind of target, a GPU thread count of 0, above the

@@ -234,6 +234,11 @@ def MHASelectLoweringConfigPass
     - GPU (`cuda`, `vulkan`): `q_tile` and `kv_tile` 32; one thread per
       query row: `threads` is the smallest `q_tile` of the function's ops,
       `workgroup_tile` [threads, 64].
+    - CUDA, the contractions of f16 and bf16 layers (their projections):
+      the tensor-core GEMM kernel, 4 warps, the largest of 128 x 128,
+      128 x 64 and 64 x 64 output tiles that gives 256 workgroups or more
+      (64 x 64 for dynamic rows), as many `pipeline_stages` (2 to 4) as
+      the workgroup memory holds.
 
     The result is checked: a GPU function's thread count must be positive,
     within the target's `max_workgroup_threads`, and at most the rows of each
@@ -249,6 +254,13 @@ def MHASelectLoweringConfigPass
     Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
            "f32 attention on tensor cores as TF32 (mma = [16, 8, 8]) where "
            "the target has them (CUDA sm_80 and later); otherwise exact f32">,
+    ListOption<"gemmTile", "gemm-tile", "int64_t",
+               "Output rows and columns per workgroup of the tensor-core "
+               "GEMM kernel (the projections of f16 and bf16 layers on "
+               "CUDA; its workgroup_tile); not given: the rules'">,
+    Option<"gemmStages", "gemm-stages", "int64_t", /*default=*/"0",
+           "k steps whose tiles the tensor-core GEMM kernel holds in shared "
+           "memory at once (its pipeline_stages); 0: the rules'">,
   ];
 }
 

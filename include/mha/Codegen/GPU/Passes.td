@@ -149,13 +149,16 @@ def MHAContractionToMMAPass : Pass<"mha-contraction-to-mma"> {
     (`mha-select-lowering-config` sets it on the contractions of f16 and
     bf16 inputs accumulated in f32 and rounded back by their one user: the
     projections of a decomposed layer) becomes, with that rounding op, one
-    GEMM kernel: 64 x 64 output tiles, one workgroup each, of 4 warps of
-    32 x 32; the reduction in steps of 32 through two stages of shared A
-    and B tiles filled by `cp.async` and read by `ldmatrix`; m16n8k16
+    GEMM kernel: output tiles of the configuration's `workgroup_tile`, one
+    workgroup each, over its `warps` (two rows of warps); the reduction in
+    steps of 32 through `pipeline_stages` stages of shared A and B tiles
+    filled by `cp.async` (all but one on their way while the oldest is
+    multiplied, one barrier a step) and read by `ldmatrix`; m16n8k16
     `mma.sync` with f32 accumulation; the result rounded and stored through
     the output's indexing map (the head split and merge of the projections
     are in their maps). The dims are grouped as M, N and K and flattened in
-    memory order. Where the kernel cannot compute a configured op, an error
+    memory order. Where the kernel cannot compute a configured op or take
+    its configuration (warps, tile shares, copies, shared memory), an error
     names the reason.
   }];
   let dependentDialects = [

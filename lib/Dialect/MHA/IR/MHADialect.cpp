@@ -80,7 +80,7 @@ LogicalResult LoweringConfigAttr::verify(
     std::optional<int64_t> threads, ArrayRef<int64_t> mma,
     std::optional<int64_t> warps, std::optional<int64_t> kvSplits,
     std::optional<int64_t> headTile, std::optional<int64_t> prefetchBlocks,
-    ArrayRef<int64_t> threadTile) {
+    ArrayRef<int64_t> threadTile, std::optional<int64_t> pipelineStages) {
   for (auto [name, value] :
        {std::pair<StringRef, std::optional<int64_t>>{"q_tile", qTile},
         {"kv_tile", kvTile},
@@ -89,7 +89,8 @@ LogicalResult LoweringConfigAttr::verify(
         {"prefetch_blocks", prefetchBlocks},
         {"chunk", chunk},
         {"threads", threads},
-        {"warps", warps}})
+        {"warps", warps},
+        {"pipeline_stages", pipelineStages}})
     if (value && *value <= 0)
       return emitError() << name << " must be positive, found " << *value;
   for (auto [name, tile] :
@@ -118,6 +119,9 @@ LogicalResult LoweringConfigAttr::verify(
                        << llvm::interleaved(mma) << "]";
   if (warps && mma.empty())
     return emitError() << "warps needs mma (the warp-level kernel)";
+  if (pipelineStages && mma.empty())
+    return emitError() << "pipeline_stages needs mma (the tensor-core GEMM "
+                          "kernel)";
   if (!threadTile.empty() && !mma.empty())
     return emitError() << "thread_tile (the register kernel) and mma (the "
                           "tensor-core kernel) exclude each other";
@@ -147,7 +151,8 @@ LoweringConfigAttr LoweringConfigAttr::merge(LoweringConfigAttr overrides) const
       pick(overrides.getKvSplits(), getKvSplits()),
       pick(overrides.getHeadTile(), getHeadTile()),
       pick(overrides.getPrefetchBlocks(), getPrefetchBlocks()),
-      pickTile(overrides.getThreadTile(), getThreadTile()));
+      pickTile(overrides.getThreadTile(), getThreadTile()),
+      pick(overrides.getPipelineStages(), getPipelineStages()));
 }
 
 TargetAttr mha::getTarget(Operation *op) {

@@ -166,6 +166,19 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
       prefetches keep the next block's rows on their way while the current
       one is computed.
 
+    On the contractions of a decomposed layer that the tensor-core GEMM
+    kernel computes (mha-contraction-to-mma; the projections of f16 and
+    bf16 layers on CUDA), set by the rule on the op itself:
+    - `mma = [16, 8, 16]` and `warps`: the kernel and its warps (1, 2, 4
+      or 8; two rows of warps when there are two or more);
+    - `workgroup_tile = [rows, cols]`: the output tile of a workgroup (M
+      rows by N columns), each warp's share a multiple of 16 by 16 and at
+      most 64 by 64 (its accumulators live in registers);
+    - `pipeline_stages`: the k steps (32 deep) whose operand tiles are in
+      shared memory at once, all but one of them on their way by cp.async
+      while the oldest is multiplied (2 to 4; the tiles of all stages must
+      fit the target's workgroup memory).
+
     On a function (they depend on the target):
     - `register_tile = [rows, cols]` (CPU): a contraction's register tile
       (mha-vectorize);
@@ -193,11 +206,13 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
     OptionalParameter<"std::optional<int64_t>">:$kv_splits,
     OptionalParameter<"std::optional<int64_t>">:$head_tile,
     OptionalParameter<"std::optional<int64_t>">:$prefetch_blocks,
-    MHA_TileParameter:$thread_tile);
+    MHA_TileParameter:$thread_tile,
+    OptionalParameter<"std::optional<int64_t>">:$pipeline_stages);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let builders = [
-    // Every field but thread_tile (the fields before it, in order).
+    // Every field but thread_tile and pipeline_stages (the fields before
+    // them, in order).
     AttrBuilder<(ins "std::optional<int64_t>":$q_tile,
       "std::optional<int64_t>":$kv_tile, "ArrayRef<int64_t>":$register_tile,
       "std::optional<int64_t>":$chunk, "ArrayRef<int64_t>":$workgroup_tile,
@@ -207,7 +222,7 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
       "std::optional<int64_t>":$prefetch_blocks), [{
       return $_get($_ctxt, q_tile, kv_tile, register_tile, chunk,
                    workgroup_tile, threads, mma, warps, kv_splits, head_tile,
-                   prefetch_blocks, ArrayRef<int64_t>());
+                   prefetch_blocks, ArrayRef<int64_t>(), std::nullopt);
     }]>
   ];
   let extraClassDeclaration = [{
