@@ -134,9 +134,10 @@ CASES = [
     # A split given by hand, with dynamic sizes and causal rows.
     "core=1 b=2 h=2 dk=64 dv=64 sq=65 sk=700 causal=1 kv_splits=3 dtype=f16 dynamic=b,sq,sk",
     # Session 42: the GEMM kernel's tiles and stages from its configuration
-    # (the rule's 128 x 128 over warps of 64 x 64 with 2 stages, and 128 x
-    # 64 with 3, given here on small layers; partial tiles, biases, K of 10
-    # and 3 steps).
+    # (the rule's 128 x 128 over warps of 64 x 64 and 128 x 64, given here
+    # on small layers, with the rule's 4 stages: 75,776 and 59,392 bytes of
+    # dynamic shared memory, the kernels opted in by the runtime; partial
+    # tiles, biases, K of 10 and 3 steps).
     "b=2 sq=100 sk=45 eq=320 ek=96 ev=160 eo=200 h=4 cross=1 bias=1 dtype=f16 pipeline=cuda{gemm-tile=128,128}",
     "b=2 sq=70 eq=256 h=4 causal=1 dtype=bf16 pipeline=cuda{gemm-tile=128,64}",
 ]
@@ -159,12 +160,14 @@ BENCH = [
     "core=1 b=1 h=12 dk=64 dv=64 sq=4096 dtype=f32 pipeline=cuda{allow-tf32}",
     "b=32 sq=128 eq=768 h=12 dtype=f16",
     "b=8 sq=1024 eq=768 h=12 causal=1 dtype=f16",
-    # The layers' GEMM tiles side by side: the rule's (128 x 64, 3 stages
-    # for BERT-base; 128 x 128, 2 for GPT-2) against 64 x 64 with 2 stages
-    # (the kernel's tiles before session 42) and, for BERT, 128 x 128.
+    # The layers' GEMM tiles side by side: the rule's (128 x 64 for
+    # BERT-base, 128 x 128 for GPT-2, 4 stages in dynamic shared memory)
+    # against 64 x 64 with 2 stages (the kernel's tiles before session 42),
+    # BERT at 128 x 128, GPT-2 with 2 stages (static shared memory).
     "b=32 sq=128 eq=768 h=12 dtype=f16 pipeline=cuda{gemm-tile=64,64 gemm-stages=2}",
     "b=32 sq=128 eq=768 h=12 dtype=f16 pipeline=cuda{gemm-tile=128,128}",
     "b=8 sq=1024 eq=768 h=12 causal=1 dtype=f16 pipeline=cuda{gemm-tile=64,64 gemm-stages=2}",
+    "b=8 sq=1024 eq=768 h=12 causal=1 dtype=f16 pipeline=cuda{gemm-stages=2}",
     # Decoding (one query): keys split across workgroups by the rule (8 and
     # 2 chunks); with GQA (Llama-3-8B's 32 query heads on 8) a group's 4
     # heads share a workgroup (head_tile), each K and V row read once.

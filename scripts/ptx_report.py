@@ -14,6 +14,10 @@ loop of an attention kernel). One line per kernel:
     kernel NAME: registers R, spill stores S, spill loads L, shared B bytes,
         mma.sync M (loop Ml), ldmatrix ..., ...
 
+A kernel the host launches with dynamic shared memory (over the 48 KiB
+CUDA allows statically) says `shared B bytes (dynamic)`, B from its
+gpu.launch_func's dynamic_shared_memory_size.
+
 Exit status 1 if ptxas refuses a kernel (its message, not the module).
 """
 import argparse
@@ -28,13 +32,30 @@ COUNTED = ["mma.sync", "ldmatrix", "cp.async", "shfl.sync", "ld.shared",
 
 
 def ptx_modules(text):
-    """The PTX texts of the module's gpu.binary ops."""
+    """(name, PTX text) of the module's gpu.binary ops."""
     modules = []
-    for match in re.finditer(r'assembly = "((?:[^"\\]|\\.)*)"', text):
+    for match in re.finditer(r'gpu\.binary @(\w+).*?assembly = '
+                             r'"((?:[^"\\]|\\.)*)"', text, re.S):
         ptx = re.sub(r"\\([0-9A-Fa-f]{2})",
-                     lambda m: chr(int(m.group(1), 16)), match.group(1))
-        modules.append(ptx.replace("\\\\", "\\"))
+                     lambda m: chr(int(m.group(1), 16)), match.group(2))
+        modules.append((match.group(1), ptx.replace("\\\\", "\\")))
     return modules
+
+
+def dynamic_shared_bytes(text):
+    """{(module, kernel): bytes} of the launches with dynamic shared memory,
+    each size a constant of the host function that launches it."""
+    sizes = {}
+    for function in text.split("llvm.func @")[1:]:
+        constants = dict(re.findall(
+            r"(%\w+) = llvm\.mlir\.constant\((\d+) : i32\)", function))
+        for module, kernel, value in re.findall(
+                r"gpu\.launch_func .*?@(\w+)::@(\w+) .*?"
+                r"dynamic_shared_memory_size (%\w+)", function):
+            if value in constants:
+                key = (module, kernel)
+                sizes[key] = max(sizes.get(key, 0), int(constants[value]))
+    return sizes
 
 
 def kernels(ptx):
@@ -89,13 +110,15 @@ def main():
                            if os.path.exists("/usr/local/cuda/bin/ptxas")
                            else "ptxas")
     with open(args.module) as f:
-        modules = ptx_modules(f.read())
+        text = f.read()
+    modules = ptx_modules(text)
+    dynamic = dynamic_shared_bytes(text)
     if not modules:
         print(f"{args.module}: no PTX (lower with format=isa)",
               file=sys.stderr)
         return 1
     status = 0
-    for ptx in modules:
+    for module, ptx in modules:
         if args.ptx_out:
             with open(args.ptx_out, "a") as f:
                 f.write(ptx)
@@ -141,10 +164,12 @@ def main():
                 f"{op} {count(body, op)}" +
                 (f" (loop {count(loop, op)})" if loop else "")
                 for op in COUNTED)
+            shared = (f"{dynamic[(module, name)]} bytes (dynamic)"
+                      if (module, name) in dynamic
+                      else f"{i.get('shared', 0)} bytes")
             print(f"kernel {name}: registers {i.get('registers', '?')}, "
                   f"spill stores {i.get('spill_stores', 0)}, spill loads "
-                  f"{i.get('spill_loads', 0)}, shared {i.get('shared', 0)} "
-                  f"bytes, {counts}")
+                  f"{i.get('spill_loads', 0)}, shared {shared}, {counts}")
     return status
 
 

@@ -396,7 +396,10 @@ void mha::buildGPUMappingStage(OpPassManager &pm, StringRef target,
   addOneShotBufferize(pm);
   pm.addPass(createCanonicalizerPass());
   pm.addPass(createCSEPass());
-  pm.addPass(createMHAMapForallToGPUPass());
+  MHAMapForallToGPUPassOptions map;
+  // Emulated kernels run on Vulkan, whose workgroup memory is static.
+  map.dynamicWorkgroupMemory = !emulateTensorCores;
+  pm.addPass(createMHAMapForallToGPUPass(map));
   // Over the target's shared memory: refused here with the sizes, rather
   // than by ptxas at the end with the whole module.
   pm.addPass(createMHACheckWorkgroupMemoryPass());
@@ -443,13 +446,41 @@ static StrategyOptions gpuStrategy(const Options &options) {
   return strategy;
 }
 
+/// The shared memory a CUDA kernel may opt into on `chip` (the CUDA
+/// programming guide's table of compute capabilities), in bytes; 0 before
+/// sm_80 and for chips not listed.
+static int64_t cudaOptInSharedMemory(StringRef chip) {
+  int64_t version = 0;
+  if (!chip.consume_front("sm_") ||
+      chip.take_while(llvm::isDigit).getAsInteger(10, version))
+    return 0;
+  switch (version) {
+  case 80:
+  case 87:
+    return 163 * 1024;
+  case 86:
+  case 89:
+  case 120:
+    return 99 * 1024;
+  case 90:
+  case 100:
+  case 103:
+    return 227 * 1024;
+  default:
+    return 0;
+  }
+}
+
 /// The `mha.target` of the CUDA pipeline for `chip` and PTX `features`.
 static std::string cudaTarget(StringRef chip, StringRef features) {
-  return ("#mha.target<kind = cuda, chip = \"" + chip + "\", features = \"" +
-          features +
-          "\", subgroup_size = 32, max_workgroup_threads = 1024, "
-          "max_workgroup_memory = 49152>")
-      .str();
+  std::string target = ("#mha.target<kind = cuda, chip = \"" + chip +
+                        "\", features = \"" + features +
+                        "\", subgroup_size = 32, max_workgroup_threads = 1024, "
+                        "max_workgroup_memory = 49152")
+                           .str();
+  if (int64_t optin = cudaOptInSharedMemory(chip))
+    target += ", max_workgroup_memory_optin = " + std::to_string(optin);
+  return target + ">";
 }
 
 void mha::buildLowerToVulkanPipeline(OpPassManager &pm,

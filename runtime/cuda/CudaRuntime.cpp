@@ -7,7 +7,9 @@
 //   mgpuModuleLoad(blob, bytes) / mgpuModuleLoadJIT(ptx, optLevel)
 //                                       -> cuModuleLoadData(Ex)
 //   mgpuModuleGetFunction, mgpuLaunchKernel -> cuModuleGetFunction,
-//                                              cuLaunchKernel
+//                                              cuLaunchKernel (and, for
+//                                              dynamic shared memory over
+//                                              48 KiB, cuFuncSetAttribute)
 //   mgpuStream*, mgpuEvent*             -> streams (created once, then
 //                                          reused) and events
 //   mgpuMemAlloc / Free / Memcpy / Memset -> device memory, on the stream
@@ -236,6 +238,26 @@ private:
   unsigned long long copies[4] = {0, 0, 0, 0};
 };
 
+/// Opts `function` into `bytes` of dynamic shared memory where that is more
+/// than the 48 KiB a kernel gets without asking
+/// (CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES; mha-lower-to-cuda gives
+/// a kernel dynamic shared memory only above that), once per function and
+/// size.
+void optInSharedMemory(CUfunction function, int32_t bytes) {
+  if (bytes <= 48 * 1024)
+    return;
+  static std::mutex mutex;
+  static std::map<CUfunction, int32_t> granted;
+  std::lock_guard<std::mutex> lock(mutex);
+  int32_t &current = granted[function];
+  if (current >= bytes)
+    return;
+  check(cuFuncSetAttribute(
+            function, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
+        "cuFuncSetAttribute (dynamic shared memory above 48 KiB)");
+  current = bytes;
+}
+
 } // namespace
 
 extern "C" {
@@ -287,6 +309,7 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
                       intptr_t blockZ, int32_t sharedBytes, void *stream,
                       void **params, void **extra, size_t /*paramCount*/) {
   makeCurrent();
+  optInSharedMemory(static_cast<CUfunction>(function), sharedBytes);
   auto launch = [&] {
     check(cuLaunchKernel(static_cast<CUfunction>(function), gridX, gridY,
                          gridZ, blockX, blockY, blockZ, sharedBytes,

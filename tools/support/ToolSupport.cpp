@@ -232,10 +232,10 @@ llvm::Error mha::checkRunsOnHost(const llvm::TargetMachine &tm) {
 
 TargetAttr mha::hostTarget(MLIRContext *context, const llvm::TargetMachine &tm) {
   context->getOrLoadDialect<MHADialect>();
-  return TargetAttr::get(
-      context, TargetKind::CPU, StringAttr::get(context, tm.getTargetCPU()),
-      StringAttr::get(context, tm.getTargetFeatureString()),
-      vectorWidthOf(tm), 0, 0, 0);
+  return TargetAttr::get(context, TargetKind::CPU,
+                         StringAttr::get(context, tm.getTargetCPU()),
+                         StringAttr::get(context, tm.getTargetFeatureString()),
+                         vectorWidthOf(tm), 0, 0, 0, 0);
 }
 
 int64_t mha::vectorWidthOf(const llvm::TargetMachine &tm) {

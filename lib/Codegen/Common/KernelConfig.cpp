@@ -32,7 +32,7 @@ using namespace mlir::mha;
 
 TargetAttr mha::getDefaultCPUTarget(MLIRContext *context) {
   return TargetAttr::get(context, TargetKind::CPU, StringAttr(), StringAttr(),
-                         /*vector_bits=*/512, 0, 0, 0);
+                         /*vector_bits=*/512, 0, 0, 0, 0);
 }
 
 FailureOr<std::pair<int64_t, int64_t>>
@@ -525,12 +525,12 @@ static std::pair<int64_t, int64_t> selectMMAGemmTile(linalg::GenericOp op) {
   return {64, 64};
 }
 
-/// The rules' stages for a tile: as many as the workgroup memory holds, 2
-/// to kGemmMaxStages.
+/// The rules' stages for a tile: as many as the workgroup memory holds
+/// (with the opt-in: dynamic shared memory on CUDA), 2 to kGemmMaxStages.
 static int64_t selectMMAGemmStages(int64_t tileM, int64_t tileN,
                                    TargetAttr target) {
-  int64_t limit = target.getMaxWorkgroupMemory()
-                      ? target.getMaxWorkgroupMemory()
+  int64_t limit = target.getWorkgroupMemoryLimit()
+                      ? target.getWorkgroupMemoryLimit()
                       : kGemmDefaultWorkgroupMemory;
   int64_t stages = 2;
   while (stages < kGemmMaxStages &&
@@ -579,12 +579,13 @@ FailureOr<MMAGemmConfig> mha::getMMAGemmConfig(Operation *op,
                    << config.stages;
   int64_t bytes =
       mmaGemmWorkgroupBytes(config.tileM, config.tileN, config.stages);
-  if (target.getMaxWorkgroupMemory() && bytes > target.getMaxWorkgroupMemory())
+  if (target.getWorkgroupMemoryLimit() &&
+      bytes > target.getWorkgroupMemoryLimit())
     return error() << "needs " << bytes << " bytes of workgroup memory for "
                    << config.stages << " stages of [" << config.tileM << ", "
                    << config.tileN << "] tiles, over the target's "
-                   << target.getMaxWorkgroupMemory()
-                   << " (max_workgroup_memory)";
+                   << target.getWorkgroupMemoryLimit() << " ("
+                   << target.getWorkgroupMemoryLimitName() << ")";
   return config;
 }
 

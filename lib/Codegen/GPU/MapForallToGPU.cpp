@@ -37,9 +37,13 @@ using namespace mlir::mha::detail;
 /// as long as the workgroup, which every target lowers (NVVM turns a
 /// `memref.alloc` in a kernel into a per-thread malloc instead). An
 /// allocation inside a loop of the kernel is one buffer reused by every
-/// iteration, as a workgroup variable would be.
+/// iteration, as a workgroup variable would be. With `dynamicAbove` > 0,
+/// allocations of more bytes than that in all are views of the launch's
+/// dynamic workgroup memory instead (CUDA's static shared memory stops at
+/// 48 KiB; more is dynamic, opted into at launch).
 static LogicalResult allocsToWorkgroupAttributions(RewriterBase &rewriter,
-                                                   gpu::LaunchOp launch) {
+                                                   gpu::LaunchOp launch,
+                                                   int64_t dynamicAbove) {
   SmallVector<memref::AllocOp> allocs;
   launch.getBody().walk([&](memref::AllocOp alloc) {
     auto space = dyn_cast_if_present<gpu::AddressSpaceAttr>(
@@ -47,11 +51,46 @@ static LogicalResult allocsToWorkgroupAttributions(RewriterBase &rewriter,
     if (space && space.getValue() == gpu::AddressSpace::Workgroup)
       allocs.push_back(alloc);
   });
+  // Each buffer's offset, aligned as mha-align-workgroup-memory aligns the
+  // attributions.
+  SmallVector<int64_t> offsets;
+  int64_t bytes = 0;
   for (memref::AllocOp alloc : allocs) {
     if (!alloc.getType().hasStaticShape())
       return alloc.emitOpError()
              << "allocates workgroup memory of dynamic size "
              << alloc.getType() << "; workgroup memory has static sizes";
+    int64_t elementBytes =
+        llvm::divideCeil(alloc.getType().getElementTypeBitWidth(), 8);
+    bytes = llvm::alignTo(
+        bytes, std::max(elementBytes, mha::kWorkgroupMemoryAlignment));
+    offsets.push_back(bytes);
+    bytes += alloc.getType().getNumElements() * elementBytes;
+  }
+  if (dynamicAbove > 0 && bytes > dynamicAbove) {
+    MLIRContext *ctx = rewriter.getContext();
+    Location loc = launch.getLoc();
+    rewriter.setInsertionPoint(launch);
+    launch.getDynamicSharedMemorySizeMutable().assign(
+        arith::ConstantIntOp::create(rewriter, loc, bytes, 32));
+    rewriter.setInsertionPointToStart(&launch.getBody().front());
+    auto space = gpu::AddressSpaceAttr::get(ctx, gpu::AddressSpace::Workgroup);
+    Value base = gpu::DynamicSharedMemoryOp::create(
+        rewriter, loc,
+        MemRefType::get({ShapedType::kDynamic}, rewriter.getI8Type(),
+                        MemRefLayoutAttrInterface(), space));
+    for (auto [alloc, offset] : llvm::zip(allocs, offsets)) {
+      Value view = memref::ViewOp::create(
+          rewriter, alloc.getLoc(), alloc.getType(), base,
+          arith::ConstantIndexOp::create(rewriter, loc, offset), ValueRange());
+      for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
+        if (isa<memref::DeallocOp>(user))
+          rewriter.eraseOp(user);
+      rewriter.replaceOp(alloc, view);
+    }
+    return success();
+  }
+  for (memref::AllocOp alloc : allocs) {
     BlockArgument buffer =
         launch.addWorkgroupAttribution(alloc.getType(), alloc.getLoc());
     for (Operation *user : llvm::make_early_inc_range(alloc->getUsers()))
@@ -255,7 +294,8 @@ static void forwardIfYieldedBuffers(RewriterBase &rewriter, Operation *root) {
 }
 
 LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
-                                         Operation *root, int64_t threads) {
+                                         Operation *root, int64_t threads,
+                                         int64_t dynamicAbove) {
   for (scf::ForallOp loop : topLevelForalls(root)) {
     if (loop.getNumResults() != 0)
       return loop.emitOpError() << "must be bufferized before GPU mapping";
@@ -356,7 +396,7 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
     rewriter.inlineBlockBefore(loopBody, terminator, ivs);
     rewriter.eraseOp(loop);
 
-    if (failed(allocsToWorkgroupAttributions(rewriter, launch)))
+    if (failed(allocsToWorkgroupAttributions(rewriter, launch, dynamicAbove)))
       return failure();
     sinkHostComputations(launch);
 
@@ -384,7 +424,15 @@ struct MHAMapForallToGPUPass final
     IRRewriter rewriter(&getContext());
     for (FunctionOpInterface func : mha::functionsUnder(getOperation())) {
       FailureOr<int64_t> count = resolveThreads(func, threads);
-      if (failed(count) || failed(mha::mapForallsToGPULaunch(rewriter, func, *count)))
+      // Dynamic workgroup memory above the static limit, where the target
+      // opts into more.
+      mha::TargetAttr target = mha::getTarget(func);
+      int64_t dynamicAbove = dynamicWorkgroupMemory && target &&
+                                     target.getMaxWorkgroupMemoryOptin()
+                                 ? target.getMaxWorkgroupMemory()
+                                 : 0;
+      if (failed(count) || failed(mha::mapForallsToGPULaunch(
+                               rewriter, func, *count, dynamicAbove)))
         return signalPassFailure();
     }
   }

@@ -14,6 +14,7 @@
 
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/Matchers.h"
 #include "llvm/Support/MathExtras.h"
 
 namespace mlir::mha {
@@ -34,6 +35,10 @@ int64_t mha::getWorkgroupMemoryBytes(gpu::LaunchOp launch) {
                                           kWorkgroupMemoryAlignment)) +
             type.getNumElements() * elementBytes;
   }
+  APInt dynamicBytes;
+  if (Value size = launch.getDynamicSharedMemorySize())
+    if (matchPattern(size, m_ConstantInt(&dynamicBytes)))
+      bytes += dynamicBytes.getSExtValue();
   return bytes;
 }
 
@@ -48,16 +53,18 @@ void mha::alignWorkgroupMemory(Operation *root, int64_t bytes) {
   });
 }
 
-LogicalResult mha::checkWorkgroupMemory(Operation *root, int64_t maxBytes) {
+LogicalResult mha::checkWorkgroupMemory(Operation *root, int64_t maxBytes,
+                                        StringRef limitName) {
   bool exceeded = false;
   root->walk([&](gpu::LaunchOp launch) {
     int64_t bytes = getWorkgroupMemoryBytes(launch);
     if (bytes <= maxBytes)
       return;
     launch.emitError() << "the kernel's workgroup memory, " << bytes
-                       << " bytes, exceeds the target's " << maxBytes
-                       << " (max_workgroup_memory): give smaller tiles "
-                          "(q-tile-size, kv-tile-size)";
+                       << " bytes, exceeds the target's " << maxBytes << " ("
+                       << limitName
+                       << "): give smaller tiles (q-tile-size, "
+                          "kv-tile-size, gemm-tile, gemm-stages)";
     exceeded = true;
   });
   return failure(exceeded);
@@ -86,15 +93,19 @@ struct MHACheckWorkgroupMemoryPass final
 
   void runOnOperation() override {
     int64_t limit = maxBytes;
+    StringRef limitName = "max-bytes";
     if (limit == 0)
-      if (mha::TargetAttr target = mha::getTarget(getOperation()))
-        limit = target.getMaxWorkgroupMemory();
+      if (mha::TargetAttr target = mha::getTarget(getOperation())) {
+        limit = target.getWorkgroupMemoryLimit();
+        limitName = target.getWorkgroupMemoryLimitName();
+      }
     if (limit < 0) {
       getOperation()->emitError()
           << "max-bytes must be positive (0: the target's), found " << limit;
       return signalPassFailure();
     }
-    if (limit > 0 && failed(mha::checkWorkgroupMemory(getOperation(), limit)))
+    if (limit > 0 &&
+        failed(mha::checkWorkgroupMemory(getOperation(), limit, limitName)))
       signalPassFailure();
   }
 };

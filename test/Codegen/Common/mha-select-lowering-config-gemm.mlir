@@ -3,11 +3,13 @@
 // 128 x 128, 128 x 64 and 64 x 64 that still gives 256 workgroups, 4
 // warps, and as many pipeline stages (up to 4) as 48 KiB hold: 2 of
 // 18,944 bytes at 128 x 128, 3 of 14,848 at 128 x 64, 4 of 9,728 at 64 x
-// 64. The pipeline options gemm-tile and gemm-stages replace the rules'
+// 64; with the opt-in of sm_90 (227 KiB of dynamic shared memory), 4 at
+// every tile. The pipeline options gemm-tile and gemm-stages replace the rules'
 // fields; a configuration written on the op keeps its fields.
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_90\", max_workgroup_memory = 49152>}" | FileCheck %s
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_90\", max_workgroup_memory = 49152>} gemm-tile=64,128" | FileCheck %s --check-prefix=TILE
 // RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_90\", max_workgroup_memory = 49152>} gemm-stages=2" | FileCheck %s --check-prefix=STAGES
+// RUN: mha-opt %s --split-input-file --mha-select-lowering-config="target={#mha.target<kind = cuda, chip = \"sm_90\", max_workgroup_memory = 49152, max_workgroup_memory_optin = 232448>}" | FileCheck %s --check-prefix=OPTIN
 
 // GPT-2's projections, B=8 S=1024 (M = 8192, N = K = 768): 64 x 6
 // workgroups of 128 x 128.
@@ -15,6 +17,8 @@
 // CHECK: mha.lowering_config = #mha.lowering_config<workgroup_tile = [128, 128], mma = [16, 8, 16], warps = 4, pipeline_stages = 2>
 // TILE-LABEL: func.func @gpt2
 // TILE: mha.lowering_config = #mha.lowering_config<workgroup_tile = [64, 128], mma = [16, 8, 16], warps = 4, pipeline_stages = 3>
+// OPTIN-LABEL: func.func @gpt2
+// OPTIN: mha.lowering_config = #mha.lowering_config<workgroup_tile = [128, 128], mma = [16, 8, 16], warps = 4, pipeline_stages = 4>
 // STAGES-LABEL: func.func @gpt2
 // STAGES: mha.lowering_config = #mha.lowering_config<workgroup_tile = [128, 128], mma = [16, 8, 16], warps = 4, pipeline_stages = 2>
 func.func @gpt2(%x: tensor<8192x768xf16>, %w: tensor<768x768xf16>) -> tensor<8192x768xf16> {
@@ -44,6 +48,8 @@ func.func @gpt2(%x: tensor<8192x768xf16>, %w: tensor<768x768xf16>) -> tensor<819
 // too few; 384 of 128 x 64.
 // CHECK-LABEL: func.func @bert
 // CHECK: mha.lowering_config = #mha.lowering_config<workgroup_tile = [128, 64], mma = [16, 8, 16], warps = 4, pipeline_stages = 3>
+// OPTIN-LABEL: func.func @bert
+// OPTIN: mha.lowering_config = #mha.lowering_config<workgroup_tile = [128, 64], mma = [16, 8, 16], warps = 4, pipeline_stages = 4>
 // STAGES-LABEL: func.func @bert
 // STAGES: mha.lowering_config = #mha.lowering_config<workgroup_tile = [128, 64], mma = [16, 8, 16], warps = 4, pipeline_stages = 2>
 func.func @bert(%x: tensor<4096x768xf16>, %w: tensor<768x768xf16>) -> tensor<4096x768xf16> {

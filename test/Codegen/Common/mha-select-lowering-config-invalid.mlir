@@ -137,3 +137,21 @@ module attributes {mha.target = "cpu"} {
 // expected-error @+1 {{vector_bits has no meaning on a cuda target}}
 module attributes {mha.target = #mha.target<kind = cuda, vector_bits = 512>} {
 }
+
+// -----
+
+// expected-error @+1 {{GPU limits must be non-negative (0: unknown)}}
+module attributes {mha.target = #mha.target<kind = cuda, max_workgroup_memory_optin = -1>} {
+}
+
+// -----
+
+// expected-error @+1 {{max_workgroup_memory_optin (32768) must be at least max_workgroup_memory (49152)}}
+module attributes {mha.target = #mha.target<kind = cuda, max_workgroup_memory = 49152, max_workgroup_memory_optin = 32768>} {
+}
+
+// -----
+
+// expected-error @+1 {{subgroup_size, max_workgroup_threads and max_workgroup_memory(_optin) have no meaning on a cpu target}}
+module attributes {mha.target = #mha.target<kind = cpu, vector_bits = 256, max_workgroup_memory_optin = 65536>} {
+}

@@ -3,9 +3,8 @@
 // RUN: echo 'module {}' | not mha-opt --mha-check-workgroup-memory="max-bytes=-1" 2>&1 | FileCheck %s --check-prefix=NEGATIVE
 
 // 32x64 f32 and 32x32 f16 tiles: 8192 + 2048 = 10240 bytes, one byte over a
-// limit of 10239. Without max-bytes, the limit is the target's (the second
-// case: 8 KiB); no target, no limit.
-// OVER: error: the kernel's workgroup memory, 10240 bytes, exceeds the target's 10239 (max_workgroup_memory): give smaller tiles (q-tile-size, kv-tile-size)
+// limit of 10239 (the target's limits: mha-check-workgroup-memory-target.mlir).
+// OVER: error: the kernel's workgroup memory, 10240 bytes, exceeds the target's 10239 (max-bytes): give smaller tiles (q-tile-size, kv-tile-size, gemm-tile, gemm-stages)
 // NEGATIVE: error: max-bytes must be positive (0: the target's), found -1
 func.func @tiles() {
   %c1 = arith.constant 1 : index

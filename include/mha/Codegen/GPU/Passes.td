@@ -247,9 +247,20 @@ def MHAMapForallToGPUPass : Pass<"mha-map-forall-to-gpu"> {
     writes after them (a batch's key length) and views of buffers, so that a
     kernel takes whole buffers only (Vulkan kernels take no scalars, and
     bind a buffer argument from its sizes, which a strided view does not
-    span).
+    span). With `dynamic-workgroup-memory`, a kernel whose workgroup memory
+    exceeds the target's `max_workgroup_memory` (what CUDA lets a kernel
+    declare statically: 48 KiB) gets it as views of the launch's dynamic
+    workgroup memory instead (`gpu.dynamic_shared_memory`, the launch's
+    `dynamic_shared_memory_size`), where the target has a
+    `max_workgroup_memory_optin`; the CUDA runtime opts each such kernel
+    into it before its first launch.
   }];
-  let options = [MHA_ThreadsOption];
+  let options = [MHA_ThreadsOption,
+    Option<"dynamicWorkgroupMemory", "dynamic-workgroup-memory", "bool",
+           /*default=*/"false",
+           "Workgroup memory above the target's max_workgroup_memory as "
+           "dynamic workgroup memory (where it has max_workgroup_memory_optin)">,
+  ];
   let dependentDialects = [
     "::mlir::affine::AffineDialect",
     "::mlir::gpu::GPUDialect",
@@ -381,9 +392,10 @@ def MHACheckWorkgroupMemoryPass : Pass<"mha-check-workgroup-memory"> {
     For every `gpu.launch` (after GPU mapping), adds up the bytes of its
     workgroup attributions (the tiles the mapping staged in shared memory),
     each aligned to 16 bytes as `mha-align-workgroup-memory` aligns them,
-    and stops with an error on the launch where they exceed `max-bytes`, or,
-    when that is 0, the `max_workgroup_memory` of the `mha.target` around it
-    (no limit where neither gives one). The error names the sizes and the
+    and its dynamic workgroup memory, and stops with an error on the launch
+    where they exceed `max-bytes`, or, when that is 0, the
+    `max_workgroup_memory_optin` of the `mha.target` around it, else its
+    `max_workgroup_memory` (no limit where none gives one). The error names the sizes and the
     options that shrink them. Why: CUDA kernels declare their shared memory
     statically, and ptxas refuses more than 48 KiB only after the whole
     lowering, with the kernel module printed as a note (f16 causal attention
@@ -392,7 +404,8 @@ def MHACheckWorkgroupMemoryPass : Pass<"mha-check-workgroup-memory"> {
   let options = [
     Option<"maxBytes", "max-bytes", "int64_t", "0",
            "Workgroup memory a kernel may use, in bytes (0: the target's "
-           "max_workgroup_memory, else no limit)">,
+           "max_workgroup_memory_optin or max_workgroup_memory, else no "
+           "limit)">,
   ];
 }
 

@@ -112,9 +112,11 @@ LogicalResult checkKernelLoopIterations(Operation *root,
 /// GPU mapping, on buffers: each top-level scf.forall as a gpu.launch, one
 /// workgroup per iteration (grid from the loop bounds at run time) of
 /// `threads` threads, its #gpu.thread loops mapped with barriers after them,
-/// its workgroup allocations as the launch's workgroup attributions.
+/// its workgroup allocations as the launch's workgroup attributions, or,
+/// where they exceed `dynamicAbove` bytes (> 0), as views of its dynamic
+/// workgroup memory.
 LogicalResult mapForallsToGPULaunch(RewriterBase &rewriter, Operation *root,
-                                    int64_t threads);
+                                    int64_t threads, int64_t dynamicAbove = 0);
 
 /// GPU mapping, on tensors: every linalg op directly in a function body
 /// (the projections and their bias broadcasts: what is not yet in a loop)
@@ -149,7 +151,8 @@ LogicalResult stageKernelBuffers(RewriterBase &rewriter, Operation *root,
 constexpr int64_t kWorkgroupMemoryAlignment = 16;
 
 /// The bytes of workgroup memory `launch` declares (its workgroup
-/// attributions, each aligned to kWorkgroupMemoryAlignment).
+/// attributions, each aligned to kWorkgroupMemoryAlignment, and its dynamic
+/// workgroup memory).
 int64_t getWorkgroupMemoryBytes(gpu::LaunchOp launch);
 
 /// Gives each workgroup attribution of the gpu.func kernels under `root`
@@ -157,8 +160,11 @@ int64_t getWorkgroupMemoryBytes(gpu::LaunchOp launch);
 void alignWorkgroupMemory(Operation *root, int64_t bytes);
 
 /// Emits an error at each gpu.launch under `root` whose workgroup memory
-/// exceeds `maxBytes` and fails if there was one.
-LogicalResult checkWorkgroupMemory(Operation *root, int64_t maxBytes);
+/// exceeds `maxBytes` (named `limitName` in the error) and fails if there
+/// was one.
+LogicalResult
+checkWorkgroupMemory(Operation *root, int64_t maxBytes,
+                     StringRef limitName = "max_workgroup_memory");
 
 /// Rewrites the tensor-core ops of the `gpu.launch` kernels under `root`
 /// (`nvgpu.mma.sync` m16n8k16 on f16, `nvgpu.ldmatrix`,

@@ -49,27 +49,36 @@ int64_t PeeledDimAttr::getRelativeIndex() const { return getDim(); }
 // The lowering configuration
 //===----------------------------------------------------------------------===//
 
-LogicalResult
-TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
-                   TargetKind kind, StringAttr chip, StringAttr features,
-                   int64_t vectorBits, int64_t subgroupSize,
-                   int64_t maxWorkgroupThreads, int64_t maxWorkgroupMemory) {
+LogicalResult TargetAttr::verify(function_ref<InFlightDiagnostic()> emitError,
+                                 TargetKind kind, StringAttr chip,
+                                 StringAttr features, int64_t vectorBits,
+                                 int64_t subgroupSize,
+                                 int64_t maxWorkgroupThreads,
+                                 int64_t maxWorkgroupMemory,
+                                 int64_t maxWorkgroupMemoryOptin) {
   if (kind == TargetKind::CPU) {
     if (vectorBits <= 0 || vectorBits % 32 != 0)
       return emitError() << "vector_bits must be a positive multiple of 32 on "
                             "a cpu target, found "
                          << vectorBits;
-    if (subgroupSize || maxWorkgroupThreads || maxWorkgroupMemory)
+    if (subgroupSize || maxWorkgroupThreads || maxWorkgroupMemory ||
+        maxWorkgroupMemoryOptin)
       return emitError() << "subgroup_size, max_workgroup_threads and "
-                            "max_workgroup_memory have no meaning on a cpu "
-                            "target";
+                            "max_workgroup_memory(_optin) have no meaning on "
+                            "a cpu target";
     return success();
   }
   if (vectorBits)
     return emitError() << "vector_bits has no meaning on a "
                        << stringifyTargetKind(kind) << " target";
-  if (subgroupSize < 0 || maxWorkgroupThreads < 0 || maxWorkgroupMemory < 0)
+  if (subgroupSize < 0 || maxWorkgroupThreads < 0 || maxWorkgroupMemory < 0 ||
+      maxWorkgroupMemoryOptin < 0)
     return emitError() << "GPU limits must be non-negative (0: unknown)";
+  if (maxWorkgroupMemoryOptin && maxWorkgroupMemoryOptin < maxWorkgroupMemory)
+    return emitError() << "max_workgroup_memory_optin ("
+                       << maxWorkgroupMemoryOptin
+                       << ") must be at least max_workgroup_memory ("
+                       << maxWorkgroupMemory << ")";
   return success();
 }
 

@@ -75,6 +75,13 @@ def MHA_TargetAttr : AttrDef<MHA_Dialect, "Target"> {
       AVX2, 128: SSE or NEON); the register tiles are chosen for it.
     - `subgroup_size`, `max_workgroup_threads`, `max_workgroup_memory`
       (GPU, bytes): the limits a configuration is checked against; 0: unknown.
+      `max_workgroup_memory` is what a kernel may declare statically;
+    - `max_workgroup_memory_optin` (GPU, bytes; 0: none): what a kernel may
+      use beyond that by opting in (CUDA: dynamic shared memory, the
+      launch attribute set by the runtime; 227 KiB on sm_90, 163 KiB on
+      sm_80). The kernels whose rules size their tiles by the memory (the
+      GEMM kernel's stages) may use it; a kernel over
+      `max_workgroup_memory` then gets its workgroup memory dynamically.
 
     ```mlir
     module attributes {mha.target = #mha.target<kind = cpu, vector_bits = 256>}
@@ -87,11 +94,23 @@ def MHA_TargetAttr : AttrDef<MHA_Dialect, "Target"> {
     DefaultValuedParameter<"int64_t", "0">:$vector_bits,
     DefaultValuedParameter<"int64_t", "0">:$subgroup_size,
     DefaultValuedParameter<"int64_t", "0">:$max_workgroup_threads,
-    DefaultValuedParameter<"int64_t", "0">:$max_workgroup_memory);
+    DefaultValuedParameter<"int64_t", "0">:$max_workgroup_memory,
+    DefaultValuedParameter<"int64_t", "0">:$max_workgroup_memory_optin);
   let assemblyFormat = "`<` struct(params) `>`";
   let genVerifyDecl = 1;
   let extraClassDeclaration = [{
     bool isGPU() const { return getKind() != TargetKind::CPU; }
+    /// The most workgroup memory a kernel may use: with the opt-in where
+    /// there is one (0: unknown).
+    int64_t getWorkgroupMemoryLimit() const {
+      return getMaxWorkgroupMemoryOptin() ? getMaxWorkgroupMemoryOptin()
+                                          : getMaxWorkgroupMemory();
+    }
+    /// The name of the field getWorkgroupMemoryLimit() reads.
+    StringRef getWorkgroupMemoryLimitName() const {
+      return getMaxWorkgroupMemoryOptin() ? "max_workgroup_memory_optin"
+                                          : "max_workgroup_memory";
+    }
   }];
 }
 
