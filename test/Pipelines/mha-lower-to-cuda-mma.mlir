@@ -33,15 +33,15 @@
 // (warps of 32 x 32) and 4 stages of padded shared tiles (38912 bytes): per
 // k step of 32 and warp 16 mma.sync, 8 ldmatrix, 4 16-byte cp.async with a
 // commit and a wait, one barrier; 3 steps' copies (15) before the loop.
-// CHECK-COUNT-3: kernel layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 38912 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 22 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 0 (loop 0), {{.*}} bar.sync {{[0-9]+}} (loop 1)
+// CHECK-COUNT-3: kernel layer_gemm: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 38912 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 22 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 0 (loop 0), {{.*}} bar.sync {{[0-9]+}} (loop 1)
 // CHECK-NEXT: kernel layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 18432 bytes, mma.sync 64 (loop 64), ldmatrix 32 (loop 32)
-// CHECK-NEXT: kernel layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 38912 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 22 (loop 6)
+// CHECK-NEXT: kernel layer_gemm: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 38912 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 22 (loop 6)
 // With biases, the same GEMM kernels, each adding its bias in the epilogue
 // (a pair of columns for each of a thread's 4 output tiles: 8 loads, outside
 // the k loop).
-// CHECK-COUNT-3: kernel layer_bias_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 38912 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 22 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 8 (loop 0),
+// CHECK-COUNT-3: kernel layer_bias_gemm: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 38912 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 22 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 8 (loop 0),
 // CHECK-NEXT: kernel layer_bias_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 18432 bytes, mma.sync 64 (loop 64)
-// CHECK-NEXT: kernel layer_bias_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 38912 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 22 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 8 (loop 0),
+// CHECK-NEXT: kernel layer_bias_gemm: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 38912 bytes, mma.sync 16 (loop 16), ldmatrix 8 (loop 8), cp.async 22 (loop 6), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 8 (loop 0),
 // Key lengths, causal, a left window, a softcap and a mask: the same tile
 // arithmetic and no spills (the cap's tanh is libdevice's, on ex2; the mask
 // read from device memory in the key loop).
@@ -55,8 +55,8 @@
 // k16 step: 4 A, 4 B), 8 copies, one barrier. BERT-base's (B=32 S=128):
 // 128 x 64 tiles (warps of 64 x 32), 4 stages of 14,848 bytes, 32 mma.sync
 // from 12 ldmatrix.
-// CHECK: kernel gpt2_layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 75776 bytes (dynamic), mma.sync 64 (loop 64), ldmatrix 16 (loop 16), cp.async 38 (loop 10), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 0 (loop 0), st.global 64 (loop 0), bar.sync {{[0-9]+}} (loop 1)
-// CHECK: kernel bert_layer_kernel: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 59392 bytes (dynamic), mma.sync 32 (loop 32), ldmatrix 12 (loop 12), cp.async 30 (loop 8), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 0 (loop 0), st.global 32 (loop 0), bar.sync {{[0-9]+}} (loop 1)
+// CHECK: kernel gpt2_layer_gemm: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 75776 bytes (dynamic), mma.sync 64 (loop 64), ldmatrix 16 (loop 16), cp.async 38 (loop 10), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 0 (loop 0), st.global 64 (loop 0), bar.sync {{[0-9]+}} (loop 1)
+// CHECK: kernel bert_layer_gemm: registers {{[0-9]+}}, spill stores 0, spill loads 0, shared 59392 bytes (dynamic), mma.sync 32 (loop 32), ldmatrix 12 (loop 12), cp.async 30 (loop 8), shfl.sync 0 (loop 0), ld.shared 0 (loop 0), st.shared 0 (loop 0), ld.global 0 (loop 0), st.global 32 (loop 0), bar.sync {{[0-9]+}} (loop 1)
 
 // 4 warps per workgroup; only buffers and run-time sizes as arguments.
 // HOST-LABEL: llvm.func @d64(

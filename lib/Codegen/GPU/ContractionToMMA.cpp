@@ -187,6 +187,7 @@ FailureOr<Value> mha::lowerContractionToMMA(RewriterBase &rewriter,
                              rewriter.getIndexAttr(tileN)},
       // Mapped to workgroups: kept as a loop when it has one iteration.
       ValueRange(), workgroupMapping(ctx, 2));
+  workgroups->setAttr(kKernelNameAttrName, rewriter.getStringAttr("gemm"));
   rewriter.setInsertionPointToStart(workgroups.getBody());
   Value firstM = workgroups.getInductionVar(0),
         firstN = workgroups.getInductionVar(1);

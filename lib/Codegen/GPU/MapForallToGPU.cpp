@@ -370,6 +370,12 @@ LogicalResult mha::mapForallsToGPULaunch(RewriterBase &rewriter,
         arith::ConstantIndexOp::create(rewriter, loc, blockThreads);
     auto launch = gpu::LaunchOp::create(rewriter, loc, grid[0], grid[1],
                                         grid[2], blockX, one, one);
+    // The kernel's own name (outlining takes it; a second one of the
+    // function gets a module name of its own).
+    if (auto name = loop->getAttrOfType<StringAttr>(kKernelNameAttrName))
+      if (auto func = loop->getParentOfType<FunctionOpInterface>())
+        launch.setFunctionAttr(FlatSymbolRefAttr::get(
+            rewriter.getStringAttr(func.getName() + "_" + name.getValue())));
     Block &body = launch.getBody().front();
     rewriter.setInsertionPointToStart(&body);
     SmallVector<Value> ivs;

@@ -42,7 +42,7 @@
 // CHECK: nvgpu.device_async_wait %[[RES]]#8 {numGroups = 0 : i32}
 // CHECK-COUNT-16: vector.store %{{.+}}, %[[OUT]][{{.*}}] {alignment = 4 : i64} : memref<2x3x?x32xf16>, vector<2xf16>
 // CHECK: } {mapping = [#gpu.thread<x>], mha.lowering_config = #mha.lowering_config<threads = 128>}
-// CHECK: } {mapping = [#gpu.block<linear_dim_0>, #gpu.block<linear_dim_1>]}
+// CHECK: } {mapping = [#gpu.block<linear_dim_0>, #gpu.block<linear_dim_1>], mha.kernel_name = "gemm"}
 // CHECK: %[[R:.+]] = bufferization.to_tensor %[[OUT]] restrict writable
 // CHECK: return %[[R]]
 module attributes {mha.target = #mha.target<kind = cuda, chip = "sm_80">} {

@@ -270,3 +270,21 @@ func.func @sink_views(%in: memref<4x16xf32>, %out: memref<4x8xf32>) {
   }
   return
 }
+
+// -----
+
+// A workgroup loop that names its kernel (mha.kernel_name: the GEMM
+// kernels) gives the launch the function name `<function>_<name>`, which
+// outlining takes instead of `<function>_kernel`.
+
+// CHECK-LABEL: func.func @named
+// CHECK: gpu.launch {{.*}} function(@named_gemm) {
+func.func @named(%out: memref<64xf32>, %x: f32) {
+  scf.forall (%i) in (2) {
+    scf.forall (%t) in (32) {
+      %j = arith.addi %i, %t : index
+      memref.store %x, %out[%j] : memref<64xf32>
+    } {mapping = [#gpu.thread<linear_dim_0>]}
+  } {mapping = [#gpu.block<linear_dim_0>], mha.kernel_name = "gemm"}
+  return
+}

@@ -25,6 +25,12 @@ inline constexpr llvm::StringLiteral kTargetAttrName = "mha.target";
 inline constexpr llvm::StringLiteral kLoweringConfigAttrName =
     "mha.lowering_config";
 
+/// The attribute (a string) of a workgroup loop whose kernel has a name of
+/// its own: mha-map-forall-to-gpu names the kernel `<function>_<name>`
+/// (the GEMM kernels: `_gemm`) rather than outlining's `<function>_kernel`,
+/// so that profiles and PTX reports tell the kernels apart.
+inline constexpr llvm::StringLiteral kKernelNameAttrName = "mha.kernel_name";
+
 /// The function-argument attribute marking a weight: an argument whose
 /// value is the same on every call, which the CPU pipelines prepare once
 /// (mha-outline-weight-preparation).
