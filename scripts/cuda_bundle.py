@@ -468,19 +468,8 @@ def torch_side(c, arrays, torch, dev="cuda"):
                 context = torch.backends.cuda.sdp_kernel(
                     enable_flash=flash, enable_math=not flash,
                     enable_mem_efficient=False)
-        times = []
-        with torch.no_grad(), (context or torch.no_grad()):
-            for _ in range(3):
-                call()
-            for _ in range(repeats):
-                start = torch.cuda.Event(enable_timing=True)
-                stop = torch.cuda.Event(enable_timing=True)
-                start.record()
-                call()
-                stop.record()
-                stop.synchronize()
-                times.append(start.elapsed_time(stop))
-        return sorted(times)[len(times) // 2]
+        with context or torch.no_grad():
+            return cuda_time(call, torch, repeats)
     return reference, timed, label
 
 
