@@ -505,7 +505,10 @@ static constexpr int64_t kGemmMinWorkgroups = 256,
 /// The rules' GEMM tile for `op`: the largest of 128 x 128, 128 x 64 and
 /// 64 x 64 output tiles that still gives kGemmMinWorkgroups workgroups (a
 /// larger tile reads each operand element fewer times, and its warps load
-/// fewer fragments per mma.sync); 64 x 64 when the rows are dynamic.
+/// fewer fragments per mma.sync); 64 x 64 when the rows are dynamic; 32 x
+/// 32 for at most 32 rows (a decoding step's projections: the weights are
+/// read once whatever the tile, by twice as many workgroups as 64 columns
+/// would give).
 static std::pair<int64_t, int64_t> selectMMAGemmTile(linalg::GenericOp op) {
   std::string unused;
   MMAContraction gemm = *matchMMAContraction(op, unused);
@@ -518,6 +521,8 @@ static std::pair<int64_t, int64_t> selectMMAGemmTile(linalg::GenericOp op) {
   }
   for (unsigned d : gemm.n)
     cols *= ranges[d];
+  if (rows <= 32)
+    return {32, 32};
   for (auto [tileM, tileN] : {std::pair<int64_t, int64_t>{128, 128}, {128, 64}})
     if (llvm::divideCeil(rows, tileM) * llvm::divideCeil(cols, tileN) >=
         kGemmMinWorkgroups)

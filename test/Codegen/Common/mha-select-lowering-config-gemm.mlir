@@ -101,6 +101,33 @@ func.func @small(%x: tensor<512x768xf16>, %w: tensor<768x768xf16>) -> tensor<512
 
 // -----
 
+// A decoding step's projections (4 rows): 32 x 32, twice the workgroups of
+// 64 x 64 reading the weights.
+// CHECK-LABEL: func.func @decode
+// CHECK: mha.lowering_config = #mha.lowering_config<workgroup_tile = [32, 32], mma = [16, 8, 16], warps = 4, pipeline_stages = 4>
+func.func @decode(%x: tensor<4x768xf16>, %w: tensor<768x768xf16>) -> tensor<4x768xf16> {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x768xf32>
+  %acc = linalg.fill ins(%zero : f32) outs(%e : tensor<4x768xf32>) -> tensor<4x768xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>, affine_map<(m, n, k) -> (k, n)>, affine_map<(m, n, k) -> (m, n)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<4x768xf16>, tensor<768x768xf16>) outs(%acc : tensor<4x768xf32>) {
+  ^bb0(%a: f16, %b: f16, %o: f32):
+    %0 = arith.extf %a : f16 to f32
+    %1 = arith.extf %b : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %o, %2 : f32
+    linalg.yield %3 : f32
+  } -> tensor<4x768xf32>
+  %e16 = tensor.empty() : tensor<4x768xf16>
+  %r = linalg.generic {indexing_maps = [affine_map<(m, n) -> (m, n)>, affine_map<(m, n) -> (m, n)>], iterator_types = ["parallel", "parallel"]} ins(%p : tensor<4x768xf32>) outs(%e16 : tensor<4x768xf16>) {
+  ^bb0(%a: f32, %o: f16):
+    %0 = arith.truncf %a : f32 to f16
+    linalg.yield %0 : f16
+  } -> tensor<4x768xf16>
+  return %r : tensor<4x768xf16>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @dynamic
 // CHECK: mha.lowering_config = #mha.lowering_config<workgroup_tile = [64, 64], mma = [16, 8, 16], warps = 4, pipeline_stages = 4>
 // TILE-LABEL: func.func @dynamic

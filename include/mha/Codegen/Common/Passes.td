@@ -237,8 +237,8 @@ def MHASelectLoweringConfigPass
     - CUDA, the contractions of f16 and bf16 layers (their projections):
       the tensor-core GEMM kernel, 4 warps, the largest of 128 x 128,
       128 x 64 and 64 x 64 output tiles that gives 256 workgroups or more
-      (64 x 64 for dynamic rows), as many `pipeline_stages` (2 to 4) as
-      the workgroup memory holds.
+      (64 x 64 for dynamic rows, 32 x 32 for at most 32 rows), as many
+      `pipeline_stages` (2 to 4) as the workgroup memory holds.
 
     The result is checked: a GPU function's thread count must be positive,
     within the target's `max_workgroup_threads`, and at most the rows of each
