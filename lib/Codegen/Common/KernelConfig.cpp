@@ -1132,6 +1132,15 @@ LogicalResult mha::verifyLoweringConfig(FunctionOpInterface func,
     LoweringConfigAttr own = getLoweringConfig(op);
     if (!isConfigured(op) || !own)
       return WalkResult::advance();
+    // Stages are the GEMM kernel's (the attention kernels keep their own
+    // order of copies).
+    if (own.getPipelineStages()) {
+      op->emitError() << "lowering_config: pipeline_stages applies to the "
+                         "tensor-core GEMM kernel's contractions only, not "
+                         "to "
+                      << op->getName();
+      return WalkResult::interrupt();
+    }
     for (auto [name, value] : {std::pair<StringRef, std::optional<int64_t>>{
                                    "kv_splits", own.getKvSplits()},
                                {"head_tile", own.getHeadTile()},

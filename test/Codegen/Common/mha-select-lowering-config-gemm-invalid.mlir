@@ -124,3 +124,13 @@ func.func @memory(%x: tensor<512x768xf16>, %w: tensor<768x768xf16>) -> tensor<51
   } -> tensor<512x768xf16>
   return %r : tensor<512x768xf16>
 }
+
+// -----
+
+// Stages are the GEMM kernel's: refused on the attention, whose kernels keep
+// their own order of copies.
+func.func @attention_stages(%q: tensor<1x2x64x64xf16>) -> tensor<1x2x64x64xf16> {
+  // expected-error @+1 {{lowering_config: pipeline_stages applies to the tensor-core GEMM kernel's contractions only, not to mha.attention}}
+  %o = mha.attention ins(%q, %q, %q : tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>, tensor<1x2x64x64xf16>) outs(%q : tensor<1x2x64x64xf16>) {mha.lowering_config = #mha.lowering_config<q_tile = 64, kv_tile = 64, mma = [16, 8, 16], warps = 4, pipeline_stages = 2>} -> tensor<1x2x64x64xf16>
+  return %o : tensor<1x2x64x64xf16>
+}
