@@ -189,14 +189,15 @@ def MHA_LoweringConfigAttr : AttrDef<MHA_Dialect, "LoweringConfig"> {
     kernel computes (mha-contraction-to-mma; the projections of f16 and
     bf16 layers on CUDA), set by the rule on the op itself:
     - `mma = [16, 8, 16]` and `warps`: the kernel and its warps (1, 2, 4
-      or 8; two rows of warps when there are two or more);
+      or 8; two rows of warps when there are two or more; the rule: 4);
     - `workgroup_tile = [rows, cols]`: the output tile of a workgroup (M
       rows by N columns), each warp's share a multiple of 16 by 16 and at
       most 64 by 64 (its accumulators live in registers);
     - `pipeline_stages`: the k steps (32 deep) whose operand tiles are in
       shared memory at once, all but one of them on their way by cp.async
-      while the oldest is multiplied (2 to 4; the tiles of all stages must
-      fit the target's workgroup memory).
+      while the oldest is multiplied (2 to 8; the tiles of all stages must
+      fit the target's workgroup memory; refused on the mha ops, whose
+      kernels keep their own order of copies).
 
     On a function (they depend on the target):
     - `register_tile = [rows, cols]` (CPU): a contraction's register tile
