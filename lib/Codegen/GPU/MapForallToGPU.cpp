@@ -51,22 +51,18 @@ static LogicalResult allocsToWorkgroupAttributions(RewriterBase &rewriter,
     if (space && space.getValue() == gpu::AddressSpace::Workgroup)
       allocs.push_back(alloc);
   });
-  // Each buffer's offset, aligned as mha-align-workgroup-memory aligns the
-  // attributions.
-  SmallVector<int64_t> offsets;
-  int64_t bytes = 0;
+  SmallVector<Type> types;
   for (memref::AllocOp alloc : allocs) {
     if (!alloc.getType().hasStaticShape())
       return alloc.emitOpError()
              << "allocates workgroup memory of dynamic size "
              << alloc.getType() << "; workgroup memory has static sizes";
-    int64_t elementBytes =
-        llvm::divideCeil(alloc.getType().getElementTypeBitWidth(), 8);
-    bytes = llvm::alignTo(
-        bytes, std::max(elementBytes, mha::kWorkgroupMemoryAlignment));
-    offsets.push_back(bytes);
-    bytes += alloc.getType().getNumElements() * elementBytes;
+    types.push_back(alloc.getType());
   }
+  // Each buffer's offset, aligned as mha-align-workgroup-memory aligns the
+  // attributions.
+  SmallVector<int64_t> offsets;
+  int64_t bytes = mha::layOutWorkgroupBuffers(types, &offsets);
   if (dynamicAbove > 0 && bytes > dynamicAbove) {
     MLIRContext *ctx = rewriter.getContext();
     Location loc = launch.getLoc();

@@ -25,16 +25,24 @@ namespace mlir::mha {
 
 using namespace mlir;
 
-int64_t mha::getWorkgroupMemoryBytes(gpu::LaunchOp launch) {
+int64_t mha::layOutWorkgroupBuffers(TypeRange types,
+                                    SmallVectorImpl<int64_t> *offsets) {
   int64_t bytes = 0;
-  for (BlockArgument buffer : launch.getWorkgroupAttributions()) {
-    auto type = cast<MemRefType>(buffer.getType());
-    int64_t elementBytes =
-        llvm::divideCeil(type.getElementTypeBitWidth(), 8);
-    bytes = llvm::alignTo(bytes, std::max(elementBytes,
-                                          kWorkgroupMemoryAlignment)) +
-            type.getNumElements() * elementBytes;
+  for (Type t : types) {
+    auto type = cast<MemRefType>(t);
+    int64_t elementBytes = llvm::divideCeil(type.getElementTypeBitWidth(), 8);
+    bytes =
+        llvm::alignTo(bytes, std::max(elementBytes, kWorkgroupMemoryAlignment));
+    if (offsets)
+      offsets->push_back(bytes);
+    bytes += type.getNumElements() * elementBytes;
   }
+  return bytes;
+}
+
+int64_t mha::getWorkgroupMemoryBytes(gpu::LaunchOp launch) {
+  int64_t bytes = layOutWorkgroupBuffers(
+      ValueRange(launch.getWorkgroupAttributions()).getTypes());
   APInt dynamicBytes;
   if (Value size = launch.getDynamicSharedMemorySize())
     if (matchPattern(size, m_ConstantInt(&dynamicBytes)))

@@ -150,6 +150,12 @@ LogicalResult stageKernelBuffers(RewriterBase &rewriter, Operation *root,
 /// attribution by default: 16 bytes, for 128-bit accesses and ldmatrix.
 constexpr int64_t kWorkgroupMemoryAlignment = 16;
 
+/// The bytes that workgroup buffers of static `types` take in one block of
+/// workgroup memory, each aligned to kWorkgroupMemoryAlignment (or its
+/// element size); with `offsets`, each buffer's offset in it.
+int64_t layOutWorkgroupBuffers(TypeRange types,
+                               SmallVectorImpl<int64_t> *offsets = nullptr);
+
 /// The bytes of workgroup memory `launch` declares (its workgroup
 /// attributions, each aligned to kWorkgroupMemoryAlignment, and its dynamic
 /// workgroup memory).
